@@ -1,0 +1,61 @@
+// The unit of interchange between the simulator and the metadata builders: one step's batch
+// layout as plain arrays. Kernels and references see only this; they know nothing of requests,
+// schedulers or traces.
+//
+// Pointers in `device` point to memory the metadata builders treat as device memory (real
+// device memory on a GPU, host memory in CPU emulation). Pointers in `host` always point to
+// host memory and hold what the host believes, which is stale under DSpark adaptive
+// verification (DESIGN.md section 3).
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+
+namespace dspark {
+
+// Fixed model constants of the DeepSeek-V4.1 metadata path that this project reproduces.
+struct ModelConsts {
+  int32_t swa_window = 128;     // [tokens] sliding-window length
+  int32_t swa_block_size = 64;  // [tokens per block] SWA paged-cache block size
+  int32_t mla_block_size = 64;  // [tokens per block] MLA storage block size (ratio 1)
+  int32_t spec_k = 5;           // [tokens] DSpark speculative length K
+  int32_t prefill_segment = 1024;  // [tokens] FP8 prefill segment cap (PR #57207)
+};
+
+// Ring capacity of the ratio-2 compressor state: max(8, next_pow2(K + 2)).
+int32_t CompressorRingCapacity(int32_t spec_k);
+
+struct BatchSizes {
+  int32_t num_reqs = 0;           // R: requests after padding (padded ones have query length 0)
+  int32_t num_tokens = 0;         // N: tokens after padding (the CUDA-graph capture size)
+  int32_t num_decodes = 0;        // requests [0, num_decodes) are decodes; the rest prefills
+  int32_t num_decode_tokens = 0;  // N_d: padded decode tokens for the indexer (== N if all decode)
+  int32_t capacity = 0;           // [tokens] persistent buffer length, >= N
+  int32_t bt_width = 0;           // [blocks] used columns of block_table
+  int32_t bt_stride = 0;          // [int32] row stride of block_table, >= bt_width
+};
+
+struct DeviceBatch {
+  const int32_t* query_start_loc = nullptr;  // [R + 1] non-decreasing, truth (GPU-rewritten)
+  const int32_t* seq_lens = nullptr;         // [R] context incl. current query, 0 for padding
+  const int32_t* block_table = nullptr;      // [R, bt_stride] block ids, block 0 = null page
+  const int64_t* slot_mapping = nullptr;     // [N] KV slot per token, -1 for padding
+};
+
+struct HostBatch {
+  const int32_t* query_start_loc = nullptr;  // [R + 1] host copy: right total, maybe stale split
+  const int32_t* seq_lens = nullptr;         // [R] host copy: maybe an upper bound (draft step)
+};
+
+struct BatchInputs {
+  BatchSizes sizes;
+  DeviceBatch device;
+  HostBatch host;
+  bool fp8_prefill = true;  // FP8 prefill queries are segmented; BF16 keeps one per request
+};
+
+// Checks sizes and host-side invariants (a device-side check would need a sync).
+absl::Status ValidateBatchSizes(const BatchSizes& s);
+
+}  // namespace dspark

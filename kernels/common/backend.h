@@ -1,0 +1,122 @@
+// Where a metadata implementation's operations go, and what they cost in launches and copies.
+//
+// Every implementation of the `impl` axis (kernels/suite/) is written once as a template over
+// a Backend. CpuBackend runs kernel bodies through the grid emulator over host memory;
+// GpuBackend (kernels/common/backend_gpu.cuh) launches the same bodies on a stream. Both count
+// the same operations the same way, so launch and copy counts agree between CPU and GPU runs.
+//
+// A Backend provides:
+//   template <class K> void Launch(const K& kernel, LaunchShape shape);
+//   void CopyToDevice(void* dst, const void* host_src, size_t bytes);  // via pinned staging
+//   void CopyToHost(void* host_dst, const void* src, size_t bytes);    // blocking: a host sync
+//   void CopyDeviceToDevice(void* dst, const void* src, size_t bytes);
+//   void Fill32(int32_t* dst, int32_t value, size_t count);           // a memset-like node
+//   template <class T> T* Scratch(size_t count);  // per-suite workspace, reset by ResetScratch
+//   OpCounters& counters();
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "kernels/common/grid.h"
+
+namespace dspark {
+
+struct OpCounters {
+  int64_t kernels = 0;       // kernel launches
+  int64_t h2d_copies = 0;    // host-to-device copies (from pinned staging)
+  int64_t d2h_copies = 0;    // device-to-host copies (each one blocks the host)
+  int64_t d2d_copies = 0;    // device-to-device copies
+  int64_t fills = 0;         // memset-like fills
+  int64_t host_syncs = 0;    // times the host waited for the device
+  int64_t host_array_ops = 0;  // host-side array ops (np.repeat, cumsum, ...) on the host path
+
+  // What a captured graph would hold as nodes, or an eager path issues as launches.
+  int64_t Launches() const { return kernels + h2d_copies + d2h_copies + d2d_copies + fills; }
+  OpCounters& operator+=(const OpCounters& o) {
+    kernels += o.kernels; h2d_copies += o.h2d_copies; d2h_copies += o.d2h_copies;
+    d2d_copies += o.d2d_copies; fills += o.fills; host_syncs += o.host_syncs;
+    host_array_ops += o.host_array_ops;
+    return *this;
+  }
+};
+
+// A bump allocator over one arena allocated at capacity. Reset per suite run, so a graph
+// captured once sees the same addresses on every replay.
+class ScratchArena {
+ public:
+  ScratchArena() = default;
+  ScratchArena(uint8_t* base, size_t bytes) : base_(base), bytes_(bytes) {}
+  void Reset() { used_ = 0; }
+  // Returns nullptr when the arena is exhausted; Backends turn that into an error status.
+  void* Take(size_t bytes) {
+    const size_t aligned = (used_ + 255) & ~size_t{255};
+    if (aligned + bytes > bytes_) return nullptr;
+    used_ = aligned + bytes;
+    return base_ + aligned;
+  }
+  size_t used() const { return used_; }
+  size_t capacity() const { return bytes_; }
+
+ private:
+  uint8_t* base_ = nullptr;
+  size_t bytes_ = 0;
+  size_t used_ = 0;
+};
+
+// Runs every operation on the host; "device" memory is host memory.
+class CpuBackend {
+ public:
+  explicit CpuBackend(size_t scratch_bytes = size_t{64} << 20)
+      : storage_(scratch_bytes), arena_(storage_.data(), storage_.size()) {}
+
+  template <class K>
+  void Launch(const K& k, LaunchShape shape) {
+    ++counters_.kernels;
+    if (shape.grid > 0) EmulateGrid(k, shape);
+  }
+  void CopyToDevice(void* dst, const void* src, size_t bytes) {
+    ++counters_.h2d_copies;
+    if (bytes) std::memcpy(dst, src, bytes);
+  }
+  void CopyToHost(void* dst, const void* src, size_t bytes) {
+    ++counters_.d2h_copies;
+    ++counters_.host_syncs;
+    if (bytes) std::memcpy(dst, src, bytes);
+  }
+  void CopyDeviceToDevice(void* dst, const void* src, size_t bytes) {
+    ++counters_.d2d_copies;
+    if (bytes) std::memmove(dst, src, bytes);
+  }
+  void Fill32(int32_t* dst, int32_t value, size_t count) {
+    ++counters_.fills;
+    for (size_t i = 0; i < count; ++i) dst[i] = value;
+  }
+  void NoteHostArrayOp() { ++counters_.host_array_ops; }
+
+  template <class T>
+  T* Scratch(size_t count) {
+    void* p = arena_.Take(count * sizeof(T));
+    if (p == nullptr && status_.ok())
+      status_ = absl::ResourceExhaustedError(absl::StrFormat(
+          "CPU scratch arena of %d bytes exhausted", static_cast<int64_t>(arena_.capacity())));
+    return static_cast<T*>(p);
+  }
+  void ResetScratch() { arena_.Reset(); }
+
+  OpCounters& counters() { return counters_; }
+  const absl::Status& status() const { return status_; }
+  static constexpr bool kIsGpu = false;
+
+ private:
+  std::vector<uint8_t> storage_;
+  ScratchArena arena_;
+  OpCounters counters_;
+  absl::Status status_;
+};
+
+}  // namespace dspark

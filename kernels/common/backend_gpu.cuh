@@ -1,0 +1,106 @@
+// The GPU Backend (see kernels/common/backend.h): launches kernel bodies on one stream.
+// Every CUDA call is checked; the first failure is kept as a sticky status naming the call,
+// file and line, and later operations become no-ops so a broken step cannot cascade.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstring>
+
+#include "kernels/common/backend.h"
+#include "kernels/common/cuda_check.h"
+
+namespace dspark {
+
+class GpuBackend {
+ public:
+  // `scratch` is device memory of `scratch_bytes`; `staging` is pinned host memory of
+  // `staging_bytes`. Both are owned by the caller and outlive the backend.
+  GpuBackend(cudaStream_t stream, uint8_t* scratch, size_t scratch_bytes, uint8_t* staging,
+             size_t staging_bytes)
+      : stream_(stream), arena_(scratch, scratch_bytes), staging_(staging, staging_bytes) {}
+
+  template <class K>
+  void Launch(const K& k, LaunchShape shape) {
+    ++counters_.kernels;
+    if (!status_.ok() || shape.grid <= 0) return;
+    Check(LaunchFunctor(k, shape, stream_), "LaunchFunctor", __FILE__, __LINE__);
+  }
+  // Stages through pinned memory, as np_to_pinned_tensor(...).copy_(non_blocking=True) does.
+  // The staging arena is reset only by ResetStaging(), which the executor calls after it has
+  // made sure earlier copies finished, so a staged buffer is never overwritten in flight.
+  void CopyToDevice(void* dst, const void* src, size_t bytes) {
+    ++counters_.h2d_copies;
+    if (!status_.ok() || bytes == 0) return;
+    void* pinned = staging_.Take(bytes);
+    if (pinned == nullptr) {
+      status_ = absl::ResourceExhaustedError("pinned staging arena exhausted");
+      return;
+    }
+    std::memcpy(pinned, src, bytes);
+    Check(cudaMemcpyAsync(dst, pinned, bytes, cudaMemcpyHostToDevice, stream_),
+          "cudaMemcpyAsync(H2D)", __FILE__, __LINE__);
+  }
+  void CopyToHost(void* dst, const void* src, size_t bytes) {
+    ++counters_.d2h_copies;
+    ++counters_.host_syncs;
+    if (!status_.ok()) return;
+    Check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_),
+          "cudaMemcpyAsync(D2H)", __FILE__, __LINE__);
+    Check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize", __FILE__, __LINE__);
+  }
+  void CopyDeviceToDevice(void* dst, const void* src, size_t bytes) {
+    ++counters_.d2d_copies;
+    if (!status_.ok() || bytes == 0) return;
+    Check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_),
+          "cudaMemcpyAsync(D2D)", __FILE__, __LINE__);
+  }
+  void Fill32(int32_t* dst, int32_t value, size_t count) {
+    ++counters_.fills;
+    if (!status_.ok() || count == 0) return;
+    // torch's fill_ on an int32 tensor lowers to one elementwise kernel; so does this.
+    FillKernel k{dst, value, count};
+    Check(LaunchFunctor(k, {static_cast<int32_t>((count + 255) / 256), 256}, stream_),
+          "LaunchFunctor(Fill32)", __FILE__, __LINE__);
+  }
+  void NoteHostArrayOp() { ++counters_.host_array_ops; }
+
+  template <class T>
+  T* Scratch(size_t count) {
+    void* p = arena_.Take(count * sizeof(T));
+    if (p == nullptr && status_.ok())
+      status_ = absl::ResourceExhaustedError("device scratch arena exhausted");
+    return static_cast<T*>(p);
+  }
+  void ResetScratch() { arena_.Reset(); }
+  void ResetStaging() { staging_.Reset(); }
+
+  OpCounters& counters() { return counters_; }
+  const absl::Status& status() const { return status_; }
+  cudaStream_t stream() const { return stream_; }
+  static constexpr bool kIsGpu = true;
+
+ private:
+  struct FillKernel {
+    static constexpr int kPhases = 1;
+    using Shared = NoShared;
+    int32_t* dst;
+    int32_t value;
+    size_t count;
+    DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
+      const size_t i = static_cast<size_t>(c.block) * c.block_dim + c.thread;
+      if (i < count) dst[i] = value;
+    }
+  };
+  void Check(cudaError_t err, const char* call, const char* file, int line) {
+    if (err != cudaSuccess && status_.ok()) status_ = CudaStatus(err, call, file, line);
+  }
+
+  cudaStream_t stream_;
+  ScratchArena arena_;
+  ScratchArena staging_;
+  OpCounters counters_;
+  absl::Status status_;
+};
+
+}  // namespace dspark
