@@ -125,43 +125,56 @@ DS_HD_INLINE void WritePrefillSegmentTail(const PrefillSegmentParams& p, int32_t
   }
 }
 
+// The whole segmentation as block phases, so that a single-launch suite kernel can give one of
+// its blocks to it: call PrefillSegmentsPhase(p, phase, thread, shared) for phase = 0 ..
+// kPrefillSegmentPhases - 1 with a block barrier between phases, from threads 0 ..
+// kPrefillSegmentThreads - 1 (other threads of a wider block must not call it).
+inline constexpr int32_t kPrefillSegmentThreads = 256;
+inline constexpr int kPrefillSegmentScanSteps = 8;  // log2(kPrefillSegmentThreads)
+inline constexpr int kPrefillSegmentPhases = 2 + kPrefillSegmentScanSteps;
+static_assert((1 << kPrefillSegmentScanSteps) == kPrefillSegmentThreads,
+              "the scan covers exactly one partial count per thread");
+
+struct PrefillSegmentShared {
+  int32_t own[kPrefillSegmentThreads];      // segments of each thread's run of requests
+  int32_t scan[2][kPrefillSegmentThreads];  // ping-pong inclusive scan of `own`
+};
+
+DS_HD_INLINE void PrefillSegmentsPhase(const PrefillSegmentParams& p, int phase, int32_t thread,
+                                       PrefillSegmentShared& s) {
+  constexpr int32_t kThreads = kPrefillSegmentThreads;
+  const int32_t num_prefills = p.num_reqs - p.num_decodes;
+  const int32_t per_thread = CeilDiv(num_prefills, kThreads);
+  const int32_t lo = p.num_decodes + MinI(thread * per_thread, num_prefills);
+  const int32_t hi = p.num_decodes + MinI((thread + 1) * per_thread, num_prefills);
+  if (phase == 0) {
+    int32_t own = 0;
+    for (int32_t r = lo; r < hi; ++r)
+      own += PrefillSegmentCount(p.query_start_loc[r + 1] - p.query_start_loc[r], p.fp8, p.segment_len);
+    s.own[thread] = own;
+    s.scan[0][thread] = own;
+  } else if (phase <= kPrefillSegmentScanSteps) {
+    const int32_t* in = s.scan[(phase - 1) & 1];
+    const int32_t offset = 1 << (phase - 1);
+    s.scan[phase & 1][thread] = in[thread] + (thread >= offset ? in[thread - offset] : 0);
+  } else {
+    const int32_t* inclusive = s.scan[kPrefillSegmentScanSteps & 1];
+    int32_t next = inclusive[thread] - s.own[thread];
+    for (int32_t r = lo; r < hi; ++r) next += WritePrefillRequestSegments(p, r, next);
+    const int32_t total = inclusive[kThreads - 1];
+    WritePrefillSegmentTail(p, total, thread, kThreads);
+    if (thread == 0) p.seg_count[0] = total;
+  }
+}
+
 struct PrefillSegmentKernel {
-  static constexpr int32_t kThreads = 256;
-  static constexpr int kScanSteps = 8;  // log2(kThreads)
-  static constexpr int kPhases = 2 + kScanSteps;
-  static_assert((1 << kScanSteps) == kThreads, "the scan covers exactly kThreads partial counts");
-  struct Shared {
-    int32_t own[kThreads];          // segments of each thread's requests
-    int32_t scan[2][kThreads];      // ping-pong inclusive scan of `own`
-  };
+  static constexpr int kPhases = kPrefillSegmentPhases;
+  using Shared = PrefillSegmentShared;
   PrefillSegmentParams p;
 
-  static LaunchShape Shape(const PrefillSegmentParams&) { return {1, kThreads}; }
+  static LaunchShape Shape(const PrefillSegmentParams&) { return {1, kPrefillSegmentThreads}; }
 
-  DS_HD void Phase(int phase, const ThreadCtx& c, Shared& s) const {
-    const int32_t num_prefills = p.num_reqs - p.num_decodes;
-    const int32_t per_thread = CeilDiv(num_prefills, kThreads);
-    const int32_t lo = p.num_decodes + MinI(c.thread * per_thread, num_prefills);
-    const int32_t hi = p.num_decodes + MinI((c.thread + 1) * per_thread, num_prefills);
-    if (phase == 0) {
-      int32_t own = 0;
-      for (int32_t r = lo; r < hi; ++r)
-        own += PrefillSegmentCount(p.query_start_loc[r + 1] - p.query_start_loc[r], p.fp8, p.segment_len);
-      s.own[c.thread] = own;
-      s.scan[0][c.thread] = own;
-    } else if (phase <= kScanSteps) {
-      const int32_t* in = s.scan[(phase - 1) & 1];
-      const int32_t offset = 1 << (phase - 1);
-      s.scan[phase & 1][c.thread] = in[c.thread] + (c.thread >= offset ? in[c.thread - offset] : 0);
-    } else {
-      const int32_t* inclusive = s.scan[kScanSteps & 1];
-      int32_t next = inclusive[c.thread] - s.own[c.thread];
-      for (int32_t r = lo; r < hi; ++r) next += WritePrefillRequestSegments(p, r, next);
-      const int32_t total = inclusive[kThreads - 1];
-      WritePrefillSegmentTail(p, total, c.thread, kThreads);
-      if (c.thread == 0) p.seg_count[0] = total;
-    }
-  }
+  DS_HD void Phase(int phase, const ThreadCtx& c, Shared& s) const { PrefillSegmentsPhase(p, phase, c.thread, s); }
 };
 
 #if defined(__CUDACC__)

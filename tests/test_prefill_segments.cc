@@ -73,7 +73,9 @@ void ExpectSegmentationHolds(const TestBatch& b, bool fp8, const SegmentBuffers&
   const int32_t end = b.qsl[num_reqs];
   for (int32_t k = count; k <= buf.max_segments; ++k) ASSERT_EQ(qsl[k], end) << "seg_qsl tail " << k;
   for (int32_t k = count; k < buf.max_segments; ++k) ASSERT_EQ(lens[k], 0) << "seg_seq_lens tail " << k;
-  if (count > 0) EXPECT_EQ(qsl[0], b.qsl[first_prefill]);
+  if (count > 0) {
+    EXPECT_EQ(qsl[0], b.qsl[first_prefill]);
+  }
   for (int32_t k = 0; k < count; ++k) {
     const int32_t seg_len = qsl[k + 1] - qsl[k];
     ASSERT_GE(seg_len, 0) << "segment " << k;
