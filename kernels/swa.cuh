@@ -1,0 +1,136 @@
+// SWA builder, fused (PR #56562 semantics): per-token sliding-window slot indices from the
+// *device* query boundaries, in one launch, straight into persistent buffers.
+//
+// For token t < N of request r (t real iff t < M = qsl[R], read on the device):
+//   pos          = (seq_lens[r] - qlen_r) + (t - qsl[r])
+//   window       = [max(pos - W + 1, 0), pos],  len = its length
+//   swa_lens[t]  = len
+//   swa_indices[t, j] = block_table[r, p / bs] * bs + p % bs  for p = window_start + j, j < len
+//                     = -1                                     for len <= j < W
+// Padding tokens (M <= t < N) get length 0 and a row of -1. Rows at or past N are not written:
+// a graph captured for N tokens never reads them.
+//
+// Layout: 32 lanes per token row, 8 rows in flight per 256-thread block, 16 rows per block.
+// Lane l writes columns l, l + 32, ..., so each store instruction of a row group covers 128
+// consecutive bytes. The 32 lanes of a row resolve the row redundantly (same addresses, one
+// broadcast transaction) instead of waiting on a barrier for one lane to do it.
+//
+// Preconditions on device data (not checkable without a sync): qsl non-decreasing,
+// qsl[R] <= N, and block_table has a column for every position < seq_lens[r]. A token whose
+// position would be negative (seq_len < qlen, inconsistent input) gets an empty window.
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "kernels/batch.h"
+#include "kernels/builder_lookup.cuh"
+#include "kernels/common/grid.h"
+#include "kernels/common/hd.h"
+
+namespace dspark {
+
+struct SwaParams {
+  const int32_t* query_start_loc;  // [num_reqs + 1] device boundaries, non-decreasing
+  const int32_t* seq_lens;         // [num_reqs] context incl. current query
+  const int32_t* block_table;      // [num_reqs, bt_stride] SWA cache block ids
+  const int32_t* token_to_req;     // [>= num_tokens] request per token from the mapping kernel,
+                                   //   or nullptr to search query_start_loc per block
+  int32_t* swa_lens;               // [>= num_tokens] window length per token
+  int32_t* swa_indices;            // [>= num_tokens, window] slot per window cell, -1 past len
+  int32_t num_reqs;                // R: requests incl. zero-length padding requests
+  int32_t num_tokens;              // N: [tokens] rows written (M real, then padding)
+  int32_t bt_stride;               // [int32] row stride of block_table
+  int32_t window;                  // W: [tokens] window length, also the row stride of swa_indices
+  int32_t block_size;              // bs: [tokens per block] SWA cache block size
+};
+
+inline SwaParams MakeSwaParams(const BatchSizes& s, const DeviceBatch& d, const ModelConsts& m,
+                               const int32_t* token_to_req, int32_t* swa_lens, int32_t* swa_indices) {
+  return SwaParams{d.query_start_loc, d.seq_lens, d.block_table, token_to_req, swa_lens, swa_indices,
+                   s.num_reqs, s.num_tokens, s.bt_stride, m.swa_window, m.swa_block_size};
+}
+
+inline absl::Status CanImplementSwa(const SwaParams& p) {
+  if (p.query_start_loc == nullptr || p.seq_lens == nullptr || p.block_table == nullptr ||
+      p.swa_lens == nullptr || p.swa_indices == nullptr)
+    return absl::InvalidArgumentError(
+        "SwaParams: query_start_loc, seq_lens, block_table, swa_lens and swa_indices must be non-null");
+  if (p.num_reqs < 0 || p.num_tokens < 0)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("SwaParams: num_reqs=%d and num_tokens=%d must be >= 0", p.num_reqs, p.num_tokens));
+  if (p.window < 1 || p.block_size < 1)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("SwaParams: window=%d and block_size=%d must be >= 1", p.window, p.block_size));
+  if (p.bt_stride < 0)
+    return absl::InvalidArgumentError(absl::StrFormat("SwaParams: bt_stride=%d must be >= 0", p.bt_stride));
+  return absl::OkStatus();
+}
+
+// One token row's window, resolved from device metadata.
+struct SwaRow {
+  int32_t start;          // [tokens] first position in the window
+  int32_t len;            // [tokens] window length; 0 for padding tokens
+  const int32_t* bt_row;  // [bt_stride] block-table row of the owning request; unread when len == 0
+};
+
+// Resolves row t. `qsl` is the boundaries to read (shared or global, see QslView).
+DS_HD_INLINE SwaRow SwaResolveRow(const SwaParams& p, const int32_t* qsl, int32_t t) {
+  if (t >= qsl[p.num_reqs]) return SwaRow{0, 0, p.block_table};
+  const int32_t r = RequestOfToken(p.token_to_req, qsl, p.num_reqs, t);
+  const int32_t pos = TokenPosition(qsl, p.seq_lens, r, t);
+  const int32_t start = MaxI(pos - p.window + 1, 0);
+  return SwaRow{start, MaxI(pos - start + 1, 0), p.block_table + static_cast<int64_t>(r) * p.bt_stride};
+}
+
+// Writes the cells of row t that `lane` of `num_lanes` owns (columns lane, lane + num_lanes, ...);
+// lane 0 also writes swa_lens[t].
+DS_HD_INLINE void SwaWriteRow(const SwaParams& p, int32_t t, const SwaRow& row, int32_t lane,
+                              int32_t num_lanes) {
+  int32_t* out = p.swa_indices + static_cast<int64_t>(t) * p.window;
+  for (int32_t j = lane; j < p.window; j += num_lanes) {
+    int32_t slot = -1;
+    if (j < row.len) {
+      const int32_t pos = row.start + j;
+      slot = row.bt_row[pos / p.block_size] * p.block_size + pos % p.block_size;
+    }
+    out[j] = slot;
+  }
+  if (lane == 0) p.swa_lens[t] = row.len;
+}
+
+struct SwaKernel {
+  static constexpr int32_t kThreads = 256;
+  static constexpr int32_t kLanesPerRow = 32;
+  static constexpr int32_t kRowsPerBlock = 16;
+  static constexpr int kPhases = 2;
+  using Shared = QslShared;
+  SwaParams p;
+
+  static LaunchShape Shape(const SwaParams& p) { return {CeilDiv(p.num_tokens, kRowsPerBlock), kThreads}; }
+
+  DS_HD void Phase(int phase, const ThreadCtx& c, Shared& s) const {
+    if (phase == 0) {
+      LoadSharedQsl(p.query_start_loc, p.token_to_req, p.num_reqs, c, s);
+      return;
+    }
+    const int32_t* qsl = QslView(p.query_start_loc, p.token_to_req, p.num_reqs, s);
+    const int32_t lane = c.thread % kLanesPerRow;
+    for (int32_t row = c.thread / kLanesPerRow; row < kRowsPerBlock; row += kThreads / kLanesPerRow) {
+      const int32_t t = c.block * kRowsPerBlock + row;
+      if (t >= p.num_tokens) return;
+      SwaWriteRow(p, t, SwaResolveRow(p, qsl, t), lane, kLanesPerRow);
+    }
+  }
+};
+
+#if defined(__CUDACC__)
+inline cudaError_t LaunchSwa(const SwaParams& p, cudaStream_t stream) {
+  return LaunchFunctor(SwaKernel{p}, SwaKernel::Shape(p), stream);
+}
+#endif
+
+inline void EmulateSwa(const SwaParams& p) { EmulateGrid(SwaKernel{p}, SwaKernel::Shape(p)); }
+
+}  // namespace dspark
