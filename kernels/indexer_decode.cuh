@@ -52,10 +52,10 @@ struct IndexerDecodeParams {
 inline constexpr int32_t kIndexerThreads = 128;   // [threads per block]
 inline constexpr int32_t kIndexerTailChunk = 256;  // [entries] of seq_out zeroed per tail block
 
-inline int32_t IndexerTailBlocks(const IndexerDecodeParams& p) {
+DS_HD_INLINE int32_t IndexerTailBlocks(const IndexerDecodeParams& p) {
   return CeilDiv(p.capacity - p.num_decode_tokens, kIndexerTailChunk);
 }
-inline int32_t IndexerDecodeGrid(const IndexerDecodeParams& p) {
+DS_HD_INLINE int32_t IndexerDecodeGrid(const IndexerDecodeParams& p) {
   return MaxI(p.num_decodes, p.num_decode_tokens + IndexerTailBlocks(p));
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -108,5 +109,9 @@ struct IndexerDiff {
   int64_t Total() const { return seq_out + bt_valid_rows + bt_pad_col0 + bt_pad_rest + decode_lens + indices + per_req; }
 };
 IndexerDiff DiffAgainstReference(const IndexerCase& c, const IndexerImages& got);
+
+// gtest prints parameters by name instead of as raw bytes.
+inline void PrintTo(const MappingCase& c, std::ostream* os) { *os << c.name; }
+inline void PrintTo(const IndexerCase& c, std::ostream* os) { *os << c.name; }
 
 }  // namespace dspark::testing_util

@@ -141,6 +141,8 @@ struct MapSeedParam {
   MapImpl impl;
 };
 
+void PrintTo(const MapSeedParam& p, std::ostream* os) { *os << p.c.name << "/" << MapImplName(p.impl); }
+
 class MappingSeed : public ::testing::TestWithParam<MapSeedParam> {};
 
 TEST_P(MappingSeed, MatchesReferenceInPlace) {
