@@ -78,9 +78,9 @@ inline constexpr size_t kMinFlushBytes = size_t{256} << 20;
 class L2Flusher {
  public:
   explicit L2Flusher(int device, size_t min_bytes = kMinFlushBytes) {
-    int l2 = 0;
-    CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
-    l2_bytes_ = static_cast<size_t>(l2);
+    cudaDeviceProp prop{};
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    l2_bytes_ = static_cast<size_t>(prop.l2CacheSize);
     buffer_ = DeviceBuffer<uint8_t>(FlushBytes(l2_bytes_, min_bytes));
   }
   // The byte value changes every call so no two flushes write the same contents.

@@ -11,6 +11,7 @@
 #include "kernels/common/backend_gpu.cuh"
 #include "kernels/indexer_decode.cuh"
 #include "kernels/indexer_impls.h"
+#include "sim/gpu_timing.cuh"
 #include "tests/gpu_test_util.cuh"
 #include "tests/metadata_cases.h"
 
@@ -161,6 +162,19 @@ TEST_P(IndexerGpuSeed, ChainMatchesReferenceExceptPaddingResidue) {
 INSTANTIATE_TEST_SUITE_P(Seeds, IndexerGpuSeed, ::testing::ValuesIn(testing_util::IndexerSeedCases()),
                          [](const auto& info) { return info.param.name; });
 
+// The thin launcher itself, on the legacy stream, as a caller outside the Backend would use it.
+TEST(IndexerGpuLauncher, LaunchIndexerDecodeWritesTheSeedCase) {
+  DS_REQUIRE_GPU();
+  const IndexerCase c = testing_util::MakeIndexerSeedCase({0, 2, 6, 0, 4}, 17);
+  const IndexerImages before = IndexerImages::Filled(c, kPoison);
+  GpuIndexer g(c);
+  g.Upload(before);
+  ASSERT_TRUE(CanImplementIndexerDecode(ToIndexerDecodeParams(g.Args(c))).ok());
+  CUDA_CHECK(LaunchIndexerDecode(ToIndexerDecodeParams(g.Args(c)), nullptr));
+  CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_EQ(g.Download(), testing_util::ExpectedFusedImage(c, before));
+}
+
 TEST(IndexerGpuRandom, FusedExactChainAsModelled) {
   DS_REQUIRE_GPU();
   for (const auto& c : testing_util::IndexerRandomCases(/*seed=*/20260912, /*count=*/60)) {
@@ -278,6 +292,23 @@ TEST(IndexerGpuGraph, CapturedChainReplaysTheHostSplit) {
   const IndexerCase stale = testing_util::WithStaleHost(c, reversed);
   EXPECT_EQ(images[0], testing_util::ExpectedChainImage(stale, before));
   EXPECT_GT(testing_util::DiffAgainstReference(stale, images[0]).StaleFields(), 0);
+}
+
+// The statistics of sim/gpu_timing.cuh are host code: checked here without a device.
+TEST(GpuTimingStats, PercentilesInterpolateBetweenRanksLikeNumpy) {
+  const timing::SampleStats s = timing::Summarize({9, 1, 5, 3, 7, 2, 8, 4, 6, 10});
+  EXPECT_EQ(s.n, 10);
+  EXPECT_DOUBLE_EQ(s.median_us, 5.5);
+  EXPECT_DOUBLE_EQ(s.p10_us, 1.9);  // numpy.percentile(range(1, 11), 10)
+  EXPECT_DOUBLE_EQ(s.p90_us, 9.1);
+  EXPECT_DOUBLE_EQ(s.mean_us, 5.5);
+  EXPECT_DOUBLE_EQ(s.min_us, 1);
+  EXPECT_DOUBLE_EQ(s.max_us, 10);
+  EXPECT_DOUBLE_EQ(timing::Summarize({4.0}).p90_us, 4.0);
+  EXPECT_EQ(timing::Summarize({}).n, 0);
+  // At least 2 x L2, and never below 256 MiB (H200: 60 MiB of L2 -> 256 MiB).
+  EXPECT_EQ(timing::FlushBytes(size_t{60} << 20, timing::kMinFlushBytes), size_t{256} << 20);
+  EXPECT_EQ(timing::FlushBytes(size_t{200} << 20, timing::kMinFlushBytes), size_t{400} << 20);
 }
 
 }  // namespace
