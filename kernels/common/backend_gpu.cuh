@@ -80,7 +80,7 @@ class GpuBackend {
   cudaStream_t stream() const { return stream_; }
   static constexpr bool kIsGpu = true;
 
- private:
+  // Public only because nvcc rejects a private nested type as a __global__ template argument.
   struct FillKernel {
     static constexpr int kPhases = 1;
     using Shared = NoShared;
@@ -92,6 +92,8 @@ class GpuBackend {
       if (i < count) dst[i] = value;
     }
   };
+
+ private:
   void Check(cudaError_t err, const char* call, const char* file, int line) {
     if (err != cudaSuccess && status_.ok()) status_ = CudaStatus(err, call, file, line);
   }

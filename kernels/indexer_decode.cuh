@@ -1,0 +1,167 @@
+// Indexer decode metadata, varlen path, fused (PR #56562 semantics, DESIGN.md section 3): ONE
+// launch flattens the decode requests' device query boundaries into per-token rows and clears
+// the CUDA-graph padding, reading nothing from the host.
+//
+// With actual = qsl[num_decodes] read on the device, for token t < N_d, r = req(t),
+// s = qsl[r], e = qsl[r + 1], valid = t < actual:
+//   seq_out[t]       = valid ? seq_lens[r] - (e - s) + (t - s) + 1 : 0
+//   decode_lens[t]   = 1
+//   indices[t]       = valid ? r : num_decodes + t - actual
+//   bt_out[t, :W]    = valid ? block_table[r, :W] : 0
+//   per_req[r]       = qsl[r + 1] - qsl[r]            for r < num_decodes
+//   seq_out[N_d : capacity] = 0
+//
+// Grid: max(num_decodes, N_d + ceil((capacity - N_d) / 256)) blocks of 128 threads. Block b
+//   - b < N_d: token row b. The block loads qsl[0 .. num_decodes] into shared memory with one
+//     independent load per lane, searches there, then its lanes copy the block-table row with
+//     coalesced accesses (lane i takes columns i, i + 128, ...). Cold-L2 cost: two dependent
+//     global round trips (the boundaries, then the row), not one per search step.
+//   - N_d <= b < N_d + ceil((capacity - N_d) / 256): zeroes seq_out chunk b - N_d (256 entries).
+//   - b < num_decodes: also writes per_req[b].
+// Nothing else is written: rows >= N_d of bt_out, columns >= W, and decode_lens / indices past
+// N_d keep their contents.
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "kernels/common/grid.h"
+#include "kernels/common/hd.h"
+#include "kernels/token_map.cuh"
+
+namespace dspark {
+
+struct IndexerDecodeParams {
+  const int32_t* query_start_loc;  // [num_decodes + 1] device boundaries, qsl[0] == 0
+  const int32_t* seq_lens;         // [num_decodes] context incl. the current query
+  const int32_t* block_table;      // [num_decodes, bt_stride] block ids
+  int32_t* seq_out;                // [capacity] per-token causal length, tail zeroed
+  int32_t* bt_out;                 // [>= num_decode_tokens, out_stride] expanded rows
+  int32_t* decode_lens;            // [>= num_decode_tokens] all 1
+  int32_t* indices;                // [>= num_decode_tokens] request id (fake id for padding)
+  int32_t* per_req;                // [>= num_decodes] query length per decode request
+  int32_t num_decodes;             // [requests]
+  int32_t num_decode_tokens;       // N_d [tokens], padded
+  int32_t capacity;                // [tokens] length of seq_out, >= N_d
+  int32_t bt_width;                // W [blocks] columns copied per row
+  int32_t bt_stride;               // [int32] row stride of block_table, >= W
+  int32_t out_stride;              // [int32] row stride of bt_out, >= W
+};
+
+inline constexpr int32_t kIndexerThreads = 128;   // [threads per block]
+inline constexpr int32_t kIndexerTailChunk = 256;  // [entries] of seq_out zeroed per tail block
+
+DS_HD_INLINE int32_t IndexerTailBlocks(const IndexerDecodeParams& p) {
+  return CeilDiv(p.capacity - p.num_decode_tokens, kIndexerTailChunk);
+}
+DS_HD_INLINE int32_t IndexerDecodeGrid(const IndexerDecodeParams& p) {
+  return MaxI(p.num_decodes, p.num_decode_tokens + IndexerTailBlocks(p));
+}
+
+// The launcher's contract (host-side checks only; device data cannot be checked without a sync).
+inline absl::Status CanImplementIndexerDecode(const IndexerDecodeParams& p) {
+  if (p.num_decodes < 0 || p.num_decode_tokens < 0)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "indexer: num_decodes=%d and num_decode_tokens=%d must be >= 0", p.num_decodes, p.num_decode_tokens));
+  if (p.capacity < p.num_decode_tokens)
+    return absl::OutOfRangeError(absl::StrFormat(
+        "indexer: capacity=%d must be >= num_decode_tokens=%d", p.capacity, p.num_decode_tokens));
+  if (p.bt_width < 0 || p.bt_stride < p.bt_width || p.out_stride < p.bt_width)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "indexer: bt_width=%d must be in [0, min(bt_stride=%d, out_stride=%d)]", p.bt_width, p.bt_stride,
+        p.out_stride));
+  if (p.query_start_loc == nullptr || (p.num_decodes > 0 && (p.seq_lens == nullptr || p.per_req == nullptr)) ||
+      (p.num_decode_tokens > 0 && (p.decode_lens == nullptr || p.indices == nullptr)) ||
+      (p.capacity > 0 && p.seq_out == nullptr) ||
+      (p.bt_width > 0 && p.num_decodes > 0 && p.block_table == nullptr) ||
+      (p.bt_width > 0 && p.num_decode_tokens > 0 && p.bt_out == nullptr))
+    return absl::InvalidArgumentError("indexer: a pointer needed for these sizes is null");
+  return absl::OkStatus();
+}
+
+// ---- Per-item work, shared with the later single-launch "fused-suite" kernel. ----
+
+// The scalar fields of token t (one lane). `r`, `s`, `e` are the request and its boundaries;
+// they are ignored when !valid.
+DS_HD_INLINE void IndexerWriteTokenScalars(const IndexerDecodeParams& p, int32_t t, bool valid, int32_t r,
+                                           int32_t s, int32_t e, int32_t actual) {
+  p.seq_out[t] = valid ? p.seq_lens[r] - (e - s) + (t - s) + 1 : 0;
+  p.decode_lens[t] = 1;
+  p.indices[t] = valid ? r : p.num_decodes + t - actual;
+}
+
+// Row t of bt_out, columns lane, lane + lanes, ...: consecutive lanes touch consecutive words.
+DS_HD_INLINE void IndexerCopyTokenRow(const IndexerDecodeParams& p, int32_t t, bool valid, int32_t r,
+                                      int32_t lane, int32_t lanes) {
+  int32_t* dst = p.bt_out + static_cast<int64_t>(t) * p.out_stride;
+  if (valid) {
+    const int32_t* src = p.block_table + static_cast<int64_t>(r) * p.bt_stride;
+    for (int32_t col = lane; col < p.bt_width; col += lanes) dst[col] = src[col];
+  } else {
+    for (int32_t col = lane; col < p.bt_width; col += lanes) dst[col] = 0;
+  }
+}
+
+// seq_out[N_d + chunk * 256, ...) = 0, clipped at capacity.
+DS_HD_INLINE void IndexerZeroSeqTail(const IndexerDecodeParams& p, int32_t chunk, int32_t lane, int32_t lanes) {
+  const int32_t begin = p.num_decode_tokens + chunk * kIndexerTailChunk;
+  const int32_t end = MinI(begin + kIndexerTailChunk, p.capacity);
+  for (int32_t i = begin + lane; i < end; i += lanes) p.seq_out[i] = 0;
+}
+
+DS_HD_INLINE void IndexerWritePerReq(const IndexerDecodeParams& p, const int32_t* qsl, int32_t r) {
+  p.per_req[r] = qsl[r + 1] - qsl[r];
+}
+
+struct IndexerDecodeKernel {
+  static constexpr int kPhases = 2;
+  struct Shared {
+    int32_t qsl[kSharedQslCap + 1];
+  };
+  IndexerDecodeParams p;
+
+  static LaunchShape Shape(const IndexerDecodeParams& p) { return {IndexerDecodeGrid(p), kIndexerThreads}; }
+
+  DS_HD bool UsesSharedQsl(int32_t block) const {
+    return block < p.num_decode_tokens && p.num_decodes <= kSharedQslCap;
+  }
+
+  DS_HD void Phase(int phase, const ThreadCtx& c, Shared& s) const {
+    const int32_t b = c.block;
+    if (phase == 0) {
+      // Boundaries and tail zeroing are independent: issue both before the barrier.
+      if (UsesSharedQsl(b))
+        for (int32_t i = c.thread; i <= p.num_decodes; i += c.block_dim) s.qsl[i] = p.query_start_loc[i];
+      const int32_t chunk = b - p.num_decode_tokens;
+      if (chunk >= 0 && chunk < IndexerTailBlocks(p)) IndexerZeroSeqTail(p, chunk, c.thread, c.block_dim);
+      return;
+    }
+    const int32_t* qsl = UsesSharedQsl(b) ? s.qsl : p.query_start_loc;
+    if (b < p.num_decode_tokens) {
+      const int32_t t = b;
+      const int32_t actual = qsl[p.num_decodes];
+      const bool valid = t < actual;
+      // Every lane searches the cached boundaries itself (broadcast reads), so no second
+      // barrier is needed to share the result.
+      const int32_t r = valid ? FindRequest(qsl, p.num_decodes, t) : 0;
+      const int32_t s_r = valid ? qsl[r] : 0;
+      const int32_t e_r = valid ? qsl[r + 1] : 0;
+      if (c.thread == 0) IndexerWriteTokenScalars(p, t, valid, r, s_r, e_r, actual);
+      IndexerCopyTokenRow(p, t, valid, r, c.thread, c.block_dim);
+    }
+    if (b < p.num_decodes && c.thread == 0) IndexerWritePerReq(p, qsl, b);
+  }
+};
+
+#if defined(__CUDACC__)
+inline cudaError_t LaunchIndexerDecode(const IndexerDecodeParams& p, cudaStream_t stream) {
+  return LaunchFunctor(IndexerDecodeKernel{p}, IndexerDecodeKernel::Shape(p), stream);
+}
+#endif
+
+inline void EmulateIndexerDecode(const IndexerDecodeParams& p) {
+  EmulateGrid(IndexerDecodeKernel{p}, IndexerDecodeKernel::Shape(p));
+}
+
+}  // namespace dspark
