@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/device_buffer.cuh"
 #include "kernels/common/grid.h"
@@ -216,15 +217,15 @@ inline std::string NvidiaDriverVersion() {
   std::ifstream in("/proc/driver/nvidia/version");
   std::string line;
   if (!in || !std::getline(in, line)) return "unknown";
-  // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.03  Thu ..."
-  const std::string key = "Kernel Module";
-  size_t pos = line.find(key);
-  if (pos == std::string::npos) return line;
-  pos += key.size();
-  while (pos < line.size() && line[pos] == ' ') ++pos;
-  size_t end = pos;
-  while (end < line.size() && line[end] != ' ') ++end;
-  return line.substr(pos, end - pos);
+  // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.03  Thu ..." or
+  // "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build ...":
+  // the first word made of digits and dots (with at least one dot) is the version.
+  for (absl::string_view word : absl::StrSplit(line, ' ', absl::SkipEmpty())) {
+    if (word.find('.') != absl::string_view::npos &&
+        word.find_first_not_of("0123456789.") == absl::string_view::npos)
+      return std::string(word);
+  }
+  return "unknown";
 }
 
 inline std::string UtcNowIso8601() {
