@@ -119,6 +119,9 @@ struct DeviceState {
   DeviceBuffer<int32_t> map_out, seq_out, bt_out, decode_lens, indices, per_req;
   DeviceBuffer<uint8_t> scratch{size_t{32} << 20};
   PinnedBuffer<uint8_t> staging{size_t{8} << 20};
+  // One side stream: the fused mapping and the fused indexer are independent (the indexer
+  // searches the boundaries itself), so they can run as two parallel graph branches.
+  mutable SideStreams side{1};
 
   DeviceState(const BenchCase& bc, const Config& config) : c(bc), cfg(config) {
     qsl = Qsl(c.lens);
@@ -151,7 +154,9 @@ struct DeviceState {
   }
 
   GpuBackend Backend(cudaStream_t s) const {
-    return GpuBackend(s, scratch.get(), scratch.size(), staging.get(), staging.size());
+    GpuBackend be(s, scratch.get(), scratch.size(), staging.get(), staging.size());
+    be.AttachSideStreams(&side);
+    return be;
   }
   TokenMapArgs MapArgs() const {
     return TokenMapArgs{d_qsl.get(), host_qsl.data(), c.num_reqs(), c.num_tokens, map_out.get(), c.capacity};
@@ -211,6 +216,14 @@ std::vector<RowSpec> Rows() {
     DS_RETURN_IF_ERROR(map_fused(be, st));
     return idx_fused(be, st);
   };
+  auto pair_fused_parallel = [=](GpuBackend& be, const DeviceState& st) {
+    be.Branch(1);
+    DS_RETURN_IF_ERROR(map_fused(be, st));
+    be.Branch(0);
+    DS_RETURN_IF_ERROR(idx_fused(be, st));
+    be.Join();
+    return be.status();
+  };
   // The first row of each group is its baseline ("ratio vs chain").
   return {
       {"mapping", "host (#47474)", Method::kEager, true, true, false, map_host},
@@ -223,6 +236,7 @@ std::vector<RowSpec> Rows() {
       {"mapping+indexer", "host+chain", Method::kEager, true, true, true, pair_old},
       {"mapping+indexer", "fused+fused", Method::kGraph, false, true, true, pair_fused},
       {"mapping+indexer", "fused+fused", Method::kEager, false, true, true, pair_fused},
+      {"mapping+indexer", "fused||fused (2 branches)", Method::kGraph, false, true, true, pair_fused_parallel},
   };
 }
 

@@ -12,6 +12,7 @@
 //   void CopyDeviceToDevice(void* dst, const void* src, size_t bytes);
 //   void Fill32(int32_t* dst, int32_t value, size_t count);           // a memset-like node
 //   template <class T> T* Scratch(size_t count);  // per-suite workspace, reset by ResetScratch
+//   void Branch(int i); void Join();  // independent work on parallel branches (GPU only)
 //   OpCounters& counters();
 #pragma once
 
@@ -97,6 +98,10 @@ class CpuBackend {
     for (size_t i = 0; i < count; ++i) dst[i] = value;
   }
   void NoteHostArrayOp() { ++counters_.host_array_ops; }
+  // Independent work may go to parallel branches on a GPU; the emulator runs it in issue order,
+  // which gives the same results because branches never read each other's outputs.
+  void Branch(int) {}
+  void Join() {}
 
   template <class T>
   T* Scratch(size_t count) {

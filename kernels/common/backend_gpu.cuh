@@ -6,11 +6,41 @@
 #include <cuda_runtime.h>
 
 #include <cstring>
+#include <vector>
 
 #include "kernels/common/backend.h"
 #include "kernels/common/cuda_check.h"
 
 namespace dspark {
+
+// Side streams and the events that fork them from, and join them back to, a main stream. This
+// object owns CUDA streams and events that must be destroyed exactly once.
+class SideStreams {
+ public:
+  explicit SideStreams(int count) : streams_(count), join_(count) {
+    CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
+    for (int i = 0; i < count; ++i) {
+      CUDA_CHECK(cudaStreamCreateWithFlags(&streams_[i], cudaStreamNonBlocking));
+      CUDA_CHECK(cudaEventCreateWithFlags(&join_[i], cudaEventDisableTiming));
+    }
+  }
+  ~SideStreams() {
+    for (auto s : streams_) CUDA_CHECK_NOTHROW(cudaStreamDestroy(s));
+    for (auto e : join_) CUDA_CHECK_NOTHROW(cudaEventDestroy(e));
+    CUDA_CHECK_NOTHROW(cudaEventDestroy(fork_));
+  }
+  SideStreams(const SideStreams&) = delete;
+  SideStreams& operator=(const SideStreams&) = delete;
+  int count() const { return static_cast<int>(streams_.size()); }
+  cudaStream_t stream(int i) const { return streams_[i]; }
+  cudaEvent_t fork_event() const { return fork_; }
+  cudaEvent_t join_event(int i) const { return join_[i]; }
+
+ private:
+  std::vector<cudaStream_t> streams_;
+  std::vector<cudaEvent_t> join_;
+  cudaEvent_t fork_{};
+};
 
 class GpuBackend {
  public:
@@ -18,13 +48,51 @@ class GpuBackend {
   // `staging_bytes`. Both are owned by the caller and outlive the backend.
   GpuBackend(cudaStream_t stream, uint8_t* scratch, size_t scratch_bytes, uint8_t* staging,
              size_t staging_bytes)
-      : stream_(stream), arena_(scratch, scratch_bytes), staging_(staging, staging_bytes) {}
+      : stream_(stream), current_(stream), arena_(scratch, scratch_bytes), staging_(staging, staging_bytes) {}
+
+  // Lets Branch() put independent work on side streams; without it branches run in order on
+  // the main stream. Forks and joins are event waits, so inside a capture they become parallel
+  // graph branches, and eagerly they overlap on the device.
+  void AttachSideStreams(SideStreams* side) { side_ = side; }
+
+  // Subsequent operations go to branch `i` (0 = the main stream). Every branch i > 0 starts
+  // after everything issued on the main stream so far.
+  void Branch(int i) {
+    if (!status_.ok()) return;
+    if (i == 0 || side_ == nullptr || side_->count() == 0) {
+      current_ = stream_;
+      return;
+    }
+    const int b = (i - 1) % side_->count();
+    if (!forked_) {
+      Check(cudaEventRecord(side_->fork_event(), stream_), "cudaEventRecord(fork)", __FILE__, __LINE__);
+      forked_ = true;
+    }
+    if (!(joined_mask_ & (1u << b))) {
+      Check(cudaStreamWaitEvent(side_->stream(b), side_->fork_event(), 0), "cudaStreamWaitEvent(fork)",
+            __FILE__, __LINE__);
+      joined_mask_ |= 1u << b;
+    }
+    current_ = side_->stream(b);
+  }
+  // Waits, on the main stream, for every branch opened since the last Join.
+  void Join() {
+    current_ = stream_;
+    if (!status_.ok() || side_ == nullptr) return;
+    for (int b = 0; b < side_->count(); ++b) {
+      if (!(joined_mask_ & (1u << b))) continue;
+      Check(cudaEventRecord(side_->join_event(b), side_->stream(b)), "cudaEventRecord(join)", __FILE__, __LINE__);
+      Check(cudaStreamWaitEvent(stream_, side_->join_event(b), 0), "cudaStreamWaitEvent(join)", __FILE__, __LINE__);
+    }
+    joined_mask_ = 0;
+    forked_ = false;
+  }
 
   template <class K>
   void Launch(const K& k, LaunchShape shape) {
     ++counters_.kernels;
     if (!status_.ok() || shape.grid <= 0) return;
-    Check(LaunchFunctor(k, shape, stream_), "LaunchFunctor", __FILE__, __LINE__);
+    Check(LaunchFunctor(k, shape, current_), "LaunchFunctor", __FILE__, __LINE__);
   }
   // Stages through pinned memory, as np_to_pinned_tensor(...).copy_(non_blocking=True) does.
   // The staging arena is reset only by ResetStaging(), which the executor calls after it has
@@ -38,21 +106,21 @@ class GpuBackend {
       return;
     }
     std::memcpy(pinned, src, bytes);
-    Check(cudaMemcpyAsync(dst, pinned, bytes, cudaMemcpyHostToDevice, stream_),
+    Check(cudaMemcpyAsync(dst, pinned, bytes, cudaMemcpyHostToDevice, current_),
           "cudaMemcpyAsync(H2D)", __FILE__, __LINE__);
   }
   void CopyToHost(void* dst, const void* src, size_t bytes) {
     ++counters_.d2h_copies;
     ++counters_.host_syncs;
     if (!status_.ok()) return;
-    Check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_),
+    Check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, current_),
           "cudaMemcpyAsync(D2H)", __FILE__, __LINE__);
-    Check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize", __FILE__, __LINE__);
+    Check(cudaStreamSynchronize(current_), "cudaStreamSynchronize", __FILE__, __LINE__);
   }
   void CopyDeviceToDevice(void* dst, const void* src, size_t bytes) {
     ++counters_.d2d_copies;
     if (!status_.ok() || bytes == 0) return;
-    Check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_),
+    Check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, current_),
           "cudaMemcpyAsync(D2D)", __FILE__, __LINE__);
   }
   void Fill32(int32_t* dst, int32_t value, size_t count) {
@@ -60,7 +128,7 @@ class GpuBackend {
     if (!status_.ok() || count == 0) return;
     // torch's fill_ on an int32 tensor lowers to one elementwise kernel; so does this.
     FillKernel k{dst, value, count};
-    Check(LaunchFunctor(k, {static_cast<int32_t>((count + 255) / 256), 256}, stream_),
+    Check(LaunchFunctor(k, {static_cast<int32_t>((count + 255) / 256), 256}, current_),
           "LaunchFunctor(Fill32)", __FILE__, __LINE__);
   }
   void NoteHostArrayOp() { ++counters_.host_array_ops; }
@@ -99,6 +167,10 @@ class GpuBackend {
   }
 
   cudaStream_t stream_;
+  cudaStream_t current_;
+  SideStreams* side_ = nullptr;
+  bool forked_ = false;
+  uint32_t joined_mask_ = 0;
   ScratchArena arena_;
   ScratchArena staging_;
   OpCounters counters_;
