@@ -1,0 +1,22 @@
+// Observer that writes every step's plan and arrays as text: the golden step logs of
+// tests/golden/ and `run --step-log FILE`. Materialises the arrays, so it is for small runs.
+#pragma once
+
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "sim/step_observer.h"
+
+namespace dspark::sim {
+
+class StepLogObserver final : public StepObserver {
+ public:
+  absl::string_view name() const override { return "step_log"; }
+  absl::Status OnStep(const StepPlan& plan) override;
+  const std::string& text() const { return text_; }
+
+ private:
+  std::string text_;
+};
+
+}  // namespace dspark::sim
