@@ -66,6 +66,7 @@ po::options_description RunOptions() {
     ("acceptance-curve", po::value<std::string>(), "conditional acceptance per draft position, p1,...,pK")
     ("calibration", po::value<std::string>(), "time-model calibration JSON (default: workloads/calibration.json when present)")
     ("step-log", po::value<std::string>(), "write every step's arrays to this text file (small runs)")
+    ("dump-workload", po::value<std::string>(), "also write the workload as built (generated or parsed, re-timed, truncated) to this JSONL file")
     ("steps-csv-stride", po::value<int64_t>()->default_value(1), "write every n-th step to steps.csv")
     ("check-kv", po::bool_switch(), "check KV block accounting after every step (slow)");
   // clang-format on
@@ -178,6 +179,7 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
     c.calibration = cli_calibration ? vm["calibration"].as<std::string>()
                                     : ResolveAgainst(vm["calibration"].as<std::string>(), c.config_file);
   if (vm.count("step-log")) c.step_log = vm["step-log"].as<std::string>();
+  if (vm.count("dump-workload")) c.dump_workload = vm["dump-workload"].as<std::string>();
   c.steps_csv_stride = vm["steps-csv-stride"].as<int64_t>();
   c.check_kv_each_step = vm["check-kv"].as<bool>();
   return c;
@@ -186,6 +188,8 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
 absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   DS_RETURN_IF_ERROR(config.Validate());
   DS_ASSIGN_OR_RETURN(Workload workload, BuildWorkload(config));
+  if (!config.dump_workload.empty())
+    DS_RETURN_IF_ERROR(WriteFile(config.dump_workload, ToJsonl(workload.requests)));
 
   const int spec_k = config.scheduler.spec_k;
   DS_ASSIGN_OR_RETURN(AcceptanceParams acceptance_params,

@@ -46,6 +46,7 @@ struct RunConfig {
   // Output.
   std::string out_dir = "results/run";
   std::string step_log;            // per-step arrays as text (small runs)
+  std::string dump_workload;       // write the built workload as JSONL here
   int64_t steps_csv_stride = 1;    // write every n-th step to steps.csv
   bool check_kv_each_step = false; // full KV consistency check after every step
 

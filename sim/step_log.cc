@@ -31,4 +31,12 @@ absl::Status StepLogObserver::OnStep(const StepPlan& p) {
   return absl::OkStatus();
 }
 
+void StepLogObserver::OnPreempted(int32_t req, double time_s) {
+  absl::StrAppendFormat(&text_, "preempt request #%d t=%.9f\n", req, time_s);
+}
+
+void StepLogObserver::OnFinished(int32_t req, double time_s) {
+  absl::StrAppendFormat(&text_, "  finish request #%d t=%.9f\n", req, time_s);
+}
+
 }  // namespace dspark::sim

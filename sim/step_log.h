@@ -13,6 +13,9 @@ class StepLogObserver final : public StepObserver {
  public:
   absl::string_view name() const override { return "step_log"; }
   absl::Status OnStep(const StepPlan& plan) override;
+  // Preemptions happen while a step is planned, so they are logged before that step's line.
+  void OnPreempted(int32_t req, double time_s) override;
+  void OnFinished(int32_t req, double time_s) override;
   const std::string& text() const { return text_; }
 
  private:

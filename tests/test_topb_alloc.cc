@@ -165,6 +165,10 @@ struct SizeParam {
   bool ties;
 };
 
+void PrintTo(const SizeParam& p, std::ostream* os) {
+  *os << "nd=" << p.num_decodes << " k=" << p.max_k << (p.ties ? " ties" : " distinct");
+}
+
 class TopBAllocRandom : public ::testing::TestWithParam<SizeParam> {};
 
 TEST_P(TopBAllocRandom, EmulatedKernelMatchesReference) {
