@@ -65,10 +65,16 @@ class AcceptanceModel {
   void InitRequest(const RequestSpec& spec, Rng& jitter_rng, float* p_out) const;
 
   // Leading accepted positions among `num_drafts` drafts, drawing only until the first
-  // rejection.
+  // rejection. Each engine call yields two 32-bit uniforms (positions 2i and 2i + 1).
   static int32_t DrawAcceptedPrefix(const float* p, int32_t num_drafts, Rng& rng) {
     int32_t accepted = 0;
-    while (accepted < num_drafts && rng.Uniform() < p[accepted]) ++accepted;
+    while (accepted < num_drafts) {
+      const uint64_t x = rng.NextU64();
+      if (static_cast<double>(x >> 32) >= static_cast<double>(p[accepted]) * 0x1.0p32) break;
+      if (++accepted == num_drafts) break;
+      if (static_cast<double>(x & 0xFFFFFFFFu) >= static_cast<double>(p[accepted]) * 0x1.0p32) break;
+      ++accepted;
+    }
     return accepted;
   }
 

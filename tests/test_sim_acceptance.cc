@@ -60,9 +60,9 @@ TEST(Acceptance, RepeatedPromptPresetIsAbout4p6WithoutJitter) {
   auto params = AcceptancePreset("repeated-prompt", 5);
   ASSERT_TRUE(params.ok());
   EXPECT_EQ(params->request_logit_sigma, 0.0);
-  EXPECT_NEAR(ExpectedAcceptanceLength(params->curve.data(), 5), 4.64, 0.01);
+  EXPECT_NEAR(ExpectedAcceptanceLength(params->curve.data(), 5), 4.67, 0.01);
   const AcceptanceModel model(*params, 5);
-  EXPECT_NEAR(SimulatedMeanAcceptanceLength(model, 100, 2000, false), 4.64, 0.03);
+  EXPECT_NEAR(SimulatedMeanAcceptanceLength(model, 100, 2000, false), 4.67, 0.03);
 }
 
 TEST(Acceptance, CurvesFromText) {
