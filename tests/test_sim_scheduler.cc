@@ -276,5 +276,70 @@ TEST(Scheduler, ClosedLoopKeepsAtMostConcurrencyRequestsInFlight) {
   EXPECT_EQ(peak.peak, 3);
 }
 
+TEST(StepPlan, ToBatchInputsPointsAtThePlansArrays) {
+  SchedulerConfig c;
+  c.mode = SpecMode::kAdaptive;
+  c.max_num_seqs = 6;
+  c.max_num_batched_tokens = 512;
+  c.max_model_len = 640;
+  c.bt_stride_pad = 5;
+  std::vector<RequestSpec> reqs(6);
+  for (size_t i = 0; i < reqs.size(); ++i)
+    reqs[i] = {static_cast<int64_t>(i), 0.001 * i, 30 + 17 * static_cast<int32_t>(i), 40, {}};
+  const AcceptanceModel acceptance(*AcceptancePreset("default", 5), 5);
+  const TimeModel time_model(DefaultTimeModelParams());
+  Engine engine(c, reqs, acceptance, time_model, EngineOptions{}, 3);
+  struct Wiring final : StepObserver {
+    absl::string_view name() const override { return "wiring"; }
+    absl::Status OnStep(const StepPlan& p) override {
+      auto in = ToBatchInputs(p);
+      if (!in.ok()) return in.status();
+      const StepArrays& a = **p.Arrays();  // cached: the same arrays, built once
+      EXPECT_EQ(in->device.query_start_loc, a.qsl_device.data());
+      EXPECT_EQ(in->device.seq_lens, a.seq_lens_device.data());
+      EXPECT_EQ(in->device.block_table, a.block_table.data());
+      EXPECT_EQ(in->device.slot_mapping, a.slot_mapping.data());
+      EXPECT_EQ(in->host.query_start_loc, a.qsl_host.data());
+      EXPECT_EQ(in->host.seq_lens, a.seq_lens_host.data());
+      EXPECT_EQ(in->sizes.num_reqs, p.num_reqs);
+      EXPECT_EQ(in->sizes.num_tokens, p.num_tokens);
+      EXPECT_EQ(in->sizes.bt_width, 10);
+      EXPECT_EQ(in->sizes.bt_stride, 15);
+      EXPECT_EQ(a.qsl_device.size(), static_cast<size_t>(p.num_reqs) + 1);
+      EXPECT_EQ(a.block_table.size(), static_cast<size_t>(p.num_reqs) * 15);
+      EXPECT_EQ(a.slot_mapping.size(), static_cast<size_t>(p.num_tokens));
+      EXPECT_TRUE(ValidateBatchSizes(in->sizes).ok());
+      ++steps;
+      return absl::OkStatus();
+    }
+    int steps = 0;
+  } wiring;
+  engine.AddObserver(&wiring);
+  ASSERT_TRUE(engine.Run().ok());
+  EXPECT_GT(wiring.steps, 10);
+}
+
+TEST(Engine, AnObserverErrorStopsTheRun) {
+  SchedulerConfig c;
+  c.mode = SpecMode::kDSpark;
+  c.max_num_seqs = 4;
+  c.max_num_batched_tokens = 256;
+  c.max_model_len = 512;
+  const std::vector<RequestSpec> reqs = {{0, 0.0, 50, 50, {}}};
+  const AcceptanceModel acceptance(*AcceptancePreset("default", 5), 5);
+  const TimeModel time_model(DefaultTimeModelParams());
+  Engine engine(c, reqs, acceptance, time_model, EngineOptions{}, 3);
+  struct Failing final : StepObserver {
+    absl::string_view name() const override { return "failing"; }
+    absl::Status OnStep(const StepPlan& p) override {
+      return p.index == 3 ? absl::InternalError("fused: bug at step 3") : absl::OkStatus();
+    }
+  } failing;
+  engine.AddObserver(&failing);
+  const absl::Status s = engine.Run();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(engine.steps(), 3);
+}
+
 }  // namespace
 }  // namespace dspark::sim
