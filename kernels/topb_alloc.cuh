@@ -24,6 +24,7 @@
 // threads), fine for the at most kTopBMaxSlots slots of one step.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "absl/status/status.h"
@@ -76,6 +77,9 @@ inline absl::Status CanImplementTopBAlloc(const TopBAllocParams& p) {
     return absl::InvalidArgumentError("topb_alloc: scores, max_drafts and query_start_loc are required");
   return absl::OkStatus();
 }
+
+// The kernel stages everything in shared memory (about 25 KB) and needs no workspace.
+inline size_t TopBAllocWorkspaceBytes(const TopBAllocParams&) { return 0; }
 
 // Slot a = (r_a, k_a) ranks before slot b: higher score, then lower request id, then lower
 // position. Slot indices are r * max_k + k, so the id order is the slot-index order.
