@@ -1,0 +1,23 @@
+// CPU truth for the adaptive-verification draft allocation, written from DESIGN.md section 3
+// (and section 6 for the tie order), not from kernels/topb_alloc.cuh: list every eligible
+// (request, position) slot, sort by (score descending, request id, position), keep the first
+// B, count per request, and lay the boundaries out.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace dspark::ref {
+
+struct TopBAllocation {
+  std::vector<int32_t> kept;             // [num_decodes] kept drafts per request
+  std::vector<int32_t> query_start_loc;  // [num_reqs + 1]
+};
+
+// scores: [num_decodes, max_k] row-major; max_drafts: [num_decodes]; tail_offsets:
+// [num_reqs - num_decodes] cumulative query lengths of the requests after the decodes.
+TopBAllocation TopBAlloc(const std::vector<float>& scores, const std::vector<int32_t>& max_drafts,
+                         int32_t max_k, int32_t budget, int32_t base_tokens,
+                         const std::vector<int32_t>& tail_offsets);
+
+}  // namespace dspark::ref

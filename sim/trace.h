@@ -1,0 +1,66 @@
+// Workload traces: the request list a run replays, and the parsers of the supported formats
+// (workloads/TRACE_FORMATS.md describes each one).
+//
+// Every bad row is an absl::Status naming file:line:column, the field and what was expected.
+// Nothing is dropped silently: by default the first bad row stops the load; with
+// skip_bad_rows the row is skipped, counted and a few examples are kept for the report.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace dspark::sim {
+
+// Longest per-position acceptance profile a trace may carry (K of the simulator is <= this).
+inline constexpr int kMaxAcceptanceProfile = 16;
+// Longest prompt or output a trace row may give; larger values are taken as corrupt input.
+inline constexpr int32_t kMaxTraceTokens = 1 << 24;
+
+struct RequestSpec {
+  int64_t id = 0;            // unique within a workload; the tie-breaker after arrival time
+  double arrival_s = 0.0;    // [s] since the earliest request of the trace (or generator start)
+  int32_t prompt_len = 0;    // [tokens] >= 1
+  int32_t output_len = 0;    // [tokens] >= 1
+  // Optional [n <= kMaxAcceptanceProfile] conditional acceptance probability of draft position
+  // k given positions < k were accepted; positions past n reuse the last value. Empty: the
+  // run's acceptance model decides.
+  std::vector<double> acceptance;
+};
+
+enum class TraceFormat { kAuto, kAzure, kVidur, kBurstGpt, kMooncake, kJsonl };
+
+absl::string_view TraceFormatName(TraceFormat format);
+// Accepts auto, azure, vidur, burstgpt, mooncake, jsonl.
+absl::StatusOr<TraceFormat> ParseTraceFormat(absl::string_view name);
+
+struct TraceOptions {
+  TraceFormat format = TraceFormat::kAuto;
+  bool skip_bad_rows = false;
+};
+
+struct Trace {
+  TraceFormat format = TraceFormat::kAuto;  // the detected (or given) format
+  std::string source;                       // file name used in messages
+  std::vector<RequestSpec> requests;        // sorted by (arrival_s, id)
+  int64_t data_rows = 0;        // non-empty rows after the header
+  int64_t skipped_rows = 0;     // bad rows skipped under skip_bad_rows
+  std::vector<std::string> skipped_examples;  // messages of the first few skipped rows
+  int64_t failed_requests = 0;  // BurstGPT rows with 0 response tokens: failed requests in
+                                // the original log, excluded from the workload
+};
+
+// Reads and parses `path`.
+absl::StatusOr<Trace> LoadTrace(const std::string& path, const TraceOptions& options);
+
+// Parses `text` (the whole file); `source` names it in messages.
+absl::StatusOr<Trace> ParseTrace(absl::string_view text, absl::string_view source,
+                                 const TraceOptions& options);
+
+// Writes `requests` in the project's own JSONL format (one object per line).
+std::string ToJsonl(const std::vector<RequestSpec>& requests);
+
+}  // namespace dspark::sim
