@@ -279,7 +279,7 @@ absl::StatusOr<CaseBatch> MakeSeedCase(SeedCase c, const CaseOptions& o) {
   z.num_reqs = R;
   z.num_decodes = decode_only ? R : real_decodes;
   z.num_tokens =
-      o.pad_to_capture_size
+      o.pad_to_capture_size && M > 0
           ? PaddedTokenCount(M, CaptureSizes(o.max_num_seqs, K, SeedCaseSpeculative(c), o.max_num_batched_tokens))
           : M;
   z.num_decode_tokens = decode_only ? z.num_tokens : b.qsl[z.num_decodes];

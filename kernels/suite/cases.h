@@ -20,7 +20,7 @@
 //                    (same total) and the upper-bound seq_lens
 // The token count N is the real count M padded to the next CUDA-graph capture size
 // (DESIGN.md s.3; sizes rounded to multiples of 1 + K for the DSpark cases), or M when M is past
-// the largest size. Decode-only batches count their padding requests as decodes (N_d = N);
+// the largest size (an empty step stays empty). Decode-only batches count their padding requests as decodes (N_d = N);
 // mixed batches have N_d = the decode tokens. Positions are kept >= 0 under any re-split of the
 // decode tokens among decode requests (contexts are at least 2K + 2).
 #pragma once
