@@ -50,7 +50,36 @@ struct DiffKernel {
   }
 };
 
-enum class BinaryOp : int32_t { kAdd, kSub };
+// The int32 binary ops the chains use. kFloorDiv / kRemainder follow Python (and torch's `//`, `%`):
+// rounded towards minus infinity, remainder with the divisor's sign. Comparisons and kAnd give 0 / 1
+// (a bool tensor stored as int32).
+enum class BinaryOp : int32_t { kAdd, kSub, kMul, kFloorDiv, kRemainder, kMin, kMax, kLt, kGt, kEq, kNe, kAnd };
+
+DS_HD_INLINE int32_t ApplyBinary(BinaryOp op, int32_t x, int32_t y) {
+  switch (op) {
+    case BinaryOp::kAdd: return x + y;
+    case BinaryOp::kSub: return x - y;
+    case BinaryOp::kMul: return x * y;
+    case BinaryOp::kFloorDiv: {
+      if (y == 0) return 0;  // torch raises on integer division by zero; no chain divides by 0
+      const int32_t q = x / y;
+      return (x % y != 0 && ((x < 0) != (y < 0))) ? q - 1 : q;
+    }
+    case BinaryOp::kRemainder: {
+      if (y == 0) return 0;
+      const int32_t m = x % y;
+      return (m != 0 && ((m < 0) != (y < 0))) ? m + y : m;
+    }
+    case BinaryOp::kMin: return x < y ? x : y;
+    case BinaryOp::kMax: return x > y ? x : y;
+    case BinaryOp::kLt: return x < y;
+    case BinaryOp::kGt: return x > y;
+    case BinaryOp::kEq: return x == y;
+    case BinaryOp::kNe: return x != y;
+    case BinaryOp::kAnd: return (x != 0) && (y != 0);
+  }
+  return 0;
+}
 
 // torch.add / torch.sub of two int32 tensors of the same length.
 struct BinaryKernel {
@@ -65,7 +94,7 @@ struct BinaryKernel {
   LaunchShape Shape() const { return ElementwiseShape(n); }
   DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
     const int32_t i = GlobalThread(c);
-    if (i < n) out[i] = op == BinaryOp::kAdd ? a[i] + b[i] : a[i] - b[i];
+    if (i < n) out[i] = ApplyBinary(op, a[i], b[i]);
   }
 };
 
@@ -233,6 +262,162 @@ struct FillStridedKernel {
   DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
     const int32_t i = GlobalThread(c);
     if (i < count) dst[i * stride] = value;
+  }
+};
+
+// ---- Broadcasting ops (what torch's TensorIterator does for `a[:, None] + b[None, :]`, a
+// strided view, or a python scalar operand): one launch, one thread per output element.
+
+// An int32 operand seen as [rows, cols]: element (i, j) is p[i * row_stride + j * col_stride], or
+// `value` when p is null (a python scalar). A stride of 0 broadcasts along that axis.
+struct View2D {
+  const int32_t* p;    // [rows * row_stride + cols * col_stride] or nullptr
+  int32_t row_stride;  // [int32]
+  int32_t col_stride;  // [int32]
+  int32_t value;       // the scalar when p == nullptr
+
+  DS_HD int32_t At(int32_t i, int32_t j) const {
+    return p == nullptr ? value : p[static_cast<int64_t>(i) * row_stride + static_cast<int64_t>(j) * col_stride];
+  }
+  static View2D Scalar(int32_t v) { return {nullptr, 0, 0, v}; }
+  // A contiguous [n] tensor indexed by the row (as `x[:, None]`) or by the column (as `x[None, :]`).
+  static View2D Column(const int32_t* x) { return {x, 1, 0, 0}; }
+  static View2D Row(const int32_t* x) { return {x, 0, 1, 0}; }
+  // A row-major [rows, cols] tensor with the given row stride.
+  static View2D Matrix(const int32_t* x, int32_t row_stride) { return {x, row_stride, 1, 0}; }
+};
+
+// out[i, j] = a(i, j) op b(i, j), out contiguous [rows, cols]. A 1-D op is rows = n, cols = 1.
+struct Binary2DKernel {
+  static constexpr int kPhases = 1;
+  using Shared = NoShared;
+  View2D a;
+  View2D b;
+  int32_t* out;   // [rows, cols]; may alias an operand read at the same element
+  int32_t rows;   // [elements]
+  int32_t cols;   // [elements]
+  BinaryOp op;
+
+  LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
+    const int32_t i = GlobalThread(c);
+    if (i >= rows * cols) return;
+    const int32_t row = i / cols, col = i % cols;
+    out[i] = ApplyBinary(op, a.At(row, col), b.At(row, col));
+  }
+};
+
+// torch.where(mask, a, b) on int32, all operands broadcast views, out contiguous [rows, cols].
+struct Where2DKernel {
+  static constexpr int kPhases = 1;
+  using Shared = NoShared;
+  View2D mask;
+  View2D a;
+  View2D b;
+  int32_t* out;  // [rows, cols]
+  int32_t rows;  // [elements]
+  int32_t cols;  // [elements]
+
+  LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
+    const int32_t i = GlobalThread(c);
+    if (i >= rows * cols) return;
+    const int32_t row = i / cols, col = i % cols;
+    out[i] = mask.At(row, col) != 0 ? a.At(row, col) : b.At(row, col);
+  }
+};
+
+// table[row_index[:, None], col_index] (advanced indexing) on a row-strided 2-D int32 table: out[i, j]
+// = table[row_index[i], col_index(i, j)]. An index outside [0, table_rows) x [0, table_cols) yields
+// 0 (see GatherKernel: torch would device-assert; the exact comparison reports the value instead).
+struct GatherIndex2DKernel {
+  static constexpr int kPhases = 1;
+  using Shared = NoShared;
+  const int32_t* table;      // [table_rows, table_stride]
+  int32_t table_rows;        // [rows]
+  int32_t table_cols;        // [int32] columns that may be read
+  int32_t table_stride;      // [int32]
+  const int32_t* row_index;  // [rows] table row per output row
+  View2D col_index;          // [rows, cols] table column per output element
+  int32_t* out;              // [rows, cols]
+  int32_t rows;              // [elements]
+  int32_t cols;              // [elements]
+
+  LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
+    const int32_t i = GlobalThread(c);
+    if (i >= rows * cols) return;
+    const int32_t row = i / cols, col = i % cols;
+    const int32_t r = row_index[row], k = col_index.At(row, col);
+    out[i] = (r >= 0 && r < table_rows && k >= 0 && k < table_cols)
+                 ? table[static_cast<int64_t>(r) * table_stride + k]
+                 : 0;
+  }
+};
+
+// x.to(torch.int64)
+struct CastToInt64Kernel {
+  static constexpr int kPhases = 1;
+  using Shared = NoShared;
+  const int32_t* in;  // [n]
+  int64_t* out;       // [n]
+  int32_t n;          // [elements]
+
+  LaunchShape Shape() const { return ElementwiseShape(n); }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
+    const int32_t i = GlobalThread(c);
+    if (i < n) out[i] = in[i];
+  }
+};
+
+// torch.where(mask, a, scalar) with an int64 `a`.
+struct WhereInt64Kernel {
+  static constexpr int kPhases = 1;
+  using Shared = NoShared;
+  const int32_t* mask;  // [n] 0 / 1
+  const int64_t* a;     // [n]
+  int64_t scalar;       // taken where mask == 0
+  int64_t* out;         // [n]
+  int32_t n;            // [elements]
+
+  LaunchShape Shape() const { return ElementwiseShape(n); }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
+    const int32_t i = GlobalThread(c);
+    if (i < n) out[i] = mask[i] != 0 ? a[i] : scalar;
+  }
+};
+
+// (x != scalar) for an int64 tensor, as an int32 0 / 1 mask.
+struct NeInt64ScalarKernel {
+  static constexpr int kPhases = 1;
+  using Shared = NoShared;
+  const int64_t* in;  // [n]
+  int64_t scalar;
+  int32_t* out;       // [n]
+  int32_t n;          // [elements]
+
+  LaunchShape Shape() const { return ElementwiseShape(n); }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
+    const int32_t i = GlobalThread(c);
+    if (i < n) out[i] = in[i] != scalar;
+  }
+};
+
+// t[:rows, :cols] = value on a row-strided tensor (one elementwise kernel, not a memset).
+struct Fill2DKernel {
+  static constexpr int kPhases = 1;
+  using Shared = NoShared;
+  int32_t* dst;    // [rows, stride]
+  int32_t stride;  // [int32]
+  int32_t rows;    // [rows]
+  int32_t cols;    // [int32]
+  int32_t value;
+
+  LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
+    const int32_t i = GlobalThread(c);
+    if (i >= rows * cols) return;
+    dst[static_cast<int64_t>(i / cols) * stride + i % cols] = value;
   }
 };
 

@@ -2,11 +2,47 @@
 // and the exact check of its outputs against the CPU reference built from device truth.
 //
 // This is the interface the simulator and the executors program against. Implementations are
-// templates over a Backend (kernels/common/backend.h), instantiated for the CPU emulator here
-// and for the GPU in kernels/suite/*.cu.
+// templates over a Backend (kernels/suite/suite_impls.h), instantiated for the CPU emulator in
+// suite.cc and for the GPU in gpu_suite.cu.
+//
+// ---- What one suite run writes (every buffer persistent, allocated once at capacity) ----
+//
+// With R = num_reqs, N = num_tokens, C = capacity (of this step), nd = num_decodes,
+// N_d = num_decode_tokens, W = bt_width, M = qsl[R] and A = qsl[nd] (both read from the DEVICE
+// view), the "defined region" of each field, which is compared exactly with the reference:
+//
+//   builder "token_map"
+//     token_to_req     int32 [0, N)             request per token, 0 for graph padding
+//   builder "swa"
+//     swa_lens         int32 [0, N)             window length per token, 0 for padding
+//     swa_indices      int32 rows [0, N) x [0, window)   slot per cell, -1 past the length
+//   builder "mla_r1" / "mla_r2"
+//     compressed_slots int64 [0, C)             compressed slot, -1 where none (and past M)
+//   builder "mla_r2"
+//     ring_slots       int64 [0, C)             compressor ring slot, -1 where none
+//   builder "indexer_r1" / "indexer_r2" (same inputs, separate buffers)
+//     seq_out          int32 [0, C)             causal length per decode token, 0 from A on
+//     bt_out           int32 rows [0, N_d) x cols [0, W), except the cells of bt_out_padding
+//     bt_out_padding   int32 rows [A, N_d) x cols [1, W)   must be 0 (the old chain zeroes only
+//                                               column 0 of padding rows: "padding residue")
+//     decode_lens      int32 [0, N_d)           all 1
+//     indices          int32 [0, N_d)           request id; padding rows nd + t - A
+//     per_req          int32 [0, nd)            query length per decode request
+//   builder "prefill_segments" (FP8 or BF16 per BatchInputs::fp8_prefill)
+//     seg_qsl          int32 [0, max_segments]  segment starts, then M
+//     seg_seq_lens     int32 [0, max_segments)  segment sequence lengths, then 0
+//     seg_count        int32 [0, 1)             number of segments
+//
+// Cells outside these regions are not compared. `fused` and `fused-suite` write exactly the same
+// cells (the regions above, plus nothing else), so their whole buffers are also equal to each
+// other after any sequence of steps; the tests check that.
+//
+// FieldMismatch::index is the flat index into the buffer (row * row_stride + column for 2-D
+// fields: window for swa_indices, SuiteLayout::bt_out_stride for bt_out).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +51,9 @@
 #include "absl/status/statusor.h"
 #include "kernels/batch.h"
 #include "kernels/common/backend.h"
+#include "kernels/reference/indexer_decode.h"
+#include "kernels/reference/prefill_segments.h"
+#include "kernels/reference/swa.h"
 
 namespace dspark {
 
@@ -42,10 +81,10 @@ std::string_view MismatchKindName(MismatchKind kind);
 struct FieldMismatch {
   std::string builder;   // e.g. "swa", "indexer_r1"
   std::string field;     // e.g. "swa_indices"
-  int64_t index = 0;     // first differing flat index in the field
+  int64_t index = 0;     // first differing flat index in the field's buffer
   int64_t expected = 0;
   int64_t actual = 0;
-  int64_t count = 0;     // differing elements in the field
+  int64_t count = 0;     // differing elements in the field's defined region
   MismatchKind kind = MismatchKind::kBug;
 };
 
@@ -54,10 +93,118 @@ struct SuiteRunResult {
   std::vector<FieldMismatch> mismatches;  // one entry per differing field
 };
 
+// One line per mismatch, for logs and test failure messages.
+std::string DescribeMismatches(const std::vector<FieldMismatch>& mismatches);
+
+// ---- Persistent buffers ----
+
+// Geometry of the persistent buffers, fixed when they are allocated. A step fits when
+// capacity <= token_capacity, num_reqs <= max_reqs, bt_width <= bt_out_stride.
+struct SuiteLayout {
+  int32_t token_capacity = 0;  // [tokens] length of every per-token buffer
+  int32_t max_reqs = 0;        // [requests] most requests of a step (padding requests included)
+  int32_t bt_out_stride = 0;   // [int32] row stride of the indexer bt_out buffers
+  int32_t window = 0;          // [tokens] SWA window, the row stride of swa_indices
+  int32_t max_segments = 0;    // [segments] PrefillSegmentBound(max_reqs, token_capacity, S)
+  int32_t arange_len = 0;      // [elements] the persistent 0, 1, ... buffer the chains read
+
+  bool operator==(const SuiteLayout& o) const {
+    return token_capacity == o.token_capacity && max_reqs == o.max_reqs && bt_out_stride == o.bt_out_stride &&
+           window == o.window && max_segments == o.max_segments && arange_len == o.arange_len;
+  }
+};
+
+// The smallest layout holding `max_tokens`, `max_reqs` and block tables `max_bt_width` wide.
+SuiteLayout MakeSuiteLayout(int32_t max_tokens, int32_t max_reqs, int32_t max_bt_width, const ModelConsts& consts);
+// Whether the step fits the layout; OutOfRange naming the field otherwise.
+absl::Status CheckFits(const SuiteLayout& layout, const BatchSizes& sizes, const ModelConsts& consts);
+// [bytes] of backend scratch the worst implementation needs for a step that fits `layout`.
+size_t SuiteScratchBytes(const SuiteLayout& layout);
+// [bytes] of pinned staging the host-boundary implementations copy through per step.
+size_t SuiteStagingBytes(const SuiteLayout& layout);
+
+struct IndexerOutputs {
+  int32_t* seq_out = nullptr;      // [token_capacity]
+  int32_t* bt_out = nullptr;       // [token_capacity, bt_out_stride]
+  int32_t* decode_lens = nullptr;  // [token_capacity]
+  int32_t* indices = nullptr;      // [token_capacity]
+  int32_t* per_req = nullptr;      // [token_capacity] (num_decodes <= capacity is required)
+};
+
+// Pointers to one implementation's persistent outputs: device memory on a GPU, host memory in
+// CPU emulation (and for the comparison, which reads downloaded host images through this view).
+struct SuiteOutputs {
+  int32_t* token_to_req = nullptr;  // [token_capacity]
+  int32_t* swa_lens = nullptr;      // [token_capacity]
+  int32_t* swa_indices = nullptr;   // [token_capacity, window]
+  int64_t* mla_r1_slots = nullptr;  // [token_capacity]
+  int64_t* mla_r2_slots = nullptr;  // [token_capacity]
+  int64_t* ring_slots = nullptr;    // [token_capacity]
+  IndexerOutputs indexer[2];        // ratio 1, ratio 2
+  int32_t* seg_qsl = nullptr;       // [max_segments + 1]
+  int32_t* seg_seq_lens = nullptr;  // [max_segments]
+  int32_t* seg_count = nullptr;     // [1]
+};
+
+// Host images of every output buffer of one implementation (whole buffers, not only the
+// defined regions).
+struct SuiteImage {
+  std::vector<int32_t> token_to_req, swa_lens, swa_indices;
+  std::vector<int64_t> mla_r1_slots, mla_r2_slots, ring_slots;
+  struct Indexer {
+    std::vector<int32_t> seq_out, bt_out, decode_lens, indices, per_req;
+    bool operator==(const Indexer& o) const {
+      return seq_out == o.seq_out && bt_out == o.bt_out && decode_lens == o.decode_lens && indices == o.indices &&
+             per_req == o.per_req;
+    }
+  } indexer[2];
+  std::vector<int32_t> seg_qsl, seg_seq_lens, seg_count;
+
+  // Buffers of `layout`, every cell `poison`.
+  static SuiteImage Filled(const SuiteLayout& layout, int32_t poison);
+  SuiteOutputs View();  // pointers into this image's vectors
+  bool operator==(const SuiteImage& o) const {
+    return token_to_req == o.token_to_req && swa_lens == o.swa_lens && swa_indices == o.swa_indices &&
+           mla_r1_slots == o.mla_r1_slots && mla_r2_slots == o.mla_r2_slots && ring_slots == o.ring_slots &&
+           indexer[0] == o.indexer[0] && indexer[1] == o.indexer[1] && seg_qsl == o.seg_qsl &&
+           seg_seq_lens == o.seg_seq_lens && seg_count == o.seg_count;
+  }
+};
+
+// ---- Reference and comparison ----
+
+// Every field's reference, composed from the independent references in kernels/reference/ on
+// the DEVICE view of `in` (device pointers must be readable host memory here).
+struct SuiteReference {
+  std::vector<int32_t> token_to_req;  // [N]
+  ref::SwaMetadata swa;
+  std::vector<int64_t> mla_r1_slots, mla_r2_slots, ring_slots;  // [C]
+  ref::IndexerDecodeOut indexer;  // both ratios: same inputs
+  ref::PrefillSegments segments;
+};
+SuiteReference ComputeSuiteReference(const BatchInputs& in, const SuiteLayout& layout, const ModelConsts& consts);
+
+// Whether the host view disagrees with the device view: host qsl[0..R] or host seq_lens[0..R).
+bool HostViewStale(const BatchInputs& in);
+
+// Compares `got` (host-readable) with the reference over every defined region and classifies
+// each differing field (DESIGN.md s.6):
+//   - impls that read no host boundaries (device-chain, fused, fused-suite): kBug;
+//   - chain / cached, field bt_out_padding: kPaddingResidue (stale host or not);
+//   - chain / cached, any other field, host view stale: kStaleHost;
+//   - chain / cached, any other field, host view fresh: kBug.
+std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const SuiteLayout& layout,
+                                        const ModelConsts& consts, const SuiteOutputs& got);
+
+// ---- CPU emulation ----
+
 // Runs one implementation's suite on the CPU emulator and compares every output field exactly
-// with the reference computed from the device view. Owns persistent output buffers sized by
-// the first capacity it sees and reused (like an engine's) across steps; buffers are poisoned
-// before first use so unwritten cells show up.
+// with the reference computed from the device view. Each implementation owns its own persistent
+// output buffers, like an engine's, poisoned (-99) when allocated so unwritten cells show up and
+// reused across steps (so padding residue from an earlier step is visible). The layout is taken
+// from the first step (token_capacity = its capacity, max_reqs = max(its R, 256), bt_out_stride =
+// its bt_stride); a later step that does not fit re-allocates every implementation's buffers at
+// the larger layout (poisoned again), as an engine restarted with larger limits would.
 class CpuSuite {
  public:
   explicit CpuSuite(const ModelConsts& consts = {});
@@ -67,9 +214,14 @@ class CpuSuite {
 
   absl::StatusOr<SuiteRunResult> Run(Impl impl, const BatchInputs& in);
 
+  // The whole output buffers of `impl` after its last run; FailedPrecondition before any run.
+  absl::StatusOr<SuiteImage> Image(Impl impl) const;
+  // The current layout (all zero before the first run).
+  SuiteLayout layout() const;
+
  private:
   struct State;
-  State* state_;
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace dspark

@@ -1,0 +1,122 @@
+// The builder suite on a GPU, for the executor and `bench`: persistent device inputs, persistent
+// outputs per implementation, scratch and pinned staging arenas, one stream, and CUDA graphs
+// captured once per (impl, padded size key).
+//
+//   Stage(host_inputs)  copies one step's device view (host memory) into the persistent device
+//                       inputs with ONE pinned cudaMemcpyAsync of a packed block, and keeps the host
+//                       view (host qsl / seq_lens) for the host-boundary implementations.
+//   Run(impl)           the suite eagerly through GpuBackend (counts launches as the CPU does).
+//   Capture(impl)       device-chain / fused / fused-suite: one eager warm-up, then a capture on
+//                       the suite's non-default stream, instantiated once per key. The key is the
+//                       staged BatchSizes and the FP8 flag (every value a kernel argument holds),
+//                       plus, for device-chain, the host token totals its op sizes come from.
+//   CaptureForTiming    any impl. chain and cached cannot be correct inside a graph: their host
+//                       work (np.repeat, host totals, the pinned copies' contents) is frozen at
+//                       capture, so a replay re-copies the capture-time host data, stale as soon as
+//                       the step changes. Offered only so `bench` can time their GPU work the way
+//                       the others are timed. Re-captures on every call (the host data changes)
+//                       into an entry with its own pinned staging, updating the instantiated graph
+//                       with cudaGraphExecUpdate when the topology allows, re-instantiating
+//                       otherwise.
+//   Replay(impl)        launches the graph of the staged key.
+//   Download(impl)      synchronizes, downloads the device inputs (the truth, including any
+//                       in-place rewrite) and the impl's outputs, and compares them exactly with the
+//                       reference: the same SuiteRunResult as CpuSuite::Run. Never inside a timed
+//                       region.
+//   OverwriteDeviceQsl  rewrites the device query_start_loc in place (stale-boundary replay tests);
+//                       device_query_start_loc() exposes it to a kernel that rewrites it on the
+//                       suite's stream (the adaptive allocation).
+// Every call returns absl::Status; CUDA failures name the call, file and line. Not thread-safe.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kernels/batch.h"
+#include "kernels/common/backend.h"
+#include "kernels/common/device_buffer.cuh"
+#include "kernels/suite/suite.h"
+
+namespace dspark {
+
+struct GpuSuiteCapacity {
+  int32_t max_tokens = 8192;    // [tokens] length of every per-token buffer (>= every step's capacity)
+  int32_t max_reqs = 256;       // [requests] most requests of a step, padding requests included
+  int32_t max_bt_stride = 2048; // [int32] largest block-table row stride (also the bt_out stride)
+};
+
+// A captured graph and its instantiation. This object owns both handles and destroys them once;
+// the destructor never throws.
+class SuiteGraph {
+ public:
+  SuiteGraph() = default;
+  ~SuiteGraph();
+  SuiteGraph(const SuiteGraph&) = delete;
+  SuiteGraph& operator=(const SuiteGraph&) = delete;
+
+  // Takes `captured` (a freshly captured graph). With an instantiation already held, tries
+  // cudaGraphExecUpdate first and re-instantiates only when the update is refused.
+  absl::Status Adopt(cudaGraph_t captured);
+  absl::Status Launch(cudaStream_t stream) const;
+  struct NodeCounts {
+    size_t total = 0, kernels = 0, memcpys = 0, memsets = 0, other = 0;
+  };
+  absl::StatusOr<NodeCounts> CountNodes() const;
+  bool valid() const { return exec_ != nullptr; }
+  int updates() const { return updates_; }          // successful cudaGraphExecUpdate calls
+  int instantiations() const { return instantiations_; }
+
+ private:
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+  int updates_ = 0;
+  int instantiations_ = 0;
+};
+
+class GpuSuite {
+ public:
+  // Allocates everything at `capacity` on the current device.
+  static absl::StatusOr<std::unique_ptr<GpuSuite>> Create(const GpuSuiteCapacity& capacity,
+                                                          const ModelConsts& consts = {});
+  ~GpuSuite();
+  GpuSuite(const GpuSuite&) = delete;
+  GpuSuite& operator=(const GpuSuite&) = delete;
+
+  absl::Status Stage(const BatchInputs& host_inputs);
+  absl::Status Run(Impl impl);
+  absl::Status Capture(Impl impl);
+  absl::Status CaptureForTiming(Impl impl);
+  absl::Status Replay(Impl impl);
+  // Nodes of the graph of the staged key; NotFound before it was captured.
+  absl::StatusOr<SuiteGraph::NodeCounts> GraphNodes(Impl impl) const;
+  // Graph statistics of the staged key (for tests of the update path).
+  absl::StatusOr<const SuiteGraph*> Graph(Impl impl) const;
+
+  absl::StatusOr<SuiteRunResult> Download(Impl impl);
+  absl::StatusOr<SuiteImage> DownloadImage(Impl impl);
+
+  absl::Status OverwriteDeviceQsl(const std::vector<int32_t>& qsl);
+  int32_t* device_query_start_loc() const;
+  absl::Status Synchronize();
+
+  cudaStream_t stream() const;
+  const SuiteLayout& layout() const;
+  const BatchSizes& staged_sizes() const;
+  // What the last Run / Capture / CaptureForTiming of `impl` issued (launches, copies, fills).
+  const OpCounters& last_counters(Impl impl) const;
+
+ private:
+  struct State;
+  explicit GpuSuite(std::unique_ptr<State> state);
+  std::unique_ptr<State> d_;
+};
+
+}  // namespace dspark

@@ -1,0 +1,448 @@
+#include "kernels/suite/suite.h"
+
+#include <algorithm>
+#include <array>
+#include <numeric>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "kernels/common/status_macros.h"
+#include "kernels/prefill_segments.cuh"
+#include "kernels/reference/compressed_slots.h"
+#include "kernels/reference/ring_slots.h"
+#include "kernels/reference/token_map.h"
+#include "kernels/suite/suite_impls.h"
+
+namespace dspark {
+
+// ---------------------------------------------------------------- the impl axis
+
+std::string_view ImplName(Impl impl) {
+  switch (impl) {
+    case Impl::kChain: return "chain";
+    case Impl::kCached: return "cached";
+    case Impl::kDeviceChain: return "device-chain";
+    case Impl::kFused: return "fused";
+    case Impl::kFusedSuite: return "fused-suite";
+  }
+  return "unknown";
+}
+
+namespace {
+// absl::string_view is its own type in this Abseil build; these helpers stay in std.
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+}  // namespace
+
+absl::StatusOr<Impl> ParseImpl(std::string_view name) {
+  for (Impl impl : kAllImpls)
+    if (ImplName(impl) == name) return impl;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown impl '", std::string(name), "', expected one of chain, cached, device-chain, fused, fused-suite"));
+}
+
+absl::StatusOr<std::vector<Impl>> ParseImplList(std::string_view list) {
+  if (Trim(list) == "all") return std::vector<Impl>(std::begin(kAllImpls), std::end(kAllImpls));
+  std::vector<Impl> out;
+  size_t begin = 0;
+  while (true) {
+    const size_t comma = list.find(',', begin);
+    const std::string_view part = Trim(list.substr(begin, comma == std::string_view::npos ? std::string_view::npos
+                                                                                          : comma - begin));
+    DS_ASSIGN_OR_RETURN(const Impl impl, ParseImpl(part));
+    if (std::find(out.begin(), out.end(), impl) != out.end())
+      return absl::InvalidArgumentError(absl::StrCat("impl '", std::string(ImplName(impl)), "' listed twice in '",
+                                                     std::string(list), "'"));
+    out.push_back(impl);
+    if (comma == std::string_view::npos) break;
+    begin = comma + 1;
+  }
+  return out;
+}
+
+bool ReadsHostBoundaries(Impl impl) { return impl == Impl::kChain || impl == Impl::kCached; }
+
+bool GraphCapturable(Impl impl) { return !ReadsHostBoundaries(impl); }
+
+std::string_view MismatchKindName(MismatchKind kind) {
+  switch (kind) {
+    case MismatchKind::kStaleHost: return "stale-host";
+    case MismatchKind::kPaddingResidue: return "padding-residue";
+    case MismatchKind::kBug: return "bug";
+  }
+  return "unknown";
+}
+
+std::string DescribeMismatches(const std::vector<FieldMismatch>& mismatches) {
+  std::string out;
+  for (const FieldMismatch& m : mismatches)
+    absl::StrAppendFormat(&out, "%s/%s: %d differ, first at index %d (expected %d, actual %d) [%s]\n", m.builder,
+                          m.field, m.count, m.index, m.expected, m.actual, std::string(MismatchKindName(m.kind)));
+  return out;
+}
+
+// ---------------------------------------------------------------- layout
+
+SuiteLayout MakeSuiteLayout(int32_t max_tokens, int32_t max_reqs, int32_t max_bt_width, const ModelConsts& consts) {
+  SuiteLayout l;
+  l.token_capacity = std::max(max_tokens, 0);
+  l.max_reqs = std::max(max_reqs, 0);
+  l.bt_out_stride = std::max(max_bt_width, 1);
+  l.window = consts.swa_window;
+  l.max_segments = PrefillSegmentBound(l.max_reqs, l.token_capacity, consts.prefill_segment);
+  l.arange_len = std::max(l.token_capacity, l.window);
+  return l;
+}
+
+absl::Status CheckFits(const SuiteLayout& l, const BatchSizes& s, const ModelConsts& consts) {
+  if (s.capacity > l.token_capacity)
+    return absl::OutOfRangeError(absl::StrFormat(
+        "suite: step capacity=%d exceeds the persistent buffers' token_capacity=%d", s.capacity, l.token_capacity));
+  if (s.num_reqs > l.max_reqs)
+    return absl::OutOfRangeError(
+        absl::StrFormat("suite: num_reqs=%d exceeds the persistent buffers' max_reqs=%d", s.num_reqs, l.max_reqs));
+  if (s.bt_width > l.bt_out_stride)
+    return absl::OutOfRangeError(absl::StrFormat(
+        "suite: bt_width=%d exceeds the indexer bt_out row stride %d", s.bt_width, l.bt_out_stride));
+  if (s.num_decodes > s.capacity)
+    return absl::OutOfRangeError(absl::StrFormat(
+        "suite: num_decodes=%d exceeds capacity=%d (per_req is a per-token buffer)", s.num_decodes, s.capacity));
+  if (l.window != consts.swa_window)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("suite: layout window=%d differs from swa_window=%d", l.window, consts.swa_window));
+  const int32_t bound = PrefillSegmentBound(s.num_reqs - s.num_decodes, s.capacity, consts.prefill_segment);
+  if (l.max_segments < bound)
+    return absl::OutOfRangeError(
+        absl::StrFormat("suite: max_segments=%d below the step's bound %d", l.max_segments, bound));
+  return absl::OkStatus();
+}
+
+size_t SuiteScratchBytes(const SuiteLayout& l) {
+  const size_t cap = static_cast<size_t>(l.token_capacity), reqs = static_cast<size_t>(l.max_reqs);
+  const size_t stride = static_cast<size_t>(l.bt_out_stride), window = static_cast<size_t>(l.window);
+  const size_t seg = static_cast<size_t>(l.max_segments);
+  // Worst run (chain): 5 [n, window] SWA tensors, two indexers' expanded rows, the clamped block
+  // tables, a few dozen per-token and per-request tensors; 256-byte alignment per allocation.
+  const size_t int32s = 6 * cap * window + 3 * cap * stride + 2 * reqs * stride + 64 * cap + 16 * reqs + 8 * seg;
+  return 4 * int32s + 8 * 4 * cap + 256 * 256;
+}
+
+size_t SuiteStagingBytes(const SuiteLayout& l) {
+  const size_t cap = static_cast<size_t>(l.token_capacity), reqs = static_cast<size_t>(l.max_reqs);
+  const size_t seg = static_cast<size_t>(l.max_segments);
+  return 4 * (8 * cap + 4 * reqs + 3 * seg + 3) + 256 * 32;
+}
+
+// ---------------------------------------------------------------- images
+
+SuiteImage SuiteImage::Filled(const SuiteLayout& l, int32_t poison) {
+  const size_t cap = static_cast<size_t>(l.token_capacity);
+  SuiteImage im;
+  im.token_to_req.assign(cap, poison);
+  im.swa_lens.assign(cap, poison);
+  im.swa_indices.assign(cap * static_cast<size_t>(l.window), poison);
+  im.mla_r1_slots.assign(cap, poison);
+  im.mla_r2_slots.assign(cap, poison);
+  im.ring_slots.assign(cap, poison);
+  for (Indexer& x : im.indexer) {
+    x.seq_out.assign(cap, poison);
+    x.bt_out.assign(cap * static_cast<size_t>(l.bt_out_stride), poison);
+    x.decode_lens.assign(cap, poison);
+    x.indices.assign(cap, poison);
+    x.per_req.assign(cap, poison);
+  }
+  im.seg_qsl.assign(static_cast<size_t>(l.max_segments) + 1, poison);
+  im.seg_seq_lens.assign(static_cast<size_t>(l.max_segments), poison);
+  im.seg_count.assign(1, poison);
+  return im;
+}
+
+SuiteOutputs SuiteImage::View() {
+  SuiteOutputs o;
+  o.token_to_req = token_to_req.data();
+  o.swa_lens = swa_lens.data();
+  o.swa_indices = swa_indices.data();
+  o.mla_r1_slots = mla_r1_slots.data();
+  o.mla_r2_slots = mla_r2_slots.data();
+  o.ring_slots = ring_slots.data();
+  for (int k = 0; k < 2; ++k)
+    o.indexer[k] = IndexerOutputs{indexer[k].seq_out.data(), indexer[k].bt_out.data(), indexer[k].decode_lens.data(),
+                                  indexer[k].indices.data(), indexer[k].per_req.data()};
+  o.seg_qsl = seg_qsl.data();
+  o.seg_seq_lens = seg_seq_lens.data();
+  o.seg_count = seg_count.data();
+  return o;
+}
+
+// ---------------------------------------------------------------- reference and comparison
+
+SuiteReference ComputeSuiteReference(const BatchInputs& in, const SuiteLayout& layout, const ModelConsts& consts) {
+  const BatchSizes& z = in.sizes;
+  const DeviceBatch& d = in.device;
+  SuiteReference r;
+  r.token_to_req = ref::TokenToReq(d.query_start_loc, z.num_reqs, z.num_tokens);
+  r.swa = ref::Swa(z, d, consts.swa_window, consts.swa_block_size);
+  r.mla_r1_slots = ref::CompressedSlots(z, d, 1, consts.mla_block_size);
+  r.mla_r2_slots = ref::CompressedSlots(z, d, 2, consts.mla_block_size);
+  r.ring_slots = ref::RingSlots(z, d, CompressorRingCapacity(consts.spec_k));
+  r.indexer = ref::IndexerDecode(d.query_start_loc, d.seq_lens, d.block_table, z.bt_stride, z.bt_width, z.num_decodes,
+                                 z.num_decode_tokens, z.capacity);
+  r.segments = ref::Segments(z, d, in.fp8_prefill, consts.prefill_segment, layout.max_segments);
+  return r;
+}
+
+bool HostViewStale(const BatchInputs& in) {
+  const int32_t R = in.sizes.num_reqs;
+  if (in.host.query_start_loc != nullptr)
+    for (int32_t r = 0; r <= R; ++r)
+      if (in.host.query_start_loc[r] != in.device.query_start_loc[r]) return true;
+  if (in.host.seq_lens != nullptr)
+    for (int32_t r = 0; r < R; ++r)
+      if (in.host.seq_lens[r] != in.device.seq_lens[r]) return true;
+  return false;
+}
+
+namespace {
+
+// Accumulates one field's differences: the first one and how many.
+class FieldDiff {
+ public:
+  FieldDiff(std::string builder, std::string field) {
+    m_.builder = std::move(builder);
+    m_.field = std::move(field);
+  }
+  void Check(int64_t index, int64_t expected, int64_t actual) {
+    if (expected == actual) return;
+    if (m_.count == 0) {
+      m_.index = index;
+      m_.expected = expected;
+      m_.actual = actual;
+    }
+    ++m_.count;
+  }
+  void AppendTo(std::vector<FieldMismatch>& out, MismatchKind kind) {
+    if (m_.count == 0) return;
+    m_.kind = kind;
+    out.push_back(m_);
+  }
+
+ private:
+  FieldMismatch m_;
+};
+
+}  // namespace
+
+std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const SuiteLayout& layout,
+                                        const ModelConsts& consts, const SuiteOutputs& got) {
+  const SuiteReference want = ComputeSuiteReference(in, layout, consts);
+  const BatchSizes& z = in.sizes;
+  const bool host_reader = ReadsHostBoundaries(impl);
+  const MismatchKind ordinary =
+      host_reader && HostViewStale(in) ? MismatchKind::kStaleHost : MismatchKind::kBug;
+  const MismatchKind padding = host_reader ? MismatchKind::kPaddingResidue : MismatchKind::kBug;
+  const int64_t N = z.num_tokens, C = z.capacity, W = consts.swa_window;
+  std::vector<FieldMismatch> out;
+
+  {
+    FieldDiff d("token_map", "token_to_req");
+    for (int64_t t = 0; t < N; ++t) d.Check(t, want.token_to_req[t], got.token_to_req[t]);
+    d.AppendTo(out, ordinary);
+  }
+  {
+    FieldDiff lens("swa", "swa_lens"), idx("swa", "swa_indices");
+    for (int64_t t = 0; t < N; ++t) lens.Check(t, want.swa.lens[t], got.swa_lens[t]);
+    for (int64_t i = 0; i < N * W; ++i) idx.Check(i, want.swa.indices[i], got.swa_indices[i]);
+    lens.AppendTo(out, ordinary);
+    idx.AppendTo(out, ordinary);
+  }
+  {
+    FieldDiff r1("mla_r1", "compressed_slots"), r2("mla_r2", "compressed_slots"), ring("mla_r2", "ring_slots");
+    for (int64_t t = 0; t < C; ++t) {
+      r1.Check(t, want.mla_r1_slots[t], got.mla_r1_slots[t]);
+      r2.Check(t, want.mla_r2_slots[t], got.mla_r2_slots[t]);
+      ring.Check(t, want.ring_slots[t], got.ring_slots[t]);
+    }
+    r1.AppendTo(out, ordinary);
+    r2.AppendTo(out, ordinary);
+    ring.AppendTo(out, ordinary);
+  }
+  const int64_t actual = in.device.query_start_loc[z.num_decodes];
+  const int64_t bt_w = z.bt_width, stride = layout.bt_out_stride;
+  for (int k = 0; k < 2; ++k) {
+    const std::string builder = k == 0 ? "indexer_r1" : "indexer_r2";
+    const IndexerOutputs& o = got.indexer[k];
+    FieldDiff seq(builder, "seq_out"), bt(builder, "bt_out"), bt_pad(builder, "bt_out_padding");
+    FieldDiff lens(builder, "decode_lens"), indices(builder, "indices"), per_req(builder, "per_req");
+    for (int64_t t = 0; t < C; ++t) seq.Check(t, want.indexer.seq_out[t], o.seq_out[t]);
+    for (int64_t t = 0; t < z.num_decode_tokens; ++t) {
+      for (int64_t col = 0; col < bt_w; ++col) {
+        FieldDiff& field = (t >= actual && col >= 1) ? bt_pad : bt;
+        field.Check(t * stride + col, want.indexer.bt_rows[t * bt_w + col], o.bt_out[t * stride + col]);
+      }
+      lens.Check(t, want.indexer.decode_lens[t], o.decode_lens[t]);
+      indices.Check(t, want.indexer.indices[t], o.indices[t]);
+    }
+    for (int64_t r = 0; r < z.num_decodes; ++r) per_req.Check(r, want.indexer.per_req[r], o.per_req[r]);
+    seq.AppendTo(out, ordinary);
+    bt.AppendTo(out, ordinary);
+    bt_pad.AppendTo(out, padding);
+    lens.AppendTo(out, ordinary);
+    indices.AppendTo(out, ordinary);
+    per_req.AppendTo(out, ordinary);
+  }
+  {
+    FieldDiff qsl("prefill_segments", "seg_qsl"), lens("prefill_segments", "seg_seq_lens"),
+        count("prefill_segments", "seg_count");
+    for (int64_t k = 0; k <= layout.max_segments; ++k) qsl.Check(k, want.segments.seg_qsl[k], got.seg_qsl[k]);
+    for (int64_t k = 0; k < layout.max_segments; ++k)
+      lens.Check(k, want.segments.seg_seq_lens[k], got.seg_seq_lens[k]);
+    count.Check(0, want.segments.count, got.seg_count[0]);
+    qsl.AppendTo(out, ordinary);
+    lens.AppendTo(out, ordinary);
+    count.AppendTo(out, ordinary);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- implementation helpers
+
+absl::Status ValidateSuiteStep(Impl impl, const SuiteStep& s) {
+  if (s.in == nullptr) return absl::InvalidArgumentError("suite: no batch inputs");
+  const BatchInputs& in = *s.in;
+  const BatchSizes& z = in.sizes;
+  DS_RETURN_IF_ERROR(ValidateBatchSizes(z));
+  DS_RETURN_IF_ERROR(CheckFits(s.layout, z, s.consts));
+  if (in.device.query_start_loc == nullptr || in.device.seq_lens == nullptr || in.device.block_table == nullptr ||
+      in.device.slot_mapping == nullptr)
+    return absl::InvalidArgumentError(
+        "suite: device query_start_loc, seq_lens, block_table and slot_mapping must be non-null");
+  const SuiteOutputs& o = s.out;
+  if (o.token_to_req == nullptr || o.swa_lens == nullptr || o.swa_indices == nullptr || o.mla_r1_slots == nullptr ||
+      o.mla_r2_slots == nullptr || o.ring_slots == nullptr || o.seg_qsl == nullptr || o.seg_seq_lens == nullptr ||
+      o.seg_count == nullptr)
+    return absl::InvalidArgumentError("suite: an output buffer is null");
+  for (const IndexerOutputs& x : o.indexer)
+    if (x.seq_out == nullptr || x.bt_out == nullptr || x.decode_lens == nullptr || x.indices == nullptr ||
+        x.per_req == nullptr)
+      return absl::InvalidArgumentError("suite: an indexer output buffer is null");
+  if (s.arange == nullptr || s.layout.arange_len < std::max(z.capacity, s.consts.swa_window))
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "suite: the persistent arange must hold max(capacity=%d, window=%d) entries (arange_len=%d)", z.capacity,
+        s.consts.swa_window, s.layout.arange_len));
+  if (impl == Impl::kFused || impl == Impl::kFusedSuite) return absl::OkStatus();
+  // chain and cached read the host split and host seq_lens; device-chain the host totals.
+  const int32_t* hq = in.host.query_start_loc;
+  if (hq == nullptr) return absl::InvalidArgumentError("suite: host query_start_loc is null");
+  if (ReadsHostBoundaries(impl) && in.host.seq_lens == nullptr)
+    return absl::InvalidArgumentError("suite: host seq_lens is null");
+  if (hq[0] != 0)
+    return absl::InvalidArgumentError(absl::StrFormat("suite: host query_start_loc[0]=%d, expected 0", hq[0]));
+  for (int32_t r = 0; r < z.num_reqs; ++r)
+    if (hq[r + 1] < hq[r])
+      return absl::InvalidArgumentError(
+          absl::StrFormat("suite: host query_start_loc decreases at %d (%d -> %d)", r + 1, hq[r], hq[r + 1]));
+  if (hq[z.num_reqs] > z.num_tokens)
+    return absl::OutOfRangeError(absl::StrFormat("suite: host token total %d exceeds num_tokens=%d",
+                                                 hq[z.num_reqs], z.num_tokens));
+  if (hq[z.num_decodes] > z.num_decode_tokens)
+    return absl::OutOfRangeError(absl::StrFormat("suite: host decode token total %d exceeds num_decode_tokens=%d",
+                                                 hq[z.num_decodes], z.num_decode_tokens));
+  return absl::OkStatus();
+}
+
+FusedSuiteParams MakeFusedSuiteParams(const SuiteStep& s) {
+  const BatchInputs& in = *s.in;
+  const BatchSizes& z = in.sizes;
+  const SuiteOutputs& o = s.out;
+  FusedSuiteParams p{};
+  p.query_start_loc = in.device.query_start_loc;
+  p.seq_lens = in.device.seq_lens;
+  p.slot_mapping = in.device.slot_mapping;
+  p.token_to_req = o.token_to_req;
+  p.swa = MakeSwaParams(z, in.device, s.consts, nullptr, o.swa_lens, o.swa_indices);
+  p.mla[0] = MakeCompressedSlotParams(z, in.device, s.consts, 1, nullptr, o.mla_r1_slots);
+  p.mla[1] = MakeCompressedSlotParams(z, in.device, s.consts, 2, nullptr, o.mla_r2_slots);
+  p.ring = MakeRingSlotParams(z, in.device, s.consts, nullptr, o.ring_slots);
+  for (int k = 0; k < 2; ++k)
+    p.indexer[k] = ToIndexerDecodeParams(suite_internal::SuiteIndexerArgs(s, o.indexer[k]));
+  p.seg = suite_internal::SuiteSegmentParams(s);
+  p.num_reqs = z.num_reqs;
+  p.num_tokens = z.num_tokens;
+  p.num_decodes = z.num_decodes;
+  p.num_decode_tokens = z.num_decode_tokens;
+  p.capacity = z.capacity;
+  PlanFusedSuiteGrid(p);
+  return p;
+}
+
+// ---------------------------------------------------------------- CpuSuite
+
+namespace {
+constexpr int32_t kPoison = -99;
+// Requests the first layout holds at least (an engine's max_num_seqs); more re-allocate.
+constexpr int32_t kMinCpuMaxReqs = 256;
+constexpr size_t kNumImpls = sizeof(kAllImpls) / sizeof(kAllImpls[0]);
+size_t Slot(Impl impl) { return static_cast<size_t>(impl); }
+}  // namespace
+
+struct CpuSuite::State {
+  ModelConsts consts;
+  SuiteLayout layout;
+  std::vector<int32_t> arange;
+  std::array<std::optional<SuiteImage>, kNumImpls> buffers;
+  std::unique_ptr<CpuBackend> backend;
+};
+
+CpuSuite::CpuSuite(const ModelConsts& consts) : state_(std::make_unique<State>()) { state_->consts = consts; }
+CpuSuite::~CpuSuite() = default;
+
+SuiteLayout CpuSuite::layout() const { return state_->layout; }
+
+absl::StatusOr<SuiteImage> CpuSuite::Image(Impl impl) const {
+  const auto& b = state_->buffers[Slot(impl)];
+  if (!b.has_value())
+    return absl::FailedPreconditionError(absl::StrCat("CpuSuite: impl ", std::string(ImplName(impl)), " has not run yet"));
+  return *b;
+}
+
+absl::StatusOr<SuiteRunResult> CpuSuite::Run(Impl impl, const BatchInputs& in) {
+  State& st = *state_;
+  DS_RETURN_IF_ERROR(ValidateBatchSizes(in.sizes));
+  const BatchSizes& z = in.sizes;
+  if (st.layout.token_capacity == 0 || !CheckFits(st.layout, z, st.consts).ok()) {
+    st.layout = MakeSuiteLayout(std::max(z.capacity, st.layout.token_capacity),
+                                std::max({z.num_reqs, kMinCpuMaxReqs, st.layout.max_reqs}),
+                                std::max(z.bt_stride, st.layout.bt_out_stride), st.consts);
+    st.arange.resize(static_cast<size_t>(st.layout.arange_len));
+    std::iota(st.arange.begin(), st.arange.end(), 0);
+    for (auto& b : st.buffers) b.reset();
+    st.backend.reset();
+  }
+  auto& buffers = st.buffers[Slot(impl)];
+  if (!buffers.has_value()) buffers = SuiteImage::Filled(st.layout, kPoison);
+  if (st.backend == nullptr || !st.backend->status().ok())
+    st.backend = std::make_unique<CpuBackend>(SuiteScratchBytes(st.layout));
+  CpuBackend& be = *st.backend;
+  be.counters() = OpCounters{};
+  be.ResetScratch();
+
+  SuiteStep step;
+  step.in = &in;
+  step.layout = st.layout;
+  step.consts = st.consts;
+  step.out = buffers->View();
+  step.arange = st.arange.data();
+  DS_RETURN_IF_ERROR(RunSuite(be, impl, step));
+
+  SuiteRunResult result;
+  result.counters = be.counters();
+  result.mismatches = CompareSuite(impl, in, st.layout, st.consts, step.out);
+  return result;
+}
+
+}  // namespace dspark
