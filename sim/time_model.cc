@@ -14,38 +14,23 @@
 namespace dspark::sim {
 namespace {
 
-constexpr std::array<absl::string_view, kNumImpls> kImplKeys = {"chain", "cached", "device-chain",
-                                                               "fused", "fused-suite"};
-
 ImplCost& At(TimeModelParams& p, Impl impl) { return p.impls[static_cast<int>(impl)]; }
 
 }  // namespace
 
-absl::string_view ImplKey(Impl impl) { return kImplKeys[static_cast<int>(impl)]; }
+// The simulator's spellings are the suite's (kernels/suite/suite.h); these only adapt the
+// string_view type, which is its own type in this Abseil build.
+absl::string_view ImplKey(Impl impl) {
+  const std::string_view name = ImplName(impl);
+  return absl::string_view(name.data(), name.size());
+}
 
 absl::StatusOr<Impl> ParseImplKey(absl::string_view name) {
-  for (Impl impl : kAllImpls)
-    if (name == ImplKey(impl)) return impl;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "expected an implementation among chain, cached, device-chain, fused, fused-suite; got '",
-      name, "'"));
+  return ParseImpl(std::string_view(name.data(), name.size()));
 }
 
 absl::StatusOr<std::vector<Impl>> ParseImplKeyList(absl::string_view list) {
-  std::vector<Impl> out;
-  for (absl::string_view piece : absl::StrSplit(list, ',')) {
-    piece = absl::StripAsciiWhitespace(piece);
-    if (piece == "all") {
-      for (Impl impl : kAllImpls)
-        if (std::find(out.begin(), out.end(), impl) == out.end()) out.push_back(impl);
-      continue;
-    }
-    auto impl = ParseImplKey(piece);
-    if (!impl.ok()) return impl.status();
-    if (std::find(out.begin(), out.end(), *impl) == out.end()) out.push_back(*impl);
-  }
-  if (out.empty()) return absl::InvalidArgumentError("expected at least one implementation");
-  return out;
+  return ParseImplList(std::string_view(list.data(), list.size()));
 }
 
 // Defaults. Order of the per-case arrays: prefill, chunked prefill, mixed, decode, DSpark
