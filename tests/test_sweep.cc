@@ -1,6 +1,7 @@
 // `dspark-sim sweep`: option parsing, the plan (axes, invalid combinations, point ids), shards,
 // executors, the metadata-check counts, and the result log's reader.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -8,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "sim/sweep.h"
 #include "sim/time_model.h"
 
@@ -25,10 +28,25 @@ absl::StatusOr<SweepConfig> Parse(std::vector<std::string> args, std::string* he
   return ParseSweepArgs(static_cast<int>(argv.size()), argv.data(), help ? help : &unused);
 }
 
+// Folders made by a test process, removed when it exits.
+struct TempFolders {
+  std::vector<fs::path> paths;
+  ~TempFolders() {
+    std::error_code ec;
+    for (const fs::path& p : paths) fs::remove_all(p, ec);
+  }
+};
+TempFolders& Folders() {
+  static TempFolders folders;
+  return folders;
+}
+
 std::string TempDir(const std::string& name) {
-  const fs::path p = fs::path(::testing::TempDir()) / ("sweep_" + name);
+  // ctest runs each test in its own process, possibly at the same time: one folder per process.
+  const fs::path p = fs::path(::testing::TempDir()) / absl::StrCat("sweep_", getpid(), "_", name);
   fs::remove_all(p);
   fs::create_directories(p);
+  Folders().paths.push_back(p);
   return p.string();
 }
 

@@ -2,6 +2,7 @@
 // repeating a point and ends with the same results as an uninterrupted one; shards partition
 // the grid and merge back; failed points are recorded and retried; the executor is pluggable.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
@@ -12,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "sim/sweep.h"
 
 namespace dspark::sim {
@@ -20,9 +23,24 @@ namespace {
 namespace fs = std::filesystem;
 using ojson = nlohmann::ordered_json;
 
+// Folders made by a test process, removed when it exits.
+struct TempFolders {
+  std::vector<fs::path> paths;
+  ~TempFolders() {
+    std::error_code ec;
+    for (const fs::path& p : paths) fs::remove_all(p, ec);
+  }
+};
+TempFolders& Folders() {
+  static TempFolders folders;
+  return folders;
+}
+
 std::string TempDir(const std::string& name) {
-  const fs::path p = fs::path(::testing::TempDir()) / ("sweep_e2e_" + name);
+  // ctest runs each test in its own process, possibly at the same time: one folder per process.
+  const fs::path p = fs::path(::testing::TempDir()) / absl::StrCat("sweep_e2e_", getpid(), "_", name);
   fs::remove_all(p);
+  Folders().paths.push_back(p);
   return p.string();
 }
 
