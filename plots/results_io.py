@@ -1,0 +1,267 @@
+"""Readers for the result files dspark-sim writes (no plotting here; standard library only).
+
+Every reader returns plain Python data, or raises InputError naming the file and field that is
+missing or malformed. Nothing here reruns anything.
+"""
+
+import csv
+import json
+import os
+
+# Display order and names of the axes (DESIGN.md sections 3 and 4).
+IMPLS = ["chain", "cached", "device-chain", "fused", "fused-suite"]
+MODES = ["none", "dspark", "adaptive"]
+CASES = [
+    "prefill",
+    "chunked_prefill",
+    "mixed",
+    "decode",
+    "dspark_verify",
+    "dspark_adaptive_verify",
+    "dspark_draft",
+    "dspark_adaptive_draft",
+]
+CASE_TITLES = {
+    "prefill": "Prefill",
+    "chunked_prefill": "Chunked prefill",
+    "mixed": "Mixed",
+    "decode": "Decode",
+    "dspark_verify": "DSpark verification",
+    "dspark_adaptive_verify": "DSpark adaptive verification",
+    "dspark_draft": "DSpark draft",
+    "dspark_adaptive_draft": "DSpark adaptive draft",
+}
+MODE_TITLES = {"none": "No DSpark", "dspark": "DSpark", "adaptive": "DSpark + adaptive"}
+# The three kinds of metadata difference, never folded into each other (DESIGN.md section 6).
+MISMATCH_KINDS = ["stale_host", "padding_residue", "bug"]
+
+
+class InputError(Exception):
+    """A result file is absent or does not hold what the plot needs."""
+
+
+def ordered(values, canonical):
+    """`values` in the order of `canonical`, unknown ones after, alphabetically."""
+    values = set(values)
+    return [v for v in canonical if v in values] + sorted(v for v in values if v not in canonical)
+
+
+def _load_json(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except OSError as e:
+        raise InputError(f"{path}: cannot read ({e.strerror})") from e
+    except json.JSONDecodeError as e:
+        raise InputError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from e
+
+
+def _load_csv(path):
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            return list(csv.DictReader(f))
+    except OSError as e:
+        raise InputError(f"{path}: cannot read ({e.strerror})") from e
+
+
+def _number(value, where):
+    try:
+        return float(value)
+    except (TypeError, ValueError) as e:
+        raise InputError(f"{where}: expected a number, got {value!r}") from e
+
+
+# ---- Finding result folders ----
+
+
+def find_results(root):
+    """Folders under `root` (itself included) holding a sweep, a run or a bench result.
+
+    Returns {"sweep": [...], "run": [...], "bench": [...]}, shallowest first. Runs inside a
+    sweep's points/ folder are not listed as runs.
+    """
+    found = {"sweep": [], "run": [], "bench": []}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        if "sweep.jsonl" in filenames:
+            found["sweep"].append(dirpath)
+            if "points" in dirnames:
+                dirnames.remove("points")
+        if "summary.json" in filenames:
+            found["run"].append(dirpath)
+        if "bench.json" in filenames:
+            found["bench"].append(dirpath)
+    for kind in found:
+        found[kind].sort(key=lambda p: (p.count(os.sep), p))
+    return found
+
+
+# ---- sweep.jsonl ----
+
+
+def read_sweep(folder):
+    """Rows of folder/sweep.jsonl, one per point id ("ok" beats "skipped" beats "failed").
+
+    A last line cut short by a killed sweep is ignored, as `sweep --resume` does.
+    """
+    path = os.path.join(folder, "sweep.jsonl")
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+    except OSError as e:
+        raise InputError(f"{path}: cannot read ({e.strerror})") from e
+    rank = {"ok": 0, "skipped": 1}
+    best = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            if number >= len(lines) - 1:
+                continue  # cut short by a kill
+            raise InputError(f"{path}:{number}: not a sweep row ({e.msg})") from e
+        if not isinstance(row, dict) or "point_id" not in row:
+            raise InputError(f"{path}:{number}: a sweep row needs a point_id")
+        pid = row["point_id"]
+        if pid not in best or rank.get(row.get("status"), 2) < rank.get(best[pid].get("status"), 2):
+            best[pid] = row
+    return sorted(best.values(), key=lambda r: (r.get("index", 0), r["point_id"]))
+
+
+def ok_rows(rows):
+    return [r for r in rows if r.get("status") == "ok"]
+
+
+def sweep_groups(rows):
+    """Groups of ok rows that differ only in concurrency, mode and impl.
+
+    Returns [(title, slug, rows)], one per (workload, batch size), split further by request
+    count only when a (concurrency, mode, impl) occurs twice (an explicit --num-requests list).
+    """
+    by_key = {}
+    for r in ok_rows(rows):
+        by_key.setdefault((r.get("workload", "?"), r.get("batch_size")), []).append(r)
+    groups = []
+    for (workload, batch), members in sorted(by_key.items(), key=lambda kv: (str(kv[0][0]), kv[0][1] or 0)):
+        seen = {}
+        for r in members:
+            seen.setdefault((r.get("concurrency"), r.get("mode"), r.get("impl")), []).append(r)
+        if all(len(v) == 1 for v in seen.values()):
+            groups.append((f"{workload}, max_num_seqs {batch}", f"{workload}_b{batch}", members))
+            continue
+        by_n = {}
+        for r in members:
+            by_n.setdefault(r.get("num_requests"), []).append(r)
+        for n, sub in sorted(by_n.items(), key=lambda kv: kv[0] or 0):
+            groups.append((f"{workload}, max_num_seqs {batch}, {n} requests", f"{workload}_b{batch}_n{n}", sub))
+    return groups
+
+
+# ---- A run folder ----
+
+
+def read_summary(folder):
+    return _load_json(os.path.join(folder, "summary.json"))
+
+
+def read_steps(folder):
+    """steps.csv as columns: start_s, num_reqs_real, num_reqs, num_tokens_real, num_tokens, case."""
+    path = os.path.join(folder, "steps.csv")
+    rows = _load_csv(path)
+    need = ["start_s", "num_reqs_real", "num_reqs", "num_tokens_real", "num_tokens", "case"]
+    if rows and any(k not in rows[0] for k in need):
+        missing = [k for k in need if k not in rows[0]]
+        raise InputError(f"{path}: missing columns {', '.join(missing)}")
+    out = {k: [] for k in need}
+    for i, row in enumerate(rows, start=2):
+        for k in need[:-1]:
+            out[k].append(_number(row[k], f"{path}:{i}: {k}"))
+        out["case"].append(row["case"])
+    return out
+
+
+def read_acceptance_lengths(folder):
+    """Per-request acceptance lengths (1 + accepted / verifications) of requests that verified.
+
+    requests.csv is the only file with per-request acceptance (steps.csv has none).
+    """
+    path = os.path.join(folder, "requests.csv")
+    rows = _load_csv(path)
+    if rows and ("acceptance_length" not in rows[0] or "verifications" not in rows[0]):
+        raise InputError(f"{path}: missing the acceptance_length / verifications columns")
+    lengths = []
+    for i, row in enumerate(rows, start=2):
+        if _number(row["verifications"], f"{path}:{i}: verifications") > 0:
+            lengths.append(_number(row["acceptance_length"], f"{path}:{i}: acceptance_length"))
+    return lengths
+
+
+def metadata_check_by_case(summary, path="summary.json"):
+    """{impl: {case: {kind: count}}} from summary.json's metadata_check section.
+
+    Accepted shape: metadata_check = {"impls": {impl: {"by_case": {case: {"stale_host": n,
+    "padding_residue": n, "bug": n}}}}}, with or without the "impls" level. Raises InputError
+    when the section is absent or holds no per-case counts (e.g. the run had --no-check).
+    """
+    section = summary.get("metadata_check")
+    if not isinstance(section, dict):
+        why = f"it says: {section!r}" if isinstance(section, str) else "it is absent"
+        raise InputError(f"{path}: no metadata_check counts ({why})")
+    per_impl = section.get("impls", section)
+    out = {}
+    for impl, entry in per_impl.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("by_case"), dict):
+            continue
+        out[impl] = {}
+        for case, counts in entry["by_case"].items():
+            if isinstance(counts, dict):
+                out[impl][case] = {k: int(counts.get(k, 0) or 0) for k in MISMATCH_KINDS}
+    if not out:
+        raise InputError(f"{path}: metadata_check has no per-implementation by_case counts")
+    return out
+
+
+# ---- bench.json ----
+
+
+def read_bench(folder):
+    """bench.json, checked against the schema in plots/README.md."""
+    path = os.path.join(folder, "bench.json")
+    bench = _load_json(path)
+    if not isinstance(bench, dict):
+        raise InputError(f"{path}: expected an object at the top level")
+    metadata = bench.get("metadata", [])
+    if not isinstance(metadata, list):
+        raise InputError(f"{path}: 'metadata' must be a list")
+    for i, entry in enumerate(metadata):
+        for key in ("case", "impl", "method", "gpu_us_median"):
+            if key not in entry:
+                raise InputError(f"{path}: metadata[{i}] has no '{key}'")
+        if entry["method"] not in ("graph", "eager"):
+            raise InputError(f"{path}: metadata[{i}].method must be graph or eager, got {entry['method']!r}")
+        _number(entry["gpu_us_median"], f"{path}: metadata[{i}].gpu_us_median")
+    tpot = bench.get("tpot", [])
+    if not isinstance(tpot, list):
+        raise InputError(f"{path}: 'tpot' must be a list")
+    for i, entry in enumerate(tpot):
+        for key in ("mode", "impl", "tpot_ms"):
+            if key not in entry:
+                raise InputError(f"{path}: tpot[{i}] has no '{key}'")
+    floor = bench.get("floor_us", {})
+    if not isinstance(floor, dict):
+        raise InputError(f"{path}: 'floor_us' must be an object {{graph: us, eager: us}}")
+    return bench
+
+
+def bench_methods(bench):
+    return ordered({e["method"] for e in bench.get("metadata", [])}, ["graph", "eager"])
+
+
+def bench_table(bench, method, field):
+    """{case: {impl: value}} of one metadata field for one method (entries lacking it skipped)."""
+    table = {}
+    for e in bench.get("metadata", []):
+        if e["method"] == method and e.get(field) is not None:
+            table.setdefault(e["case"], {})[e["impl"]] = e[field]
+    return table
