@@ -55,6 +55,8 @@ absl::Status MetadataCheck::OnStep(const StepPlan& plan) {
 absl::Status MetadataCheck::Finish(nlohmann::json* section) {
   nlohmann::json& out = *section;
   out["kinds"] = {"stale_host", "padding_residue", "bug"};
+  out["units"] = "stale_host / padding_residue / bug and by_case: steps with at least one differing field; "
+                 "divergence.*.cells: differing elements";
   out["note"] =
       "Outputs of every implementation compared exactly with the CPU reference built from the device view. "
       "stale_host: a host-boundary implementation read stale host state; padding_residue: the old chain "
@@ -80,6 +82,15 @@ absl::Status MetadataCheck::Finish(nlohmann::json* section) {
         if (v[k]) j["divergence"][kind_names[k]]["cells_by_field"][f] = v[k];
       for (const auto& [cs, v] : st.by_case)
         if (v[k]) j["divergence"][kind_names[k]]["steps_by_case"][cs] = v[k];
+    }
+    // The flat shape sweep rows and plots read: steps with a difference, per kind and case.
+    for (int k = 0; k < 3; ++k) j[kind_names[k]] = st.kinds[k].steps;
+    j["by_case"] = nlohmann::json::object();
+    for (int c = 0; c < kNumStepCases; ++c) {
+      if (!st.steps_by_case[c]) continue;
+      const std::string cs(StepCaseName(static_cast<StepCase>(c)));
+      auto it = st.by_case.find(cs);
+      for (int k = 0; k < 3; ++k) j["by_case"][cs][kind_names[k]] = it == st.by_case.end() ? 0 : it->second[k];
     }
     for (int c = 0; c < kNumStepCases; ++c) {
       if (!st.steps_by_case[c]) continue;
