@@ -1,0 +1,47 @@
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "sim/cli_registry.h"
+
+namespace dspark {
+namespace {
+
+int RunCli(std::vector<std::string> args) {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return cli::Registry().at(args[0]).fn(static_cast<int>(argv.size()), argv.data());
+}
+
+TEST(CliVerify, StaleCasesShowStaleHostForHostReadersAndNoBugs) {
+  const std::string json = ::testing::TempDir() + "/verify.json";
+  ASSERT_EQ(RunCli({"verify", "--cases", "decode,adaptive_verify,draft", "--batch", "5", "--seeds", "2", "--json", json}), 0);
+  std::ifstream f(json);
+  const nlohmann::json j = nlohmann::json::parse(f);
+  for (const char* impl : {"chain", "cached"}) {
+    EXPECT_EQ(j["counts"][impl]["decode"]["stale_host"], 0) << impl;
+    EXPECT_EQ(j["counts"][impl]["adaptive_verify"]["stale_host"], 2) << impl;
+    EXPECT_EQ(j["counts"][impl]["draft"]["stale_host"], 2) << impl;
+  }
+  for (const char* impl : {"device-chain", "fused", "fused-suite"})
+    for (const char* c : {"decode", "adaptive_verify", "draft"}) {
+      EXPECT_EQ(j["counts"][impl][c]["batches"], 2) << impl << " " << c;
+      EXPECT_EQ(j["counts"][impl][c]["stale_host"], 0) << impl << " " << c;
+      EXPECT_EQ(j["counts"][impl][c]["padding_residue"], 0) << impl << " " << c;
+      EXPECT_EQ(j["counts"][impl][c]["bug"], 0) << impl << " " << c;
+    }
+}
+
+TEST(CliVerify, BadOptionsAreRejectedWithExitCode2) {
+  EXPECT_EQ(RunCli({"verify", "--cases", "decoding"}), 2);
+  EXPECT_EQ(RunCli({"verify", "--batch", "0"}), 2);
+  EXPECT_EQ(RunCli({"verify", "--impl", "fast"}), 2);
+  EXPECT_EQ(RunCli({"verify", "--seeds", "0"}), 2);
+}
+
+}  // namespace
+}  // namespace dspark
