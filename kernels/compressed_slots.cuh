@@ -66,10 +66,10 @@ inline absl::Status CanImplementCompressedSlots(const CompressedSlotParams& p) {
   return absl::OkStatus();
 }
 
-// Compressed slot of token t, or -1. `qsl` is the boundaries to read (shared or global); t may
-// be any index of out.
-DS_HD_INLINE int64_t CompressedSlotOfToken(const CompressedSlotParams& p, const int32_t* qsl, int32_t t) {
-  if (t >= qsl[p.num_reqs] || p.slot_mapping[t] == -1) return -1;
+// Compressed slot of token t given that its slot_mapping entry is not -1 (the caller read it), or
+// -1. Lets a caller that loaded slot_mapping[t] early skip a second, dependent read.
+DS_HD_INLINE int64_t CompressedSlotOfStoredToken(const CompressedSlotParams& p, const int32_t* qsl, int32_t t) {
+  if (t >= qsl[p.num_reqs]) return -1;
   const int32_t r = RequestOfToken(p.token_to_req, qsl, p.num_reqs, t);
   const int32_t pos = TokenPosition(qsl, p.seq_lens, r, t);
   if ((pos + 1) % p.ratio != 0) return -1;
@@ -77,6 +77,13 @@ DS_HD_INLINE int64_t CompressedSlotOfToken(const CompressedSlotParams& p, const 
   const int32_t per_block = p.block_size / p.ratio;
   const int32_t blk = MaxI(p.block_table[static_cast<int64_t>(r) * p.bt_stride + cp / per_block], 0);
   return static_cast<int64_t>(blk) * per_block + cp % per_block;
+}
+
+// Compressed slot of token t, or -1. `qsl` is the boundaries to read (shared or global); t may
+// be any index of out.
+DS_HD_INLINE int64_t CompressedSlotOfToken(const CompressedSlotParams& p, const int32_t* qsl, int32_t t) {
+  if (t >= qsl[p.num_reqs] || p.slot_mapping[t] == -1) return -1;
+  return CompressedSlotOfStoredToken(p, qsl, t);
 }
 
 struct CompressedSlotKernel {

@@ -402,8 +402,9 @@ TEST(SuiteLayoutTest, FitsAndBounds) {
   EXPECT_GT(SuiteStagingBytes(l), size_t{4} * 512 * 4);
 }
 
-// The fused-suite grid is planned from host sizes only: one block for the segmentation, 4 tokens
-// per token block, 1024 entries of every tail region per tail block.
+// The fused-suite grid is planned from host sizes only: one block for the segmentation, 2 tokens
+// per token block, 3 jobs x 256 tokens of slot blocks, one block per (decode token, 1024
+// block-table columns), 1024 entries of every tail region per tail block.
 TEST(FusedSuiteGrid, PlannedFromHostSizes) {
   FusedSuiteParams p{};
   p.num_reqs = 16;
@@ -411,20 +412,28 @@ TEST(FusedSuiteGrid, PlannedFromHostSizes) {
   p.num_decodes = 16;
   p.num_decode_tokens = 16;
   p.capacity = 8192;
-  p.seg.segment_len = 1024;
-  p.seg.max_segments = 8192 + 8 + 256;
+  p.bt_width = 1475;
+  p.segment_len = 1024;
+  p.max_segments = 8192 + 8 + 256;
   PlanFusedSuiteGrid(p);
-  EXPECT_EQ(p.token_blocks, 4);
+  EXPECT_EQ(p.token_blocks, 8);
+  EXPECT_EQ(p.slot_chunks, 1);
+  EXPECT_EQ(p.slot_blocks, 3);
+  EXPECT_EQ(p.row_chunks, 2);
+  EXPECT_EQ(p.row_blocks, 32);
   EXPECT_EQ(p.seg_bound, 1);  // no prefill requests: ceil(16 / 1024) = 1
   EXPECT_EQ(p.tail_blocks, CeilDiv(8192 + 8 + 256 - 1, 1024));
-  EXPECT_EQ(FusedSuiteKernel::Shape(p).grid, 1 + 4 + p.tail_blocks);
+  EXPECT_EQ(FusedSuiteKernel::Shape(p).grid, 1 + 8 + 3 + 32 + p.tail_blocks);
   EXPECT_EQ(FusedSuiteKernel::Shape(p).block, 256);
   // Zero-length decode requests outnumbering the tokens still get a per_req writer.
   p.num_tokens = 3;
   p.num_decode_tokens = 3;
   p.num_decodes = 9;
+  p.bt_width = 65;
   PlanFusedSuiteGrid(p);
-  EXPECT_EQ(p.token_blocks, 3);
+  EXPECT_EQ(p.token_blocks, 5);
+  EXPECT_EQ(p.row_blocks, 3);
+
 }
 
 }  // namespace

@@ -5,30 +5,55 @@
 // graph replayed after the device rewrote query_start_loc or seq_lens builds the new metadata.
 //
 // The per-item work is the builders' own DS_HD functions (SwaResolveRow / SwaWriteRow,
-// CompressedSlotOfToken, RingSlotOfToken, IndexerWriteTokenScalars / IndexerCopyTokenRow /
-// IndexerWritePerReq, PrefillSegmentsPhase); this file only decides who does what, when.
+// CompressedSlotOfStoredToken, RingSlotOfToken, IndexerWriteTokenScalars / IndexerWritePerReq,
+// PrefillSegmentsPhase); this file decides who does what, when, and copies the indexer
+// block-table rows itself (see "row blocks").
 //
-// Grid: 1 + token_blocks + tail_blocks blocks of 256 threads.
+// Grid: 1 + token_blocks + slot_blocks + row_blocks + tail_blocks blocks of 256 threads, roles
+// by block index:
 //   block 0        the prefill segmentation (PrefillSegmentsPhase, 10 barrier phases), for
 //                  segment indices [0, seg_bound]: seg_bound = PrefillSegmentBound(R - nd, N, S)
 //                  bounds the count whenever qsl[R] <= N, so the block's share does not grow
 //                  with the persistent buffer.
-//   token blocks   kTokensPerBlock = 4 tokens each, 64 lanes per token. Phase 0 loads
-//                  qsl[0..R] and seq_lens[0..R) into shared memory with one independent load per
-//                  lane (both before the barrier, so one DRAM round trip covers them) and issues
-//                  each token's slot_mapping load alongside. Phase 1: every lane of a token
-//                  searches the shared boundaries (broadcast reads), then
-//                    all 64 lanes  the SWA row (128 cells, 2 per lane, coalesced) and both
-//                                  indexer block-table rows (column lane, lane + 64, ...);
-//                    lane 1        token_to_req[t];  lanes 2, 3, 4  the MLA r1, r2 and ring
-//                                  slots of t;  lanes 5, 6  the indexer scalars per ratio;
-//                    lane 7        per_req[t] of both ratios, for t < num_decodes.
-//                  The block-table reads are the only global loads that depend on the
-//                  boundaries: two dependent DRAM round trips per token in all.
+//   token blocks   kTokensPerBlock = 2 tokens each, 128 lanes per token: the SWA row, one cell
+//                  per lane (no lane waits on a second load), and the outputs that need no global
+//                  load: token_to_req[t] (lane 1), the indexer scalars per ratio (lanes 5, 6),
+//                  per_req[t] of both ratios for t < num_decodes (lane 7).
+//   slot blocks    one job per block, one token per thread: MLA r1, MLA r2 or ring slots for 256
+//                  tokens. A job per block keeps every warp on one path: single-lane jobs beside
+//                  the SWA cells would make a warp wait out one cold round trip per divergent
+//                  branch, one after the other (measured: +1.5 us at batch-16 decode). The
+//                  slot_mapping entry is loaded with the boundaries in phase 0
+//                  (CompressedSlotOfStoredToken then needs no re-read).
+//   row blocks     the indexer block-table rows: block (t, c) copies columns
+//                  [c * kRowChunk, (c + 1) * kRowChunk) of decode token t's row into BOTH ratios'
+//                  bt_out (same inputs: one load, two stores). Each thread issues its
+//                  kColsPerThread loads before any store: a loop of load-then-store would wait one
+//                  DRAM round trip per iteration, because the compiler must assume the store may
+//                  alias the next load (the reason this is not IndexerCopyTokenRow, whose results
+//                  it reproduces exactly).
 //   tail blocks    kTailChunk entries of every tail region each, stores only (plus one load of
 //                  qsl[R] for the segment starts): seq_out[N_d, C) = 0 (both ratios), the three
 //                  int64 slot buffers [N, C) = -1, seg_seq_lens[seg_bound, max_segments) = 0,
 //                  seg_qsl[seg_bound + 1, max_segments] = qsl[R].
+// Token, slot and row blocks load qsl (and seq_lens where they need them) into shared memory in
+// phase 0 with one independent load per lane, so one DRAM round trip covers them; phase 1
+// searches there (broadcast reads).
+//
+// Every output cell is at most two dependent DRAM round trips from the launch: the boundaries
+// (and seq_lens, slot_mapping) in phase 0, then the block-table cells a token's request selects.
+// Seen on an H200 (cold L2, graph replay, batch-16 decode, capacity 8192): 5.5-5.8 us against a
+// one-empty-kernel graph floor of 2.7-2.9 us measured in the same runs, the eight `fused` launches
+// 19-26 us, chain 127 us.
+// Tried and dropped, by measurement on an H200 (cold L2, batch-16 decode): an L2 prefetch of the
+// block table issued at launch (no gain), and loading a guessed request's block-table row into
+// shared memory in phase 0 to skip the second round trip when the guess is right (slower: the
+// larger shared footprint and registers cost more than the round trip saved).
+//
+// The kernel parameters are kept compact (five 64-byte lines, what phase 0 reads in the first)
+// and the builders' parameter structs are assembled from them in registers: with a cold cache
+// every distinct parameter line a block touches is one more memory round trip.
+//
 // Token blocks cover max(N, num_decodes) items, so per_req gets a writer even when zero-length
 // decode requests outnumber the decode tokens. With more than kSharedQslCap requests the
 // boundaries and sequence lengths are read from global memory instead.
@@ -54,39 +79,94 @@
 
 namespace dspark {
 
+// The suite's inputs, outputs and sizes; the builders' parameter structs are made from these by
+// the Suite*Params functions below, on the host (for the contracts) and in the kernel.
 struct FusedSuiteParams {
+  // Line 0: what phase 0 of every block reads.
   const int32_t* query_start_loc;  // [num_reqs + 1] device boundaries
   const int32_t* seq_lens;         // [num_reqs] device sequence lengths
   const int64_t* slot_mapping;     // [num_tokens] KV slot per token
-  int32_t* token_to_req;           // [>= num_tokens] request per token, 0 for padding
-  SwaParams swa;                   // token_to_req == nullptr: rows search the boundaries
-  CompressedSlotParams mla[2];     // ratio 1, ratio 2 (token_to_req == nullptr)
-  RingSlotParams ring;             // token_to_req == nullptr
-  IndexerDecodeParams indexer[2];  // ratio 1, ratio 2
-  PrefillSegmentParams seg;        // max_segments = the whole persistent buffer
+  const int32_t* block_table;      // [num_reqs, bt_stride] block ids (every builder's)
   int32_t num_reqs;                // R [requests]
   int32_t num_tokens;              // N [tokens]
   int32_t num_decodes;             // nd [requests]
   int32_t num_decode_tokens;       // N_d [tokens]
   int32_t capacity;                // C [tokens] of the per-token buffers this step writes
-  int32_t token_blocks;            // [blocks] CeilDiv(max(N, nd), kTokensPerBlock)
-  int32_t tail_blocks;             // [blocks]
-  int32_t seg_bound;               // [segments] segment entries block 0 writes (see file comment)
+  int32_t bt_width;                // W [blocks] used columns of block_table
+  int32_t bt_stride;               // [int32] row stride of block_table
+  int32_t out_stride;              // [int32] row stride of both bt_out buffers
+  // Line 1: grid partition (PlanFusedSuiteGrid) and model constants.
+  int32_t token_blocks;    // [blocks] CeilDiv(max(N, nd), kTokensPerBlock)
+  int32_t slot_chunks;     // [blocks per slot job] CeilDiv(N, kThreads)
+  int32_t slot_blocks;     // [blocks] 3 * slot_chunks (MLA r1, MLA r2, ring)
+  int32_t row_chunks;      // [blocks per decode token] CeilDiv(W, kRowChunk)
+  int32_t row_blocks;      // [blocks] N_d * row_chunks
+  int32_t tail_blocks;     // [blocks]
+  int32_t seg_bound;       // [segments] segment entries block 0 writes (see file comment)
+  int32_t max_segments;    // [segments] length of seg_seq_lens (seg_qsl has one more)
+  int32_t window;          // [tokens] SWA window, the row stride of swa_indices
+  int32_t swa_block_size;  // [tokens per block]
+  int32_t mla_block_size;  // [tokens per block] uncompressed MLA block size
+  int32_t ring_capacity;   // [slots per request] CompressorRingCapacity(K)
+  int32_t segment_len;     // [tokens] FP8 prefill segment cap
+  int32_t fp8;             // 1: FP8 segmentation; 0: BF16, one segment per prefill request
+  int32_t unused[2];
+  // Lines 2-4: outputs.
+  int32_t* token_to_req;    // [>= N] request per token, 0 for padding
+  int32_t* swa_lens;        // [>= N]
+  int32_t* swa_indices;     // [>= N, window]
+  int64_t* mla_out[2];      // [C] ratio 1, ratio 2
+  int64_t* ring_out;        // [C]
+  int32_t* seg_qsl;         // [max_segments + 1]
+  int32_t* seg_seq_lens;    // [max_segments]
+  int32_t* seg_count;       // [1]
+  int32_t* seq_out[2];      // [C] per ratio
+  int32_t* bt_out[2];       // [>= N_d, out_stride] per ratio
+  int32_t* decode_lens[2];  // [>= N_d] per ratio
+  int32_t* indices[2];      // [>= N_d] per ratio
+  int32_t* per_req[2];      // [>= nd] per ratio
 };
+
+// The builders' views of the suite. `seq_lens` is where the caller reads sequence lengths from
+// (the global array, or a block's shared copy).
+DS_HD_INLINE SwaParams SuiteSwaParams(const FusedSuiteParams& p, const int32_t* seq_lens) {
+  return SwaParams{p.query_start_loc, seq_lens,     p.block_table, nullptr,   p.swa_lens,      p.swa_indices,
+                   p.num_reqs,        p.num_tokens, p.bt_stride,   p.window,  p.swa_block_size};
+}
+DS_HD_INLINE CompressedSlotParams SuiteMlaParams(const FusedSuiteParams& p, int32_t k, const int32_t* seq_lens) {
+  return CompressedSlotParams{p.query_start_loc, seq_lens,   p.block_table, p.slot_mapping, nullptr,
+                              p.mla_out[k],      p.num_reqs, p.capacity,    p.bt_stride,    k + 1,
+                              p.mla_block_size};
+}
+DS_HD_INLINE RingSlotParams SuiteRingParams(const FusedSuiteParams& p, const int32_t* seq_lens) {
+  return RingSlotParams{p.query_start_loc, seq_lens,   p.block_table, nullptr,     p.ring_out,
+                        p.num_reqs,        p.capacity, p.bt_stride,   p.ring_capacity};
+}
+DS_HD_INLINE IndexerDecodeParams SuiteIndexerParams(const FusedSuiteParams& p, int32_t k, const int32_t* seq_lens) {
+  return IndexerDecodeParams{p.query_start_loc, seq_lens,          p.block_table, p.seq_out[k],  p.bt_out[k],
+                             p.decode_lens[k],  p.indices[k],      p.per_req[k],  p.num_decodes, p.num_decode_tokens,
+                             p.capacity,        p.bt_width,        p.bt_stride,   p.out_stride};
+}
+DS_HD_INLINE PrefillSegmentParams SuiteSegmentParams(const FusedSuiteParams& p, int32_t max_segments) {
+  return PrefillSegmentParams{p.query_start_loc, p.seq_lens,    p.seg_qsl,    p.seg_seq_lens,  p.seg_count,
+                              p.num_reqs,        p.num_decodes, max_segments, p.segment_len, p.fp8 != 0};
+}
 
 struct FusedSuiteKernel {
   static constexpr int32_t kThreads = 256;
-  static constexpr int32_t kLanesPerToken = 64;
+  static constexpr int32_t kLanesPerToken = 128;
   static constexpr int32_t kTokensPerBlock = kThreads / kLanesPerToken;
+  static constexpr int32_t kColsPerThread = 4;
+  static constexpr int32_t kRowChunk = kThreads * kColsPerThread;  // [columns] per row block
   static constexpr int32_t kTailChunk = 1024;  // [entries] of each tail region per tail block
   static constexpr int kPhases = kPrefillSegmentPhases;
   static_assert(kThreads == kPrefillSegmentThreads, "block 0 runs the segmentation with every thread");
-  static_assert(kLanesPerToken >= 8, "lanes 1..7 of a token carry the scalar outputs");
+  static_assert(kLanesPerToken >= 8, "lanes 1, 5, 6, 7 of a token carry the scalar outputs");
 
   struct TokenShared {
     int32_t qsl[kSharedQslCap + 1];
     int32_t seq_lens[kSharedQslCap];
-    int64_t slot[kTokensPerBlock];  // slot_mapping of the block's tokens, loaded in phase 0
+    int64_t slot[kThreads];  // slot blocks: slot_mapping of the block's tokens, loaded in phase 0
   };
   struct Shared {
     union {
@@ -97,79 +177,111 @@ struct FusedSuiteKernel {
 
   FusedSuiteParams p;
 
-  static LaunchShape Shape(const FusedSuiteParams& p) { return {1 + p.token_blocks + p.tail_blocks, kThreads}; }
+  static LaunchShape Shape(const FusedSuiteParams& p) {
+    return {1 + p.token_blocks + p.slot_blocks + p.row_blocks + p.tail_blocks, kThreads};
+  }
 
   DS_HD void Phase(int phase, const ThreadCtx& c, Shared& s) const {
     if (c.block == 0) {
-      PrefillSegmentParams seg = p.seg;
-      seg.max_segments = p.seg_bound;  // the tail blocks write the rest of the buffer
-      PrefillSegmentsPhase(seg, phase, c.thread, s.u.seg);
+      // The tail blocks write the segment entries past seg_bound.
+      PrefillSegmentsPhase(SuiteSegmentParams(p, p.seg_bound), phase, c.thread, s.u.seg);
       return;
     }
-    const int32_t b = c.block - 1;
+    int32_t b = c.block - 1;
     if (b < p.token_blocks) {
-      if (phase == 0) LoadTokenBlock(b, c.thread, s.u.tok);
+      if (phase == 0) LoadBoundaries(p.num_reqs, /*with_seq_lens=*/true, c.thread, s.u.tok);
       if (phase == 1) WriteTokenBlock(b, c.thread, s.u.tok);
       return;
     }
-    if (phase == 0) WriteTail(b - p.token_blocks, c.thread);
+    b -= p.token_blocks;
+    if (b < p.slot_blocks) {
+      const int32_t job = b / p.slot_chunks;
+      const int32_t t = (b % p.slot_chunks) * kThreads + c.thread;
+      if (phase == 0) {
+        LoadBoundaries(p.num_reqs, /*with_seq_lens=*/true, c.thread, s.u.tok);
+        if (job < 2) s.u.tok.slot[c.thread] = t < p.num_tokens ? p.slot_mapping[t] : -1;
+      }
+      if (phase == 1) WriteSlot(job, t, c.thread, s.u.tok);
+      return;
+    }
+    b -= p.slot_blocks;
+    if (b < p.row_blocks) {
+      if (phase == 0) LoadBoundaries(p.num_decodes, /*with_seq_lens=*/false, c.thread, s.u.tok);
+      if (phase == 1) CopyRowChunk(b / p.row_chunks, b % p.row_chunks, c.thread, s.u.tok);
+      return;
+    }
+    if (phase == 0) WriteTail(b - p.row_blocks, c.thread);
   }
 
   DS_HD bool CachesBoundaries() const { return p.num_reqs <= kSharedQslCap; }
 
-  DS_HD void LoadTokenBlock(int32_t b, int32_t thread, TokenShared& s) const {
-    if (CachesBoundaries()) {
-      for (int32_t i = thread; i <= p.num_reqs; i += kThreads) s.qsl[i] = p.query_start_loc[i];
+  // qsl[0 .. count] (and seq_lens[0 .. R)) into shared memory, when the boundaries are cached.
+  DS_HD void LoadBoundaries(int32_t count, bool with_seq_lens, int32_t thread, TokenShared& s) const {
+    if (!CachesBoundaries()) return;
+    for (int32_t i = thread; i <= count; i += kThreads) s.qsl[i] = p.query_start_loc[i];
+    if (with_seq_lens)
       for (int32_t i = thread; i < p.num_reqs; i += kThreads) s.seq_lens[i] = p.seq_lens[i];
-    }
-    // Issued with the boundary loads: the MLA lanes re-read slot_mapping[t] in phase 1 and hit
-    // L1 instead of adding a third DRAM round trip to the token's dependent chain.
-    if (thread % kLanesPerToken == 0) {
-      const int32_t g = thread / kLanesPerToken;
-      const int32_t t = b * kTokensPerBlock + g;
-      s.slot[g] = t < p.num_tokens ? p.slot_mapping[t] : -1;
-    }
   }
 
   DS_HD void WriteTokenBlock(int32_t b, int32_t thread, const TokenShared& s) const {
     const int32_t lane = thread % kLanesPerToken;
-    const int32_t g = thread / kLanesPerToken;
-    const int32_t t = b * kTokensPerBlock + g;
+    const int32_t t = b * kTokensPerBlock + thread / kLanesPerToken;
     const int32_t* qsl = CachesBoundaries() ? s.qsl : p.query_start_loc;
     const int32_t* seq_lens = CachesBoundaries() ? s.seq_lens : p.seq_lens;
-
     if (t < p.num_tokens) {
-      SwaParams swa = p.swa;
-      swa.seq_lens = seq_lens;
+      const SwaParams swa = SuiteSwaParams(p, seq_lens);
       SwaWriteRow(swa, t, SwaResolveRow(swa, qsl, t), lane, kLanesPerToken);
       if (lane == 1) p.token_to_req[t] = t < qsl[p.num_reqs] ? FindRequest(qsl, p.num_reqs, t) : 0;
-      if (lane == 2 || lane == 3) {
-        CompressedSlotParams mla = p.mla[lane - 2];
-        mla.seq_lens = seq_lens;
-        mla.out[t] = s.slot[g] == -1 ? int64_t{-1} : CompressedSlotOfToken(mla, qsl, t);
-      }
-      if (lane == 4) {
-        RingSlotParams ring = p.ring;
-        ring.seq_lens = seq_lens;
-        ring.out[t] = RingSlotOfToken(ring, qsl, t);
-      }
     }
-    if (t < p.num_decode_tokens) {
+    if (t < p.num_decode_tokens && (lane == 5 || lane == 6)) {
       const int32_t actual = qsl[p.num_decodes];
       const bool valid = t < actual;
       const int32_t r = valid ? FindRequest(qsl, p.num_decodes, t) : 0;
-      const int32_t start = valid ? qsl[r] : 0;
-      const int32_t end = valid ? qsl[r + 1] : 0;
-      for (int k = 0; k < 2; ++k) {
-        IndexerDecodeParams ip = p.indexer[k];
-        ip.seq_lens = seq_lens;
-        if (lane == 5 + k) IndexerWriteTokenScalars(ip, t, valid, r, start, end, actual);
-        IndexerCopyTokenRow(ip, t, valid, r, lane, kLanesPerToken);
-      }
+      IndexerWriteTokenScalars(SuiteIndexerParams(p, lane - 5, seq_lens), t, valid, r, valid ? qsl[r] : 0,
+                               valid ? qsl[r + 1] : 0, actual);
     }
     if (t < p.num_decodes && lane == 7) {
-      IndexerWritePerReq(p.indexer[0], qsl, t);
-      IndexerWritePerReq(p.indexer[1], qsl, t);
+      IndexerWritePerReq(SuiteIndexerParams(p, 0, seq_lens), qsl, t);
+      IndexerWritePerReq(SuiteIndexerParams(p, 1, seq_lens), qsl, t);
+    }
+  }
+
+  // Slot jobs: 0 = MLA ratio 1, 1 = MLA ratio 2, 2 = compressor ring.
+  DS_HD void WriteSlot(int32_t job, int32_t t, int32_t thread, const TokenShared& s) const {
+    if (t >= p.num_tokens) return;
+    const int32_t* qsl = CachesBoundaries() ? s.qsl : p.query_start_loc;
+    const int32_t* seq_lens = CachesBoundaries() ? s.seq_lens : p.seq_lens;
+    if (job < 2)
+      p.mla_out[job][t] =
+          s.slot[thread] == -1 ? int64_t{-1} : CompressedSlotOfStoredToken(SuiteMlaParams(p, job, seq_lens), qsl, t);
+    else
+      p.ring_out[t] = RingSlotOfToken(SuiteRingParams(p, seq_lens), qsl, t);
+  }
+
+  // Columns [chunk * kRowChunk, ...) of decode token t's block-table row (zeros for a padding
+  // row) into both ratios' bt_out: what IndexerCopyTokenRow writes, with every load of a thread
+  // issued before its first store.
+  DS_HD void CopyRowChunk(int32_t t, int32_t chunk, int32_t thread, const TokenShared& s) const {
+    const int32_t* qsl = CachesBoundaries() ? s.qsl : p.query_start_loc;
+    const bool valid = t < qsl[p.num_decodes];
+    const int32_t r = valid ? FindRequest(qsl, p.num_decodes, t) : 0;
+    const int32_t* src = p.block_table + static_cast<int64_t>(r) * p.bt_stride;
+    const int32_t first = chunk * kRowChunk + thread;
+    int32_t v[kColsPerThread];
+#pragma unroll
+    for (int32_t i = 0; i < kColsPerThread; ++i) {
+      const int32_t col = first + i * kThreads;
+      v[i] = valid && col < p.bt_width ? src[col] : 0;
+    }
+    int32_t* dst0 = p.bt_out[0] + static_cast<int64_t>(t) * p.out_stride;
+    int32_t* dst1 = p.bt_out[1] + static_cast<int64_t>(t) * p.out_stride;
+#pragma unroll
+    for (int32_t i = 0; i < kColsPerThread; ++i) {
+      const int32_t col = first + i * kThreads;
+      if (col < p.bt_width) {
+        dst0[col] = v[i];
+        dst1[col] = v[i];
+      }
     }
   }
 
@@ -179,30 +291,30 @@ struct FusedSuiteKernel {
       const int32_t begin = p.num_decode_tokens + offset;
       const int32_t end = MinI(begin + kTailChunk, p.capacity);
       for (int32_t i = begin + thread; i < end; i += kThreads) {
-        p.indexer[0].seq_out[i] = 0;
-        p.indexer[1].seq_out[i] = 0;
+        p.seq_out[0][i] = 0;
+        p.seq_out[1][i] = 0;
       }
     }
     {
       const int32_t begin = p.num_tokens + offset;
       const int32_t end = MinI(begin + kTailChunk, p.capacity);
       for (int32_t i = begin + thread; i < end; i += kThreads) {
-        p.mla[0].out[i] = -1;
-        p.mla[1].out[i] = -1;
-        p.ring.out[i] = -1;
+        p.mla_out[0][i] = -1;
+        p.mla_out[1][i] = -1;
+        p.ring_out[i] = -1;
       }
     }
     {
       const int32_t begin = p.seg_bound + offset;
-      const int32_t end = MinI(begin + kTailChunk, p.seg.max_segments);
-      for (int32_t k = begin + thread; k < end; k += kThreads) p.seg.seg_seq_lens[k] = 0;
+      const int32_t end = MinI(begin + kTailChunk, p.max_segments);
+      for (int32_t k = begin + thread; k < end; k += kThreads) p.seg_seq_lens[k] = 0;
     }
     {
       const int32_t begin = p.seg_bound + 1 + offset;
-      const int32_t end = MinI(begin + kTailChunk, p.seg.max_segments + 1);
+      const int32_t end = MinI(begin + kTailChunk, p.max_segments + 1);
       if (begin + thread < end) {
         const int32_t last = p.query_start_loc[p.num_reqs];
-        for (int32_t k = begin + thread; k < end; k += kThreads) p.seg.seg_qsl[k] = last;
+        for (int32_t k = begin + thread; k < end; k += kThreads) p.seg_qsl[k] = last;
       }
     }
   }
@@ -212,14 +324,18 @@ struct FusedSuiteKernel {
 inline void PlanFusedSuiteGrid(FusedSuiteParams& p) {
   using K = FusedSuiteKernel;
   p.token_blocks = CeilDiv(MaxI(p.num_tokens, p.num_decodes), K::kTokensPerBlock);
-  p.seg_bound = MinI(PrefillSegmentBound(p.num_reqs - p.num_decodes, p.num_tokens, p.seg.segment_len),
-                     p.seg.max_segments);
-  const int32_t tail = MaxI(MaxI(p.capacity - p.num_decode_tokens, p.capacity - p.num_tokens),
-                            p.seg.max_segments - p.seg_bound);
+  p.slot_chunks = CeilDiv(p.num_tokens, K::kThreads);
+  p.slot_blocks = 3 * p.slot_chunks;
+  p.row_chunks = CeilDiv(p.bt_width, K::kRowChunk);
+  p.row_blocks = p.num_decode_tokens * p.row_chunks;
+  p.seg_bound = MinI(PrefillSegmentBound(p.num_reqs - p.num_decodes, p.num_tokens, p.segment_len), p.max_segments);
+  const int32_t tail =
+      MaxI(MaxI(p.capacity - p.num_decode_tokens, p.capacity - p.num_tokens), p.max_segments - p.seg_bound);
   p.tail_blocks = CeilDiv(MaxI(tail, 0), K::kTailChunk);
 }
 
-// The launcher's contract: every builder's own contract, plus the suite's size relations.
+// The launcher's contract: every builder's own contract on its view of the suite, plus the
+// suite's size relations and a planned grid.
 inline absl::Status CanImplementFusedSuite(const FusedSuiteParams& p) {
   if (p.query_start_loc == nullptr || p.seq_lens == nullptr || p.slot_mapping == nullptr || p.token_to_req == nullptr)
     return absl::InvalidArgumentError(
@@ -230,21 +346,17 @@ inline absl::Status CanImplementFusedSuite(const FusedSuiteParams& p) {
     return absl::OutOfRangeError(absl::StrFormat(
         "FusedSuiteParams: need 0 <= N_d=%d <= N=%d <= capacity=%d and 0 <= num_decodes=%d <= min(R=%d, capacity)",
         p.num_decode_tokens, p.num_tokens, p.capacity, p.num_decodes, p.num_reqs));
-  DS_RETURN_IF_ERROR(CanImplementSwa(p.swa));
-  DS_RETURN_IF_ERROR(CanImplementCompressedSlots(p.mla[0]));
-  DS_RETURN_IF_ERROR(CanImplementCompressedSlots(p.mla[1]));
-  DS_RETURN_IF_ERROR(CanImplementRingSlots(p.ring));
-  DS_RETURN_IF_ERROR(CanImplementIndexerDecode(p.indexer[0]));
-  DS_RETURN_IF_ERROR(CanImplementIndexerDecode(p.indexer[1]));
-  DS_RETURN_IF_ERROR(CanImplementPrefillSegments(p.seg, p.capacity));
-  if (p.swa.token_to_req != nullptr || p.mla[0].token_to_req != nullptr || p.mla[1].token_to_req != nullptr ||
-      p.ring.token_to_req != nullptr)
-    return absl::InvalidArgumentError("FusedSuiteParams: the builders must search the boundaries (token_to_req null)");
-  if (p.swa.num_tokens != p.num_tokens || p.mla[0].capacity != p.capacity || p.mla[1].capacity != p.capacity ||
-      p.ring.capacity != p.capacity || p.indexer[0].capacity != p.capacity || p.indexer[1].capacity != p.capacity ||
-      p.indexer[0].num_decode_tokens != p.num_decode_tokens || p.indexer[1].num_decode_tokens != p.num_decode_tokens)
-    return absl::InvalidArgumentError("FusedSuiteParams: builder sizes disagree with the suite sizes");
-  if (p.token_blocks != CeilDiv(MaxI(p.num_tokens, p.num_decodes), FusedSuiteKernel::kTokensPerBlock))
+  DS_RETURN_IF_ERROR(CanImplementSwa(SuiteSwaParams(p, p.seq_lens)));
+  for (int32_t k = 0; k < 2; ++k) {
+    DS_RETURN_IF_ERROR(CanImplementCompressedSlots(SuiteMlaParams(p, k, p.seq_lens)));
+    DS_RETURN_IF_ERROR(CanImplementIndexerDecode(SuiteIndexerParams(p, k, p.seq_lens)));
+  }
+  DS_RETURN_IF_ERROR(CanImplementRingSlots(SuiteRingParams(p, p.seq_lens)));
+  DS_RETURN_IF_ERROR(CanImplementPrefillSegments(SuiteSegmentParams(p, p.max_segments), p.capacity));
+  FusedSuiteParams planned = p;
+  PlanFusedSuiteGrid(planned);
+  if (planned.token_blocks != p.token_blocks || planned.slot_blocks != p.slot_blocks ||
+      planned.row_blocks != p.row_blocks || planned.tail_blocks != p.tail_blocks || planned.seg_bound != p.seg_bound)
     return absl::InvalidArgumentError("FusedSuiteParams: grid not planned (call PlanFusedSuiteGrid)");
   return absl::OkStatus();
 }

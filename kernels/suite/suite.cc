@@ -363,19 +363,38 @@ FusedSuiteParams MakeFusedSuiteParams(const SuiteStep& s) {
   p.query_start_loc = in.device.query_start_loc;
   p.seq_lens = in.device.seq_lens;
   p.slot_mapping = in.device.slot_mapping;
-  p.token_to_req = o.token_to_req;
-  p.swa = MakeSwaParams(z, in.device, s.consts, nullptr, o.swa_lens, o.swa_indices);
-  p.mla[0] = MakeCompressedSlotParams(z, in.device, s.consts, 1, nullptr, o.mla_r1_slots);
-  p.mla[1] = MakeCompressedSlotParams(z, in.device, s.consts, 2, nullptr, o.mla_r2_slots);
-  p.ring = MakeRingSlotParams(z, in.device, s.consts, nullptr, o.ring_slots);
-  for (int k = 0; k < 2; ++k)
-    p.indexer[k] = ToIndexerDecodeParams(suite_internal::SuiteIndexerArgs(s, o.indexer[k]));
-  p.seg = suite_internal::SuiteSegmentParams(s);
+  p.block_table = in.device.block_table;
   p.num_reqs = z.num_reqs;
   p.num_tokens = z.num_tokens;
   p.num_decodes = z.num_decodes;
   p.num_decode_tokens = z.num_decode_tokens;
   p.capacity = z.capacity;
+  p.bt_width = z.bt_width;
+  p.bt_stride = z.bt_stride;
+  p.out_stride = s.layout.bt_out_stride;
+  p.max_segments = s.layout.max_segments;
+  p.window = s.consts.swa_window;
+  p.swa_block_size = s.consts.swa_block_size;
+  p.mla_block_size = s.consts.mla_block_size;
+  p.ring_capacity = CompressorRingCapacity(s.consts.spec_k);
+  p.segment_len = s.consts.prefill_segment;
+  p.fp8 = in.fp8_prefill ? 1 : 0;
+  p.token_to_req = o.token_to_req;
+  p.swa_lens = o.swa_lens;
+  p.swa_indices = o.swa_indices;
+  p.mla_out[0] = o.mla_r1_slots;
+  p.mla_out[1] = o.mla_r2_slots;
+  p.ring_out = o.ring_slots;
+  p.seg_qsl = o.seg_qsl;
+  p.seg_seq_lens = o.seg_seq_lens;
+  p.seg_count = o.seg_count;
+  for (int k = 0; k < 2; ++k) {
+    p.seq_out[k] = o.indexer[k].seq_out;
+    p.bt_out[k] = o.indexer[k].bt_out;
+    p.decode_lens[k] = o.indexer[k].decode_lens;
+    p.indices[k] = o.indexer[k].indices;
+    p.per_req[k] = o.indexer[k].per_req;
+  }
   PlanFusedSuiteGrid(p);
   return p;
 }

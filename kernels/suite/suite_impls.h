@@ -31,6 +31,10 @@
 // lengths refreshed from device seq_lens / qsl by ops, as the PR describes. #57207 has no
 // PyTorch device-op version, so device-chain uses the device kernel.
 //
+// Launches (kernels + copies + fills) per suite at batch-16 decode (N = R = 16, no prefills,
+// capacity > N; asserted in tests/test_suite.cc): chain 102 (11 pinned host copies), cached 100
+// (9), device-chain 104 (none), fused 8, fused-suite 1.
+//
 // An op with nothing to do (zero elements) is not issued, so a captured graph's node count
 // equals the counted launches. Scratch comes from the backend's arena; the caller resets it per
 // suite run so that a captured graph keeps its addresses.
