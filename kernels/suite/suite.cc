@@ -43,25 +43,34 @@ absl::StatusOr<Impl> ParseImpl(std::string_view name) {
   for (Impl impl : kAllImpls)
     if (ImplName(impl) == name) return impl;
   return absl::InvalidArgumentError(absl::StrCat(
-      "unknown impl '", std::string(name), "', expected one of chain, cached, device-chain, fused, fused-suite"));
+      "expected an implementation among chain, cached, device-chain, fused, fused-suite; got '", std::string(name),
+      "'"));
 }
 
+// "all" adds every implementation not already listed; naming one twice is an error.
 absl::StatusOr<std::vector<Impl>> ParseImplList(std::string_view list) {
-  if (Trim(list) == "all") return std::vector<Impl>(std::begin(kAllImpls), std::end(kAllImpls));
   std::vector<Impl> out;
+  std::vector<Impl> named;
   size_t begin = 0;
   while (true) {
     const size_t comma = list.find(',', begin);
     const std::string_view part = Trim(list.substr(begin, comma == std::string_view::npos ? std::string_view::npos
                                                                                           : comma - begin));
-    DS_ASSIGN_OR_RETURN(const Impl impl, ParseImpl(part));
-    if (std::find(out.begin(), out.end(), impl) != out.end())
-      return absl::InvalidArgumentError(absl::StrCat("impl '", std::string(ImplName(impl)), "' listed twice in '",
-                                                     std::string(list), "'"));
-    out.push_back(impl);
+    if (part == "all") {
+      for (Impl impl : kAllImpls)
+        if (std::find(out.begin(), out.end(), impl) == out.end()) out.push_back(impl);
+    } else {
+      DS_ASSIGN_OR_RETURN(const Impl impl, ParseImpl(part));
+      if (std::find(named.begin(), named.end(), impl) != named.end())
+        return absl::InvalidArgumentError(absl::StrCat("impl '", std::string(ImplName(impl)), "' listed twice in '",
+                                                       std::string(list), "'"));
+      named.push_back(impl);
+      if (std::find(out.begin(), out.end(), impl) == out.end()) out.push_back(impl);
+    }
     if (comma == std::string_view::npos) break;
     begin = comma + 1;
   }
+  if (out.empty()) return absl::InvalidArgumentError("expected at least one implementation");
   return out;
 }
 
