@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <utility>
 
@@ -141,6 +143,22 @@ GpuSuiteCapacity CapacityFor(const SchedulerConfig& c) {
 
 // ---------------------------------------------------------------- GpuExecutor
 
+namespace {
+
+struct StepRow {
+  int64_t step = 0;
+  StepCase step_case = StepCase::kPrefill;
+  Impl impl = Impl::kFused;
+  bool graph = false;
+  int32_t num_reqs = 0, num_tokens = 0;
+  double gpu_us = -1, host_us = 0;  // gpu_us -1: not timed
+  OpCounters counters;
+  bool staging_sync = false;
+  std::array<int64_t, 3> cells{};
+};
+
+}  // namespace
+
 struct GpuExecutor::State {
   GpuExecutorOptions options;
   std::unique_ptr<GpuSuite> suite;
@@ -150,6 +168,7 @@ struct GpuExecutor::State {
   std::map<Impl, ExecutorImplStats> stats;
   std::map<Impl, std::set<std::string>> keys;  // graph keys replayed so far
   std::map<std::string, int64_t> nodes_by_key;  // "<impl>|<key>" -> graph node count
+  std::vector<StepRow> rows;
   int64_t steps = 0;
   int64_t topb_stale_steps = 0;
   double stage_us = 0;
@@ -231,10 +250,18 @@ absl::Status GpuExecutor::Execute(const StepPlan& plan) {
       if (a.qsl_host != a.qsl_device) ++st.topb_stale_steps;
     }
 
+    std::map<Impl, size_t> row_of;
     for (Impl impl : st.options.impls) {
       ExecutorImplStats& s = st.stats[impl];
       const std::string impl_name(ImplName(impl));
       const bool graph = GraphCapturable(impl) && plan.graph_padded;
+      StepRow row;
+      row.step = plan.index;
+      row.step_case = plan.step_case;
+      row.impl = impl;
+      row.graph = graph;
+      row.num_reqs = plan.num_reqs;
+      row.num_tokens = plan.num_tokens;
       std::string key;
       if (graph) {
         key = GraphKeyString(impl, in);
@@ -265,9 +292,15 @@ absl::Status GpuExecutor::Execute(const StepPlan& plan) {
         const double gpu_us = st.timer->ElapsedUs();
         s.gpu_us.push_back(gpu_us);
         s.gpu_us_by_case[static_cast<int>(plan.step_case)].push_back(gpu_us);
+        row.gpu_us = gpu_us;
       }
       s.host_us.push_back(host_us);
+      row.host_us = host_us;
       const OpCounters& c = suite.last_counters(impl);
+      row.counters = c;
+      row.staging_sync = !graph && ReadsHostBoundaries(impl);
+      row_of[impl] = st.rows.size();
+      st.rows.push_back(row);
       s.counters += c;
       ++s.steps;
       ++s.steps_by_case[static_cast<int>(plan.step_case)];
@@ -298,6 +331,7 @@ absl::Status GpuExecutor::Execute(const StepPlan& plan) {
                 ReadsHostBoundaries(impl) ? " with a host view equal to the device's" : "")));
           has[k] = true;
           s.mismatch_cells[k] += m.count;
+          st.rows[row_of[impl]].cells[k] += m.count;
           s.cells_by_field[m.builder + "." + m.field][k] += m.count;
           if (m.kind == MismatchKind::kStaleHost && s.first_stale_host.empty())
             s.first_stale_host = absl::StrFormat(
@@ -392,6 +426,22 @@ nlohmann::json GpuExecutor::Summary() const {
   return out;
 }
 
+std::string GpuExecutor::StepsCsv() const {
+  std::string out =
+      "step,case,impl,method,num_reqs,num_tokens,gpu_us,host_us,launches,kernels,h2d_copies,d2h_copies,d2d_copies,"
+      "fills,host_syncs,staging_sync,stale_host,padding_residue,bug\n";
+  for (const StepRow& r : d_->rows) {
+    const OpCounters& c = r.counters;
+    absl::StrAppendFormat(&out, "%d,%s,%s,%s,%d,%d,%s,%.3f,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d\n", r.step,
+                          std::string(StepCaseName(r.step_case)), std::string(ImplName(r.impl)),
+                          r.graph ? "graph" : "eager", r.num_reqs, r.num_tokens,
+                          r.gpu_us < 0 ? std::string() : absl::StrFormat("%.3f", r.gpu_us), r.host_us, c.Launches(),
+                          c.kernels, c.h2d_copies, c.d2h_copies, c.d2d_copies, c.fills, c.host_syncs,
+                          r.staging_sync ? 1 : 0, r.cells[0], r.cells[1], r.cells[2]);
+  }
+  return out;
+}
+
 nlohmann::json GpuMetaJson(int device) {
   const timing::GpuMeta m = timing::ReadGpuMeta(device);
   return {{"gpu", m.device_name},
@@ -409,9 +459,11 @@ nlohmann::json GpuMetaJson(int device) {
 
 namespace {
 
+// Writes the per-step series next to run's other files (OUT/gpu_steps.csv).
 class GpuExecutorObserver final : public StepObserver {
  public:
-  explicit GpuExecutorObserver(std::unique_ptr<GpuExecutor> executor) : executor_(std::move(executor)) {}
+  GpuExecutorObserver(std::unique_ptr<GpuExecutor> executor, std::string out_dir)
+      : executor_(std::move(executor)), out_dir_(std::move(out_dir)) {}
   absl::string_view name() const override { return "gpu_executor"; }
   absl::Status OnStep(const StepPlan& plan) override { return executor_->Execute(plan); }
   absl::Status Finish(nlohmann::json* section) override {
@@ -420,11 +472,20 @@ class GpuExecutorObserver final : public StepObserver {
     } catch (const CudaError& e) {
       return absl::InternalError(absl::StrCat("gpu executor summary: ", e.what()));
     }
+    std::error_code ec;
+    std::filesystem::create_directories(out_dir_, ec);
+    const std::string path = (std::filesystem::path(out_dir_) / "gpu_steps.csv").string();
+    std::ofstream f(path, std::ios::binary);
+    f << executor_->StepsCsv();
+    f.close();
+    if (!f) return absl::PermissionDeniedError(absl::StrCat("gpu executor: cannot write '", path, "'"));
+    (*section)["steps_csv"] = "gpu_steps.csv";
     return absl::OkStatus();
   }
 
  private:
   std::unique_ptr<GpuExecutor> executor_;
+  std::string out_dir_;
 };
 
 const RegisterObserverFactory kRegisterGpuExecutor(
@@ -439,7 +500,7 @@ const RegisterObserverFactory kRegisterGpuExecutor(
       options.capacity = CapacityFor(config.scheduler);
       options.cold_l2 = config.gpu_cold_l2;
       DS_ASSIGN_OR_RETURN(std::unique_ptr<GpuExecutor> executor, GpuExecutor::Create(options));
-      return std::unique_ptr<StepObserver>(std::make_unique<GpuExecutorObserver>(std::move(executor)));
+      return std::unique_ptr<StepObserver>(std::make_unique<GpuExecutorObserver>(std::move(executor), config.out_dir));
     });
 
 #if defined(DSPARK_GPU_POINT_RUNNER)

@@ -126,6 +126,9 @@ class GpuExecutor {
   // The summary.json section: per implementation, the counts (stale_host, padding_residue, bug:
   // differing cells), timing and launches, overall and per step case.
   nlohmann::json Summary() const;
+  // One CSV row per (step, implementation): case, sizes, method (graph / eager), GPU µs, host µs,
+  // launches, copies, syncs, and the differing cells of each kind.
+  std::string StepsCsv() const;
 
  private:
   struct State;

@@ -149,6 +149,9 @@ TEST(GpuExecutor, AdaptiveRunExactForDeviceImplsStaleForHostImpls) {
     EXPECT_EQ(s.eager_runs, run.steps);
     EXPECT_EQ(s.staging_syncs, run.steps);
   }
+  const std::string csv = run.executor->StepsCsv();
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + run.steps * static_cast<int64_t>(kEvery.size()));
+  EXPECT_NE(csv.find(",dspark_adaptive_verify,fused-suite,"), std::string::npos);
   const nlohmann::json summary = run.executor->Summary();
   for (Impl impl : kEvery) {
     const nlohmann::json& j = summary["impls"][std::string(ImplName(impl))];
@@ -349,6 +352,7 @@ TEST(Bench, TinyRunWritesEveryKeyOfTheSchema) {
   for (const char* key : {"meta", "floor_us", "metadata", "tpot"}) ASSERT_TRUE(j.contains(key)) << key;
   for (const char* key : {"gpu", "driver", "clocks", "git_sha", "git_dirty", "argv", "schema_version", "date_utc"})
     EXPECT_TRUE(j["meta"].contains(key)) << "meta." << key;
+  EXPECT_EQ(j["floor_us"].size(), 2u) << "floor_us is exactly {graph, eager}";
   EXPECT_TRUE(j["floor_us"]["graph"].is_number());
   EXPECT_TRUE(j["floor_us"]["eager"].is_number());
   EXPECT_GT(j["floor_us"]["graph"].get<double>(), 0.0);
