@@ -385,7 +385,11 @@ nlohmann::json GpuExecutor::Summary() const {
   out["topb_on_device"] = {{"launches", st.topb->launches()},
                            {"host_qsl_stale_steps", st.topb_stale_steps},
                            {"verified", "device qsl and kept counts equal the plan's device view at every launch"}};
-  out["stage_host_us_per_step"] = st.steps ? st.stage_us / static_cast<double>(st.steps) : 0.0;
+  const double steps = st.steps ? static_cast<double>(st.steps) : 1.0;
+  // The executor's own staging: one pinned copy of the step's inputs, plus one of the top-B inputs
+  // in adaptive verifications; not part of any implementation's counts.
+  out["staging"] = {{"h2d_copies_per_step", (static_cast<double>(st.steps) + st.topb->launches()) / steps},
+                    {"host_us_per_step", st.stage_us / steps}};
   for (Impl impl : st.options.impls) {
     const ExecutorImplStats& s = st.stats.at(impl);
     const auto per_step = [&](int64_t v) { return s.steps ? static_cast<double>(v) / s.steps : 0.0; };

@@ -1,7 +1,9 @@
 #include "sim/metadata_bench.cuh"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <memory>
 #include <utility>
@@ -91,15 +93,20 @@ absl::StatusOr<Check> CheckRow(GpuSuite& suite, Impl impl) {
 }
 
 // Times `call` per sample (sim/gpu_timing.cuh); the first failing status of any call is returned.
+// `host_us` (optional) receives the host time of each call, warm-up samples included.
 absl::StatusOr<std::vector<double>> Sample(const std::function<absl::Status()>& call, cudaStream_t stream,
                                            timing::L2Flusher& flusher, const timing::TimingOptions& opt,
-                                           bool wait_for_flush) {
+                                           bool wait_for_flush, std::vector<double>* host_us = nullptr) {
   absl::Status first;
   std::vector<double> samples;
   try {
     samples = timing::TimeSamples(
         [&](cudaStream_t) {
+          const auto t0 = std::chrono::steady_clock::now();
           const absl::Status s = call();
+          if (host_us != nullptr)
+            host_us->push_back(
+                std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
           if (!s.ok() && first.ok()) first = s;
         },
         stream, flusher, opt, wait_for_flush);
@@ -165,9 +172,13 @@ absl::StatusOr<std::vector<MetadataRow>> MeasureBatch(GpuSuite& suite, timing::L
     if (!with_eager) continue;
     MetadataRow e = base;
     e.method = "eager";
-    auto eager_samples = Sample([&] { return suite.Run(impl); }, stream, flusher, opt, /*wait_for_flush=*/true);
+    std::vector<double> host_us;
+    auto eager_samples =
+        Sample([&] { return suite.Run(impl); }, stream, flusher, opt, /*wait_for_flush=*/true, &host_us);
     if (!eager_samples.ok()) return fail(impl, "eager", "timed runs", eager_samples.status());
     e.stats = timing::Summarize(*eager_samples);
+    if (host_us.size() > static_cast<size_t>(opt.warmup)) host_us.erase(host_us.begin(), host_us.begin() + opt.warmup);
+    e.host_us_median = timing::Summarize(host_us).median_us;
     e.counters = suite.last_counters(impl);
     e.launches = e.counters.Launches();
     e.floor_us = floors.eager.median_us;
@@ -215,6 +226,7 @@ nlohmann::ordered_json MetadataRowJson(const MetadataRow& r) {
   j["gpu_us_mean"] = r.stats.mean_us;
   j["gpu_us_min"] = r.stats.min_us;
   j["gpu_us_max"] = r.stats.max_us;
+  if (r.method == "eager") j["host_us_median"] = r.host_us_median;
   j["floor_us"] = r.floor_us;
   j["ratio_vs_floor"] = r.floor_us > 0 ? r.stats.median_us / r.floor_us : 0.0;
   j["batch"] = r.batch;

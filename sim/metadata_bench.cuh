@@ -46,6 +46,7 @@ struct MetadataRow {
   int64_t launches = 0;        // graph: nodes of the captured graph; eager: launches and copies issued
   SuiteGraph::NodeCounts nodes;  // graph rows
   OpCounters counters;         // what one suite issued (counted by the backend)
+  double host_us_median = 0;   // [µs] eager rows: host time of the eager call (host work, launches, syncs)
   double floor_us = 0;         // [µs] the same method's empty-kernel floor, same case, same run
   double speedup_vs_chain = 0; // chain median / this median, same case and method (0: no chain row)
   int64_t stale_host = 0, padding_residue = 0, bug = 0;  // differing cells by kind
