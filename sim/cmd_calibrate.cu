@@ -48,8 +48,7 @@ using ojson = nlohmann::ordered_json;
 constexpr char kNoDevice[] =
     "no CUDA device: calibrate measures GPU time; use `dspark-sim run` for CPU mode with calibrated costs (the "
     "bundled calibration file or the built-in defaults)";
-constexpr int32_t kReferenceBatch = 16;
-constexpr int32_t kReferenceTokens = 96;  // TimeModelParams::reference_tokens
+constexpr int32_t kReferenceBatch = kCalibrationReferenceBatch;
 
 struct CalibrateConfig {
   std::vector<std::string> argv;
@@ -134,11 +133,6 @@ absl::StatusOr<CalibrateConfig> Parse(int argc, char** argv, std::string* help) 
   return c;
 }
 
-bool DecodeLike(SeedCase c) {
-  return c == SeedCase::kDecode || c == SeedCase::kVerify || c == SeedCase::kAdaptiveVerify ||
-         c == SeedCase::kDraft || c == SeedCase::kAdaptiveDraft;
-}
-
 absl::Status Calibrate(const CalibrateConfig& cfg) {
   int device_count = 0;
   if (cudaGetDeviceCount(&device_count) != cudaSuccess || device_count == 0) {
@@ -176,8 +170,7 @@ absl::Status Calibrate(const CalibrateConfig& cfg) {
   opt.l2 = cfg.cold_l2 ? timing::L2Mode::kCold : timing::L2Mode::kWarm;
 
   ojson measurements = ojson::array();
-  // (impl, case) -> batch -> (N, median)
-  std::map<std::pair<Impl, SeedCase>, std::map<int32_t, std::pair<int32_t, double>>> points;
+  std::vector<CalibrationPoint> points;
   ojson floors = ojson::array();
   try {
     timing::L2Flusher flusher(cfg.device);
@@ -193,7 +186,7 @@ absl::Status Calibrate(const CalibrateConfig& cfg) {
         if (r.bug > 0)
           return absl::InternalError(absl::StrFormat("calibrate: %s / %s at batch %d differs from the reference: %s",
                                                      r.case_name, std::string(ImplName(r.impl)), batch_of[i], r.check));
-        points[{r.impl, r.seed_case}][batch_of[i]] = {r.num_tokens, r.stats.median_us};
+        points.push_back({r.impl, r.seed_case, batch_of[i], r.num_tokens, r.stats.median_us});
         measurements.push_back({{"impl", std::string(ImplName(r.impl))},
                                 {"case", r.case_name},
                                 {"batch", batch_of[i]},
@@ -232,29 +225,7 @@ absl::Status Calibrate(const CalibrateConfig& cfg) {
   meta["floors"] = floors;
   meta["skipped"] = skipped;
   doc["meta"] = meta;
-  ojson metadata = ojson::object();
-  for (Impl impl : cfg.impls) {
-    ojson entry;
-    ojson gpu = ojson::object();
-    double sxy = 0, sxx = 0;
-    for (SeedCase c : cfg.cases) {
-      const auto& by_batch = points[{impl, c}];
-      const auto ref = by_batch.find(kReferenceBatch);
-      if (ref == by_batch.end()) continue;
-      gpu[BenchCaseName(c)] = ref->second.second;
-      if (!DecodeLike(c)) continue;
-      for (const auto& [batch, p] : by_batch) {
-        if (batch <= kReferenceBatch || p.first <= kReferenceTokens) continue;
-        const double x = p.first - kReferenceTokens, y = p.second - ref->second.second;
-        sxy += x * y;
-        sxx += x * x;
-      }
-    }
-    entry["gpu_us"] = gpu;
-    if (sxx > 0) entry["gpu_us_per_token"] = std::max(0.0, sxy / sxx);
-    entry["serializes_host"] = ReadsHostBoundaries(impl);
-    metadata[std::string(ImplName(impl))] = std::move(entry);
-  }
+  const ojson metadata = FitCalibration(points, cfg.impls, cfg.cases);
   doc["metadata"] = metadata;
 
   const fs::path path(cfg.out);

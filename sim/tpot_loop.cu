@@ -128,7 +128,12 @@ class StepClock {
   absl::Status Poll() {
     while (!pending_.empty()) {
       const cudaError_t q = cudaEventQuery(pending_.front().second);
-      if (q == cudaErrorNotReady) break;
+      if (q == cudaErrorNotReady) {
+        // Not an error, but the runtime records it as the last error: clear it, or the next
+        // launch check (cudaGetLastError) would report it.
+        (void)cudaGetLastError();
+        break;
+      }
       CUDA_RETURN_IF_ERROR(q);
       DS_RETURN_IF_ERROR(ResolveFront());
     }

@@ -8,6 +8,8 @@
 //  - the TPOT loop completes every request with no capture inside the timing, and the forward
 //    stand-in lasts what it is asked to;
 //  - a tiny `bench` writes bench.json with every key of the schema the plots read.
+// Host-only pieces (option parsing, buffer sizing, the calibration fit and its round trip through
+// the time model's loader) run without a device.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -27,6 +29,7 @@
 #include "sim/cmd_bench.cuh"
 #include "sim/engine.h"
 #include "sim/gpu_executor.cuh"
+#include "sim/metadata_bench.cuh"
 #include "sim/time_model.h"
 #include "sim/tpot_loop.cuh"
 #include "tests/gpu_test_util.cuh"
@@ -391,6 +394,128 @@ TEST(Bench, TinyRunWritesEveryKeyOfTheSchema) {
   EXPECT_TRUE(std::filesystem::exists(dir / "bench_metadata.csv"));
   EXPECT_TRUE(std::filesystem::exists(dir / "bench_tpot.csv"));
   std::filesystem::remove_all(dir);
+}
+
+// ---- Host-only pieces (no device needed).
+
+std::vector<char*> Argv(std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  return argv;
+}
+
+TEST(BenchArgs, DefaultsAreTheSeedsTables) {
+  std::vector<std::string> args = {"bench"};
+  std::vector<char*> argv = Argv(args);
+  std::string help;
+  auto c = ParseBenchArgs(static_cast<int>(argv.size()), argv.data(), &help);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(help.empty());
+  EXPECT_TRUE(c->cold_l2);
+  EXPECT_GE(c->reps, 100);
+  EXPECT_EQ(c->batch, 16);
+  EXPECT_EQ(c->impls.size(), 5u);
+  EXPECT_EQ(c->cases.size(), 8u);
+  EXPECT_EQ(c->tpot_modes.size(), 3u);
+  EXPECT_FALSE(c->full_run);
+  EXPECT_TRUE(c->Validate().ok());
+}
+
+TEST(BenchArgs, RejectsContradictionsAndBadValues) {
+  const std::vector<std::vector<std::string>> bad = {
+      {"bench", "--cold-l2", "--warm-l2"}, {"bench", "--impl", "triton"},  {"bench", "--cases", "decode,nope"},
+      {"bench", "--tpot-modes", "fast"},   {"bench", "--host-standin", "x"}};
+  for (std::vector<std::string> args : bad) {
+    std::vector<char*> argv = Argv(args);
+    std::string help;
+    auto c = ParseBenchArgs(static_cast<int>(argv.size()), argv.data(), &help);
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << args[1];
+  }
+  std::vector<std::string> args = {"bench", "--reps", "5", "--warm-l2", "--cases", "verify,dspark_draft",
+                                   "--full-run", "--full-run-requests", "3"};
+  std::vector<char*> argv = Argv(args);
+  std::string help;
+  auto c = ParseBenchArgs(static_cast<int>(argv.size()), argv.data(), &help);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->cold_l2);
+  EXPECT_EQ(c->cases, (std::vector<SeedCase>{SeedCase::kVerify, SeedCase::kDraft}));
+  EXPECT_TRUE(c->full_run);
+  EXPECT_EQ(c->full_run_requests, 3);
+  EXPECT_EQ(c->Validate().code(), absl::StatusCode::kInvalidArgument) << "--reps 5 is below 10";
+}
+
+TEST(BenchCases, BothSpellingsAndAll) {
+  auto all = ParseBenchCases("all");
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 8u);
+  auto two = ParseBenchCases("dspark_adaptive_verify, adaptive_verify ,decode");
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(*two, (std::vector<SeedCase>{SeedCase::kAdaptiveVerify, SeedCase::kDecode}));
+  EXPECT_EQ(BenchCaseName(SeedCase::kVerify), "dspark_verify");
+  EXPECT_EQ(BenchCaseName(SeedCase::kAdaptiveDraft), "dspark_adaptive_draft");
+  for (SeedCase c : kAllSeedCases)
+    EXPECT_EQ(BenchCaseName(c), std::string(StepCaseName(static_cast<StepCase>(static_cast<int>(c)))))
+        << "bench.json and the calibration use the step-case names";
+  EXPECT_EQ(ParseBenchCases("verify2").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(GpuExecutorCapacity, HoldsEveryStepTheSchedulerCanPlan) {
+  SchedulerConfig c;  // 256 seqs, 16384 tokens, 16384 model length
+  c.mode = SpecMode::kDSpark;
+  c.bt_stride_pad = 5;
+  const GpuSuiteCapacity cap = CapacityFor(c);
+  EXPECT_EQ(cap.max_tokens, 16384);
+  EXPECT_EQ(cap.max_reqs, 516) << "graph padding pads requests to N / q with N up to the largest capture size";
+  EXPECT_EQ(cap.max_bt_stride, 16384 / 64 + 5);
+  c.max_num_batched_tokens = 300;
+  c.max_num_seqs = 40;
+  c.mode = SpecMode::kNone;
+  const GpuSuiteCapacity small = CapacityFor(c);
+  EXPECT_EQ(small.max_tokens, 300);
+  EXPECT_EQ(small.max_reqs, 80);  // capture sizes up to min(40 * 2, 512) = 80
+}
+
+TEST(Calibration, FitRoundTripsThroughTheTimeModelLoader) {
+  // fused: decode grows 0.5 µs per token above 96; verify 0.25 µs per token; prefill has no slope.
+  std::vector<CalibrationPoint> pts = {
+      {Impl::kFused, SeedCase::kDecode, 16, 16, 40.0},   {Impl::kFused, SeedCase::kDecode, 64, 64, 41.0},
+      {Impl::kFused, SeedCase::kDecode, 256, 256, 120.0}, {Impl::kFused, SeedCase::kVerify, 16, 96, 50.0},
+      {Impl::kFused, SeedCase::kVerify, 64, 384, 122.0}, {Impl::kFused, SeedCase::kPrefill, 16, 8192, 100.0},
+      {Impl::kFused, SeedCase::kPrefill, 64, 8192, 900.0}, {Impl::kChain, SeedCase::kDecode, 16, 16, 190.0},
+      {Impl::kChain, SeedCase::kVerify, 4, 24, 150.0}};
+  const nlohmann::ordered_json m =
+      FitCalibration(pts, {Impl::kChain, Impl::kFused}, {SeedCase::kPrefill, SeedCase::kDecode, SeedCase::kVerify});
+  ASSERT_TRUE(m.contains("fused"));
+  EXPECT_DOUBLE_EQ(m["fused"]["gpu_us"]["decode"].get<double>(), 40.0);
+  EXPECT_DOUBLE_EQ(m["fused"]["gpu_us"]["dspark_verify"].get<double>(), 50.0);
+  EXPECT_DOUBLE_EQ(m["fused"]["gpu_us"]["prefill"].get<double>(), 100.0);
+  // Least squares over (x, y) = (160, 80) and (288, 72) through the origin.
+  const double slope = (160.0 * 80 + 288.0 * 72) / (160.0 * 160 + 288.0 * 288);
+  EXPECT_DOUBLE_EQ(m["fused"]["gpu_us_per_token"].get<double>(), slope);
+  EXPECT_FALSE(m["fused"]["serializes_host"].get<bool>());
+  EXPECT_TRUE(m["chain"]["serializes_host"].get<bool>());
+  EXPECT_FALSE(m["chain"].contains("gpu_us_per_token")) << "no point above the reference";
+  EXPECT_FALSE(m["chain"]["gpu_us"].contains("dspark_verify")) << "no point at the reference batch";
+
+  nlohmann::ordered_json doc;
+  doc["meta"] = {{"gpu", "test GPU"}, {"driver", "0.0"}, {"date", "2026-01-01"}, {"measurements", {1, 2}}};
+  doc["metadata"] = m;
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("dspark_calib_test_" + std::to_string(::getpid()) + ".json"))
+          .string();
+  {
+    std::ofstream f(path);
+    f << doc.dump(2);
+  }
+  auto p = LoadCalibration(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const ImplCost& fused = p->impls[static_cast<int>(Impl::kFused)];
+  EXPECT_DOUBLE_EQ(fused.gpu_us[static_cast<int>(StepCase::kDecode)], 40.0);
+  EXPECT_DOUBLE_EQ(fused.gpu_us[static_cast<int>(StepCase::kSpecVerify)], 50.0);
+  EXPECT_DOUBLE_EQ(fused.gpu_us_per_token, slope);
+  EXPECT_FALSE(fused.estimated);
+  EXPECT_NE(p->source_device.find("test GPU"), std::string::npos);
 }
 
 }  // namespace
