@@ -54,6 +54,8 @@ po::options_description RunOptions() {
     ("time-impl", po::value<std::string>()->default_value("fused"), "implementation whose metadata cost (and host syncs) time the steps")
     ("check", po::bool_switch(), "run every step's metadata through the implementations (default)")
     ("no-check", po::bool_switch(), "do not run the metadata check")
+    ("executor", po::value<std::string>()->default_value("cpu"), "cpu: metadata emulated on the CPU (--check), costs from the time model; gpu: every step also runs through the kernels on the GPU (CUDA graphs per padded size, top-B on the device), timed and compared exactly (section gpu_executor of summary.json; needs a CUDA build and device)")
+    ("gpu-l2", po::value<std::string>()->default_value("cold"), "executor gpu: cold (flush L2 before every timed suite) or warm")
     ("out", po::value<std::string>()->default_value("results/run"), "output directory")
     ("max-num-seqs", po::value<int32_t>()->default_value(256), "scheduler limit on running requests")
     ("max-num-batched-tokens", po::value<int32_t>()->default_value(16384), "scheduler token budget per step")
@@ -164,6 +166,11 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   if (vm["check"].as<bool>() && vm["no-check"].as<bool>())
     return absl::InvalidArgumentError("--check and --no-check contradict each other");
   c.check = !vm["no-check"].as<bool>();
+  c.executor = vm["executor"].as<std::string>();
+  const std::string gpu_l2 = vm["gpu-l2"].as<std::string>();
+  if (gpu_l2 != "cold" && gpu_l2 != "warm")
+    return absl::InvalidArgumentError(absl::StrCat("--gpu-l2: expected cold or warm, got '", gpu_l2, "'"));
+  c.gpu_cold_l2 = gpu_l2 == "cold";
   if (vm["cuda-graphs"].as<bool>() && vm["no-cuda-graphs"].as<bool>())
     return absl::InvalidArgumentError("--cuda-graphs and --no-cuda-graphs contradict each other");
   c.scheduler.cuda_graphs = !vm["no-cuda-graphs"].as<bool>();
@@ -222,6 +229,10 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
     step_log = std::make_unique<StepLogObserver>();
     engine.AddObserver(step_log.get());
   }
+  if (config.executor == "gpu" && ObserverFactories().count("gpu-executor") == 0)
+    return absl::FailedPreconditionError(
+        "--executor gpu: this build has no GPU executor (built without CUDA); rebuild with nvcc, or use "
+        "--executor cpu (CPU mode: emulated kernels, calibrated costs)");
   std::vector<std::unique_ptr<StepObserver>> extra;
   for (const auto& [name, factory] : ObserverFactories()) {
     DS_ASSIGN_OR_RETURN(std::unique_ptr<StepObserver> observer, factory(config));

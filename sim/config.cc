@@ -55,6 +55,8 @@ absl::Status RunConfig::Validate() const {
   if (num_requests == 0 || num_requests < -1)
     return absl::InvalidArgumentError(absl::StrCat("--num-requests: expected >= 1, got ", num_requests));
   if (impls.empty()) return absl::InvalidArgumentError("--impl: expected at least one implementation");
+  if (executor != "cpu" && executor != "gpu")
+    return absl::InvalidArgumentError(absl::StrCat("--executor: expected cpu or gpu, got '", executor, "'"));
   if (out_dir.empty()) return absl::InvalidArgumentError("--out: expected a directory");
   if (steps_csv_stride < 1)
     return absl::InvalidArgumentError(absl::StrCat("--steps-csv-stride: expected >= 1, got ", steps_csv_stride));
@@ -88,6 +90,8 @@ nlohmann::json RunConfig::ToJson() const {
       {"impl", impl_names},
       {"time_impl", std::string(ImplKey(time_impl))},
       {"check", check},
+      {"executor", executor},
+      {"gpu_l2", gpu_cold_l2 ? "cold" : "warm"},
       {"calibration", calibration},
       {"steps_csv_stride", steps_csv_stride},
   };

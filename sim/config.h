@@ -40,6 +40,10 @@ struct RunConfig {
   std::vector<Impl> impls;
   Impl time_impl = Impl::kFused;
   bool check = true;
+  // Where each step's metadata runs: "cpu" (the emulated check above, modelled costs) or "gpu"
+  // (sim/gpu_executor.cu: every step through the kernels on the device, timed and compared).
+  std::string executor = "cpu";
+  bool gpu_cold_l2 = true;  // executor gpu: flush L2 before every timed suite
   std::string calibration;  // time-model calibration JSON; empty: workloads/calibration.json
                             // when present, else the defaults
 

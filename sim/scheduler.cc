@@ -458,6 +458,7 @@ absl::Status Scheduler::Materialize(const StepPlan& plan, StepArrays* out) const
   out->block_table.assign(static_cast<size_t>(r_total) * stride, 0);
   out->slot_mapping.assign(static_cast<size_t>(n), -1);
   out->request_ids.assign(static_cast<size_t>(r_real), 0);
+  out->topb.present = false;
   for (int32_t row = 0; row < r_total; ++row)
     for (int32_t c = width; c < stride; ++c) out->block_table[static_cast<size_t>(row) * stride + c] = -1;
 
@@ -515,6 +516,15 @@ absl::Status Scheduler::Materialize(const StepPlan& plan, StepArrays* out) const
       return absl::InternalError(absl::StrFormat(
           "step %d: emulated topb_alloc kernel wrote qsl [%s], the planned device view is [%s]",
           plan.index, absl::StrJoin(qsl, ","), absl::StrJoin(out->qsl_device, ",")));
+    TopBInputs& topb = out->topb;
+    topb.present = true;
+    topb.scores.assign(scores_dev_.begin(), scores_dev_.begin() + static_cast<size_t>(nd) * k_);
+    topb.max_drafts.assign(max_drafts_.begin(), max_drafts_.begin() + nd);
+    topb.tail_offsets = std::move(tail);
+    topb.num_decodes = nd;
+    topb.max_k = k_;
+    topb.budget = draft_budget_;
+    topb.base_tokens = 1;
   }
   return absl::OkStatus();
 }

@@ -47,6 +47,20 @@ enum class StepCase : int8_t {
 inline constexpr int kNumStepCases = 8;
 absl::string_view StepCaseName(StepCase c);
 
+// The inputs of the device-side draft allocation of an adaptive verification step
+// (kernels/topb_alloc.cuh), so that an executor can run the kernel itself on the device and
+// rewrite the staged host boundaries into qsl_device. Empty (present == false) in other steps.
+struct TopBInputs {
+  bool present = false;
+  std::vector<float> scores;          // [num_decodes, max_k] fresh (device) survival scores
+  std::vector<int32_t> max_drafts;    // [num_decodes] eligible drafts per decode request
+  std::vector<int32_t> tail_offsets;  // [num_reqs - num_decodes] cumulative query lengths after the decodes
+  int32_t num_decodes = 0;            // [requests] real decode requests (plan.num_decodes may count padding)
+  int32_t max_k = 0;                  // [slots] row length of `scores` (K)
+  int32_t budget = 0;                 // B [tokens] drafts kept in total
+  int32_t base_tokens = 1;            // [tokens] tokens per decode besides its kept drafts
+};
+
 struct StepArrays {
   std::vector<int32_t> qsl_device;       // [R + 1] truth
   std::vector<int32_t> qsl_host;         // [R + 1] right total, maybe stale split
@@ -55,6 +69,7 @@ struct StepArrays {
   std::vector<int32_t> block_table;      // [R, bt_stride]
   std::vector<int64_t> slot_mapping;     // [N]
   std::vector<int64_t> request_ids;      // [R_real] workload request id of each real row
+  TopBInputs topb;                       // adaptive verification steps only
 };
 
 class StepPlan;
