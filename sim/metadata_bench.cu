@@ -319,8 +319,7 @@ nlohmann::ordered_json ResultMeta(const std::string& tool, const std::string& sc
   meta["schema"] = schema;
   meta["schema_version"] = schema_version;
   meta["argv"] = argv;
-  meta["gpu"] = m.device_name;
-  meta["device"] = m.device_name;
+  meta["gpu"] = m.device_name;  // (one name key: the plots' titles join "device" and "gpu")
   meta["device_ordinal"] = device;
   meta["compute_capability"] = absl::StrFormat("%d.%d", m.cc_major, m.cc_minor);
   meta["sm_count"] = m.sm_count;
