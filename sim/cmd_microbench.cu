@@ -29,6 +29,7 @@
 #include "kernels/token_map_impls.h"
 #include "sim/cli_registry.h"
 #include "sim/gpu_timing.cuh"
+#include "sim/git_info.h"
 
 namespace dspark {
 namespace {
@@ -348,17 +349,6 @@ nlohmann::ordered_json StatsJson(const SampleStats& s) {
           {"min_us", s.min_us},       {"max_us", s.max_us}, {"samples", s.n}};
 }
 
-std::string Shell(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
-  char buf[256];
-  while (fgets(buf, sizeof(buf), p)) out += buf;
-  pclose(p);
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  return out;
-}
-
 int RunMicrobench(int argc, char** argv) {
   Config cfg;
   po::options_description desc(
@@ -445,6 +435,7 @@ int RunMicrobench(int argc, char** argv) {
                   : "no flush",
               cfg.reps, cfg.warmup);
 
+  const sim::GitRevision git = sim::ReadGitRevision();
   nlohmann::ordered_json out;
   out["meta"] = {{"schema", "dspark-sim/microbench/v1"},
                  {"argv", std::vector<std::string>(argv, argv + argc)},
@@ -456,8 +447,8 @@ int RunMicrobench(int argc, char** argv) {
                  {"cuda_driver_api_version", meta.cuda_driver_api},
                  {"cuda_runtime_version", meta.cuda_runtime},
                  {"date_utc", meta.date_utc},
-                 {"git_sha", Shell("git -C '" DSPARK_SOURCE_DIR "' rev-parse HEAD 2>/dev/null")},
-                 {"git_dirty", !Shell("git -C '" DSPARK_SOURCE_DIR "' status --porcelain --untracked-files=no 2>/dev/null").empty()},
+                 {"git_sha", git.sha},
+                 {"git_dirty", git.known ? nlohmann::json(git.dirty) : nlohmann::json(nullptr)},
                  {"l2_mode", cfg.l2},
                  {"flush_bytes", opt.l2 == timing::L2Mode::kCold ? flusher.bytes() : 0},
                  {"reps", cfg.reps},

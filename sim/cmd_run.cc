@@ -1,4 +1,5 @@
 #include "sim/cmd_run.h"
+#include "sim/git_info.h"
 
 #include <chrono>
 #include <cmath>
@@ -80,21 +81,10 @@ std::string ResolveAgainst(const std::string& path, const std::string& config_fi
   return (fs::path(config_file).parent_path() / path).lexically_normal().string();
 }
 
-std::string RunGit(const std::string& args) {
-  const std::string cmd = absl::StrCat("git -C '", DSPARK_SOURCE_DIR, "' ", args, " 2>/dev/null");
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  if (!pipe) return "";
-  std::string out;
-  char buf[256];
-  while (fgets(buf, sizeof(buf), pipe.get()) != nullptr) out += buf;
-  return out;
-}
-
 nlohmann::json GitInfo() {
-  std::string sha(absl::StripAsciiWhitespace(RunGit("rev-parse HEAD")));
-  if (sha.empty()) return {{"git_sha", "unknown"}, {"git_dirty", nullptr}};
-  const bool dirty = !absl::StripAsciiWhitespace(RunGit("status --porcelain --untracked-files=no")).empty();
-  return {{"git_sha", sha}, {"git_dirty", dirty}};
+  const GitRevision rev = ReadGitRevision();
+  if (!rev.known) return {{"git_sha", "unknown"}, {"git_dirty", nullptr}};
+  return {{"git_sha", rev.sha}, {"git_dirty", rev.dirty}};
 }
 
 absl::Status WriteFile(const fs::path& path, const std::string& text) {

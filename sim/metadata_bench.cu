@@ -1,4 +1,5 @@
 #include "sim/metadata_bench.cuh"
+#include "sim/git_info.h"
 
 #include <algorithm>
 #include <chrono>
@@ -289,15 +290,6 @@ nlohmann::ordered_json FitCalibration(const std::vector<CalibrationPoint>& point
 
 namespace {
 
-std::string Shell(const std::string& cmd) {
-  std::string out;
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  if (!pipe) return out;
-  char buf[256];
-  while (fgets(buf, sizeof(buf), pipe.get()) != nullptr) out += buf;
-  return std::string(absl::StripAsciiWhitespace(out));
-}
-
 std::string ClockMhz(cudaDeviceAttr attr, int device) {
   int khz = 0;
   if (cudaDeviceGetAttribute(&khz, attr, device) != cudaSuccess || khz <= 0) {
@@ -312,8 +304,7 @@ std::string ClockMhz(cudaDeviceAttr attr, int device) {
 nlohmann::ordered_json ResultMeta(const std::string& tool, const std::string& schema, int schema_version,
                                   const std::vector<std::string>& argv, int device) {
   const timing::GpuMeta m = timing::ReadGpuMeta(device);
-  const std::string git = absl::StrCat("git -C '", DSPARK_SOURCE_DIR, "' ");
-  const std::string sha = Shell(git + "rev-parse HEAD 2>/dev/null");
+  const GitRevision rev = ReadGitRevision();
   nlohmann::ordered_json meta;
   meta["tool"] = tool;
   meta["schema"] = schema;
@@ -331,10 +322,8 @@ nlohmann::ordered_json ResultMeta(const std::string& tool, const std::string& sc
                     {"memory_peak_mhz", ClockMhz(cudaDevAttrMemoryClockRate, device)},
                     {"current", "unknown (needs NVML; not read)"},
                     {"locked", "unknown"}};
-  meta["git_sha"] = sha.empty() ? "unknown" : sha;
-  meta["git_dirty"] =
-      sha.empty() ? nlohmann::ordered_json(nullptr)
-                  : nlohmann::ordered_json(!Shell(git + "status --porcelain --untracked-files=no 2>/dev/null").empty());
+  meta["git_sha"] = rev.sha;
+  meta["git_dirty"] = rev.known ? nlohmann::ordered_json(rev.dirty) : nlohmann::ordered_json(nullptr);
   meta["date_utc"] = m.date_utc;
   return meta;
 }

@@ -1,4 +1,5 @@
 #include "sim/sweep.h"
+#include "sim/git_info.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -41,21 +42,10 @@ constexpr char kLogName[] = "sweep.jsonl";
 constexpr char kCsvName[] = "sweep.csv";
 constexpr char kMetaName[] = "sweep_meta.json";
 
-std::string RunGit(const std::string& args) {
-  const std::string cmd = absl::StrCat("git -C '", DSPARK_SOURCE_DIR, "' ", args, " 2>/dev/null");
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  if (!pipe) return "";
-  std::string out;
-  char buf[256];
-  while (fgets(buf, sizeof(buf), pipe.get()) != nullptr) out += buf;
-  return out;
-}
-
 ojson GitInfo() {
-  std::string sha(absl::StripAsciiWhitespace(RunGit("rev-parse HEAD")));
-  if (sha.empty()) return {{"git_sha", "unknown"}, {"git_dirty", nullptr}};
-  const bool dirty = !absl::StripAsciiWhitespace(RunGit("status --porcelain --untracked-files=no")).empty();
-  return {{"git_sha", sha}, {"git_dirty", dirty}};
+  const GitRevision rev = ReadGitRevision();
+  if (!rev.known) return {{"git_sha", "unknown"}, {"git_dirty", nullptr}};
+  return {{"git_sha", rev.sha}, {"git_dirty", rev.dirty}};
 }
 
 std::string UtcNow() { return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone()); }

@@ -23,9 +23,14 @@ struct IotaKernel {
   }
 };
 
-TEST(GraphMemcpyGpu, KernelNodeThenMemcpyNodeCopiesWhatTheKernelWrote) {
+class GraphMemcpyGpu : public ::testing::TestWithParam<int32_t> {};
+
+// Sizes whose byte counts are and are not multiples of a 32-byte sector.
+INSTANTIATE_TEST_SUITE_P(Sizes, GraphMemcpyGpu, ::testing::Values(1000, 1001, 261, 7));
+
+TEST_P(GraphMemcpyGpu, KernelNodeThenMemcpyNodeCopiesWhatTheKernelWrote) {
   DS_REQUIRE_GPU();
-  constexpr int32_t n = 1000;
+  const int32_t n = GetParam();
   DeviceBuffer<int32_t> src(n), dst(n);
   CudaStream stream;
   CudaGraph graph;
