@@ -66,7 +66,7 @@ po::options_description BenchOptions() {
     ("tpot-samples", po::value<int>()->default_value(4), "single-request TPOT runs per (mode, implementation), interleaved across implementations")
     ("tpot-modes", po::value<std::string>()->default_value("none,dspark,adaptive"), "comma list of none, dspark, adaptive")
     ("host-standin", po::value<std::string>()->default_value("model"), "TPOT loop host time: model (spin for the time model's scheduling and metadata host time, as a Python engine spends it) or off (only this program's real host work)")
-    ("calibration", po::value<std::string>(), "time model of the TPOT loop (forward stand-in and host terms); default workloads/calibration.json when present, else the built-in defaults")
+    ("calibration", po::value<std::string>(), "time model of the TPOT loop (forward stand-in and host terms); default workloads/calibration_h200.json when present, else the built-in defaults")
     ("full-run", po::bool_switch(), "also run a speed-8k workload with adaptive verification through the GPU executor (every step checked) and report mismatches per implementation")
     ("full-run-requests", po::value<int64_t>()->default_value(16), "requests of the --full-run workload (8192 in / 1024 out each)")
     ("full-run-concurrency", po::value<int32_t>()->default_value(16), "client concurrency of the --full-run workload")
@@ -185,7 +185,7 @@ std::string Csv(const ojson& meta, const ojson& rows, const std::vector<std::str
 
 TimeModelParams LoadTimeParams(const std::string& calibration, std::string* source, absl::Status* status) {
   std::string path = calibration;
-  const std::string bundled = absl::StrCat(DSPARK_SOURCE_DIR, "/workloads/calibration.json");
+  const std::string bundled = absl::StrCat(DSPARK_SOURCE_DIR, "/workloads/calibration_h200.json");
   if (path.empty() && fs::exists(bundled)) path = bundled;
   *source = path.empty() ? "built-in defaults (sim/time_model.cc)" : path;
   if (path.empty()) return DefaultTimeModelParams();

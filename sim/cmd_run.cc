@@ -67,7 +67,7 @@ po::options_description RunOptions() {
     ("no-cuda-graphs", po::bool_switch(), "never pad")
     ("acceptance-preset", po::value<std::string>(), "default or repeated-prompt (default: the workload's)")
     ("acceptance-curve", po::value<std::string>(), "conditional acceptance per draft position, p1,...,pK")
-    ("calibration", po::value<std::string>(), "time-model calibration JSON (default: workloads/calibration.json when present)")
+    ("calibration", po::value<std::string>(), "time-model calibration JSON (default: workloads/calibration_h200.json when present)")
     ("step-log", po::value<std::string>(), "write every step's arrays to this text file (small runs)")
     ("dump-workload", po::value<std::string>(), "also write the workload as built (generated or parsed, re-timed, truncated) to this JSONL file")
     ("steps-csv-stride", po::value<int64_t>()->default_value(1), "write every n-th step to steps.csv")
@@ -198,7 +198,7 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   const AcceptanceModel acceptance(acceptance_params, spec_k);
 
   std::string calibration = config.calibration;
-  const std::string bundled = absl::StrCat(DSPARK_SOURCE_DIR, "/workloads/calibration.json");
+  const std::string bundled = absl::StrCat(DSPARK_SOURCE_DIR, "/workloads/calibration_h200.json");
   if (calibration.empty() && fs::exists(bundled)) calibration = bundled;
   TimeModelParams time_params = DefaultTimeModelParams();
   if (!calibration.empty()) {
