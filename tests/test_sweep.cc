@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "sim/sweep.h"
+#include "tests/temp_folders.h"
 #include "sim/time_model.h"
 
 namespace dspark::sim {
@@ -28,27 +29,7 @@ absl::StatusOr<SweepConfig> Parse(std::vector<std::string> args, std::string* he
   return ParseSweepArgs(static_cast<int>(argv.size()), argv.data(), help ? help : &unused);
 }
 
-// Folders made by a test process, removed when it exits.
-struct TempFolders {
-  std::vector<fs::path> paths;
-  ~TempFolders() {
-    std::error_code ec;
-    for (const fs::path& p : paths) fs::remove_all(p, ec);
-  }
-};
-TempFolders& Folders() {
-  static TempFolders folders;
-  return folders;
-}
-
-std::string TempDir(const std::string& name) {
-  // ctest runs each test in its own process, possibly at the same time: one folder per process.
-  const fs::path p = fs::path(::testing::TempDir()) / absl::StrCat("sweep_", getpid(), "_", name);
-  fs::remove_all(p);
-  fs::create_directories(p);
-  Folders().paths.push_back(p);
-  return p.string();
-}
+std::string TempDir(const std::string& name) { return testing_util::ProcessTempDir("sweep", name, true); }
 
 TEST(SweepArgs, DefaultsAreTheSeedsGrid) {
   auto c = Parse({});

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "sim/sweep.h"
+#include "tests/temp_folders.h"
 
 namespace dspark::sim {
 namespace {
@@ -23,26 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 using ojson = nlohmann::ordered_json;
 
-// Folders made by a test process, removed when it exits.
-struct TempFolders {
-  std::vector<fs::path> paths;
-  ~TempFolders() {
-    std::error_code ec;
-    for (const fs::path& p : paths) fs::remove_all(p, ec);
-  }
-};
-TempFolders& Folders() {
-  static TempFolders folders;
-  return folders;
-}
-
-std::string TempDir(const std::string& name) {
-  // ctest runs each test in its own process, possibly at the same time: one folder per process.
-  const fs::path p = fs::path(::testing::TempDir()) / absl::StrCat("sweep_e2e_", getpid(), "_", name);
-  fs::remove_all(p);
-  Folders().paths.push_back(p);
-  return p.string();
-}
+std::string TempDir(const std::string& name) { return testing_util::ProcessTempDir("sweep_e2e", name, false); }
 
 std::string Slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

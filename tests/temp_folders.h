@@ -1,0 +1,35 @@
+// Scratch folders for tests, one set per test process (ctest runs tests in parallel processes),
+// removed when the process exits.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace dspark::testing_util {
+
+// `<gtest temp dir>/<prefix>_<pid>_<name>`, emptied; made when `create` is set.
+inline std::string ProcessTempDir(const std::string& prefix, const std::string& name, bool create) {
+  struct Folders {
+    std::vector<std::filesystem::path> paths;
+    ~Folders() {
+      std::error_code ec;
+      for (const auto& p : paths) std::filesystem::remove_all(p, ec);
+    }
+  };
+  static Folders folders;
+  const std::filesystem::path p =
+      std::filesystem::path(::testing::TempDir()) / absl::StrCat(prefix, "_", getpid(), "_", name);
+  std::filesystem::remove_all(p);
+  if (create) std::filesystem::create_directories(p);
+  folders.paths.push_back(p);
+  return p.string();
+}
+
+}  // namespace dspark::testing_util
