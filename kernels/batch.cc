@@ -1,11 +1,30 @@
 #include "kernels/batch.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_format.h"
 #include "kernels/common/hd.h"
 
 namespace dspark {
 
 int32_t CompressorRingCapacity(int32_t spec_k) { return MaxI(8, NextPow2(spec_k + 2)); }
+
+std::vector<int32_t> GraphCaptureSizes(int32_t max_num_seqs, int32_t max_num_batched_tokens, int32_t spec_k) {
+  const int32_t q = 1 + spec_k;
+  const int32_t max_size = std::min(max_num_seqs * q * 2, 512);
+  std::vector<int32_t> base = {1, 2, 4};
+  for (int32_t s = 8; s < 256; s += 8) base.push_back(s);
+  for (int32_t s = 256; s <= max_size; s += 16) base.push_back(s);
+  std::vector<int32_t> sizes;
+  for (int32_t s : base) {
+    if (s > max_size) continue;
+    const int32_t rounded = CeilDiv(s, q) * q;
+    if (rounded <= max_num_batched_tokens) sizes.push_back(rounded);
+  }
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
 
 absl::Status ValidateBatchSizes(const BatchSizes& s) {
   if (s.num_reqs < 0) return absl::InvalidArgumentError(absl::StrFormat("num_reqs=%d < 0", s.num_reqs));

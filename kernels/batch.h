@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/status.h"
 
@@ -25,6 +26,13 @@ struct ModelConsts {
 
 // Ring capacity of the ratio-2 compressor state: max(8, next_pow2(K + 2)).
 int32_t CompressorRingCapacity(int32_t spec_k);
+
+// CUDA-graph capture sizes in tokens (DESIGN.md s.3), as vLLM derives them:
+// [1, 2, 4] + range(8, 256, 8) + range(256, max + 1, 16) with
+// max = min(max_num_seqs * (1 + spec_k) * 2, 512); with speculation (spec_k > 0) every size is
+// rounded up to a multiple of 1 + spec_k; sizes above max_num_batched_tokens are dropped (no
+// batch can be that large); ascending, without repeats. spec_k = 0 means no speculation.
+std::vector<int32_t> GraphCaptureSizes(int32_t max_num_seqs, int32_t max_num_batched_tokens, int32_t spec_k);
 
 struct BatchSizes {
   int32_t num_reqs = 0;           // R: requests after padding (padded ones have query length 0)

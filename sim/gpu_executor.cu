@@ -132,7 +132,7 @@ absl::Status DeviceTopB::Verify(const TopBInputs& in, const std::vector<int32_t>
 
 GpuSuiteCapacity CapacityFor(const SchedulerConfig& c) {
   const int32_t k = c.mode == SpecMode::kNone ? 0 : c.spec_k;
-  const std::vector<int32_t> sizes = CaptureSizes(c.max_num_seqs, c.max_num_batched_tokens, k);
+  const std::vector<int32_t> sizes = GraphCaptureSizes(c.max_num_seqs, c.max_num_batched_tokens, k);
   const int32_t max_capture = sizes.empty() ? 0 : sizes.back();
   GpuSuiteCapacity cap;
   cap.max_tokens = std::max(c.max_num_batched_tokens, max_capture);

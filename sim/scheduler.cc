@@ -25,24 +25,6 @@ absl::StatusOr<SpecMode> ParseSpecMode(absl::string_view name) {
       absl::StrCat("--mode: expected none, dspark or adaptive, got '", name, "'"));
 }
 
-std::vector<int32_t> CaptureSizes(int32_t max_num_seqs, int32_t max_num_batched_tokens,
-                                  int32_t spec_k) {
-  const int32_t q = 1 + spec_k;
-  const int32_t max_size = std::min(max_num_seqs * q * 2, 512);
-  std::vector<int32_t> base = {1, 2, 4};
-  for (int32_t s = 8; s < 256; s += 8) base.push_back(s);
-  for (int32_t s = 256; s <= max_size; s += 16) base.push_back(s);
-  std::vector<int32_t> sizes;
-  for (int32_t s : base) {
-    if (s > max_size) continue;
-    const int32_t rounded = (s + q - 1) / q * q;
-    if (rounded <= max_num_batched_tokens) sizes.push_back(rounded);
-  }
-  std::sort(sizes.begin(), sizes.end());
-  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
-  return sizes;
-}
-
 int32_t AutoKvBlocks(const SchedulerConfig& c) {
   const int64_t per_req = (c.max_model_len + c.block_size - 1) / c.block_size;
   return static_cast<int32_t>(std::min<int64_t>(per_req * c.max_num_seqs + 1, 1 << 30));
@@ -59,7 +41,7 @@ Scheduler::Scheduler(const SchedulerConfig& config, const std::vector<RequestSpe
       kv_(config.num_kv_blocks > 0 ? config.num_kv_blocks : AutoKvBlocks(config),
           config.block_size),
       allocator_(config.max_num_seqs * std::max(1, config.spec_k)) {
-  capture_sizes_ = CaptureSizes(config_.max_num_seqs, config_.max_num_batched_tokens, k_);
+  capture_sizes_ = GraphCaptureSizes(config_.max_num_seqs, config_.max_num_batched_tokens, k_);
   max_capture_ = capture_sizes_.empty() ? 0 : capture_sizes_.back();
   bt_width_ = (config_.max_model_len + config_.block_size - 1) / config_.block_size;
   Rng jitter(seed, RngStream::kRequestJitter);

@@ -80,13 +80,6 @@ struct SchedulerConfig {
   Impl cost_impl = Impl::kFused;         // implementation the adaptive cost function assumes
 };
 
-// Capture sizes of DESIGN.md section 3: [1, 2, 4] + range(8, 256, 8) + range(256, max + 1, 16)
-// with max = min(max_num_seqs * q * 2, 512), where q = 1 + K with speculation (0 without),
-// every size rounded up to a multiple of q; sizes above max_num_batched_tokens dropped;
-// sorted, without repeats.
-std::vector<int32_t> CaptureSizes(int32_t max_num_seqs, int32_t max_num_batched_tokens,
-                                  int32_t spec_k);
-
 // Auto KV pool: room for max_num_seqs requests of max_model_len tokens, plus the null block.
 int32_t AutoKvBlocks(const SchedulerConfig& config);
 

@@ -19,7 +19,7 @@ namespace {
 
 TEST(CaptureSizes, WithoutSpeculation) {
   // max = min(256 * 1 * 2, 512) = 512.
-  const std::vector<int32_t> s = CaptureSizes(256, 16384, 0);
+  const std::vector<int32_t> s = GraphCaptureSizes(256, 16384, 0);
   EXPECT_EQ(s.front(), 1);
   EXPECT_EQ(s[3], 8);
   EXPECT_EQ(s.back(), 512);
@@ -30,7 +30,7 @@ TEST(CaptureSizes, WithoutSpeculation) {
 }
 
 TEST(CaptureSizes, SpeculationRoundsUpToMultiplesOfOnePlusK) {
-  const std::vector<int32_t> s = CaptureSizes(256, 16384, 5);
+  const std::vector<int32_t> s = GraphCaptureSizes(256, 16384, 5);
   for (int32_t v : s) EXPECT_EQ(v % 6, 0) << v;
   EXPECT_EQ(std::vector<int32_t>(s.begin(), s.begin() + 8),
             (std::vector<int32_t>{6, 12, 18, 24, 36, 42, 48, 60}));
@@ -41,8 +41,8 @@ TEST(CaptureSizes, SpeculationRoundsUpToMultiplesOfOnePlusK) {
 
 TEST(CaptureSizes, SmallLimits) {
   // max = min(2 * 6 * 2, 512) = 24; then capped at 20 batched tokens.
-  EXPECT_EQ(CaptureSizes(2, 20, 5), (std::vector<int32_t>{6, 12, 18}));
-  EXPECT_EQ(CaptureSizes(3, 100, 0), (std::vector<int32_t>{1, 2, 4}));
+  EXPECT_EQ(GraphCaptureSizes(2, 20, 5), (std::vector<int32_t>{6, 12, 18}));
+  EXPECT_EQ(GraphCaptureSizes(3, 100, 0), (std::vector<int32_t>{1, 2, 4}));
 }
 
 struct InvariantParam {

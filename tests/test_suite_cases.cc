@@ -154,21 +154,22 @@ TEST(SeedCaseNames, RoundTrip) {
 }
 
 TEST(CaptureSizesTest, PlainAndSpeculative) {
-  const std::vector<int32_t> plain = CaptureSizes(256, 5, false, 8192);
+  const std::vector<int32_t> plain = GraphCaptureSizes(256, 8192, 0);
   ASSERT_GE(plain.size(), 4u);
   EXPECT_EQ(std::vector<int32_t>(plain.begin(), plain.begin() + 4), (std::vector<int32_t>{1, 2, 4, 8}));
-  EXPECT_EQ(plain.back(), 512);  // min(256 * 6 * 2, 512)
+  EXPECT_EQ(plain.back(), 512);  // min(256 * 1 * 2, 512)
   EXPECT_TRUE(std::binary_search(plain.begin(), plain.end(), 248));
   EXPECT_TRUE(std::binary_search(plain.begin(), plain.end(), 272));
   EXPECT_FALSE(std::binary_search(plain.begin(), plain.end(), 264));
-  const std::vector<int32_t> spec = CaptureSizes(256, 5, true, 8192);
+  const std::vector<int32_t> spec = GraphCaptureSizes(256, 8192, 5);
   for (int32_t s : spec) EXPECT_EQ(s % 6, 0) << s;
   EXPECT_EQ(spec.front(), 6);
   EXPECT_TRUE(std::is_sorted(spec.begin(), spec.end()));
   EXPECT_EQ(std::adjacent_find(spec.begin(), spec.end()), spec.end()) << "no duplicates";
   // Small engines and small budgets cap the sizes.
-  EXPECT_EQ(CaptureSizes(2, 5, false, 8192).back(), 24);
-  EXPECT_EQ(CaptureSizes(256, 5, false, 100).back(), 96);
+  EXPECT_EQ(GraphCaptureSizes(2, 8192, 0).back(), 4);    // min(2 * 1 * 2, 512)
+  EXPECT_EQ(GraphCaptureSizes(2, 8192, 5).back(), 24);   // min(2 * 6 * 2, 512)
+  EXPECT_EQ(GraphCaptureSizes(256, 100, 0).back(), 96);
 
   EXPECT_EQ(PaddedTokenCount(16, plain), 16);
   EXPECT_EQ(PaddedTokenCount(13, plain), 16);

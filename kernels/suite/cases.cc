@@ -121,20 +121,6 @@ absl::StatusOr<SeedCase> ParseSeedCase(std::string_view name) {
 bool SeedCaseHostStale(SeedCase c) { return Info(c).stale; }
 bool SeedCaseSpeculative(SeedCase c) { return Info(c).speculative; }
 
-std::vector<int32_t> CaptureSizes(int32_t max_num_seqs, int32_t spec_k, bool speculative,
-                                  int32_t max_num_batched_tokens) {
-  const int32_t top = std::min({max_num_seqs * (1 + spec_k) * 2, 512, max_num_batched_tokens});
-  std::vector<int32_t> sizes = {1, 2, 4};
-  for (int32_t s = 8; s < 256; s += 8) sizes.push_back(s);
-  for (int32_t s = 256; s <= top; s += 16) sizes.push_back(s);
-  sizes.erase(std::remove_if(sizes.begin(), sizes.end(), [&](int32_t s) { return s > top; }), sizes.end());
-  if (speculative)
-    for (int32_t& s : sizes) s = CeilDiv(s, 1 + spec_k) * (1 + spec_k);
-  std::sort(sizes.begin(), sizes.end());
-  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
-  return sizes;
-}
-
 int32_t PaddedTokenCount(int32_t tokens, const std::vector<int32_t>& capture_sizes) {
   const auto it = std::lower_bound(capture_sizes.begin(), capture_sizes.end(), tokens);
   return it == capture_sizes.end() ? tokens : *it;
@@ -280,7 +266,7 @@ absl::StatusOr<CaseBatch> MakeSeedCase(SeedCase c, const CaseOptions& o) {
   z.num_decodes = decode_only ? R : real_decodes;
   z.num_tokens =
       o.pad_to_capture_size && M > 0
-          ? PaddedTokenCount(M, CaptureSizes(o.max_num_seqs, K, SeedCaseSpeculative(c), o.max_num_batched_tokens))
+          ? PaddedTokenCount(M, GraphCaptureSizes(o.max_num_seqs, o.max_num_batched_tokens, SeedCaseSpeculative(c) ? K : 0))
           : M;
   z.num_decode_tokens = decode_only ? z.num_tokens : b.qsl[z.num_decodes];
   z.capacity = o.capacity > 0 ? o.capacity : std::max({z.num_tokens, R, budget});

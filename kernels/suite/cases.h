@@ -96,11 +96,7 @@ struct CaseBatch {
 
 absl::StatusOr<CaseBatch> MakeSeedCase(SeedCase c, const CaseOptions& options);
 
-// CUDA-graph capture sizes (DESIGN.md s.3): [1, 2, 4] + range(8, 256, 8) + range(256, max + 1, 16)
-// with max = min(max_num_seqs * (1 + K) * 2, 512) capped at max_num_batched_tokens; with
-// speculation each rounded up to a multiple of 1 + K (duplicates dropped). Ascending.
-std::vector<int32_t> CaptureSizes(int32_t max_num_seqs, int32_t spec_k, bool speculative,
-                                  int32_t max_num_batched_tokens);
+// CUDA-graph capture sizes: GraphCaptureSizes in kernels/batch.h.
 // The smallest capture size >= tokens, or `tokens` when none is (an eager step).
 int32_t PaddedTokenCount(int32_t tokens, const std::vector<int32_t>& capture_sizes);
 
