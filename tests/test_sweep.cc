@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "sim/sweep.h"
+#include "tests/sweep_test_util.h"
 #include "tests/temp_folders.h"
 #include "sim/time_model.h"
 
@@ -29,7 +30,7 @@ absl::StatusOr<SweepConfig> Parse(std::vector<std::string> args, std::string* he
   return ParseSweepArgs(static_cast<int>(argv.size()), argv.data(), help ? help : &unused);
 }
 
-std::string TempDir(const std::string& name) { return testing_util::ProcessTempDir("sweep", name, true); }
+std::string TempDir(const std::string& name) { return ::dspark::testing_util::ProcessTempDir("sweep", name, true); }
 
 TEST(SweepArgs, DefaultsAreTheSeedsGrid) {
   auto c = Parse({});
@@ -132,19 +133,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadArgs{"MaxPointsZero", {"--max-points", "0"}, "--max-points: expected >= 1"}),
     [](const ::testing::TestParamInfo<BadArgs>& info) { return info.param.name; });
 
-SweepConfig Tiny(const std::string& out) {
-  SweepConfig c;
-  c.workloads = {"batch1-512"};
-  c.concurrency = {1, 2};
-  c.batch_sizes = {2, 2000};
-  c.num_requests = {2};
-  c.modes = {SpecMode::kNone, SpecMode::kAdaptive};
-  c.impls = {Impl::kChain, Impl::kFused};
-  c.run_args = {"--no-check"};
-  c.out_dir = out;
-  c.progress = ProgressStyle::kNone;
-  return c;
-}
+SweepConfig Tiny(const std::string& out) { return ::dspark::testing_util::TinySweep(out); }
 
 TEST(SweepPlan, GridOrderAutoRequestsAndInvalidCombinations) {
   SweepConfig c = Tiny("/tmp/unused");

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "sim/sweep.h"
+#include "tests/sweep_test_util.h"
 #include "tests/temp_folders.h"
 
 namespace dspark::sim {
@@ -24,7 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 using ojson = nlohmann::ordered_json;
 
-std::string TempDir(const std::string& name) { return testing_util::ProcessTempDir("sweep_e2e", name, false); }
+std::string TempDir(const std::string& name) { return ::dspark::testing_util::ProcessTempDir("sweep_e2e", name, false); }
 
 std::string Slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -33,21 +34,7 @@ std::string Slurp(const fs::path& p) {
   return s.str();
 }
 
-// 2 batch sizes x 2 concurrencies x 2 modes x 2 impls = 16 points; adaptive at batch 2000 is
-// invalid (4 points skipped), so 12 run.
-SweepConfig Tiny(const std::string& out) {
-  SweepConfig c;
-  c.workloads = {"batch1-512"};
-  c.concurrency = {1, 2};
-  c.batch_sizes = {2, 2000};
-  c.num_requests = {2};
-  c.modes = {SpecMode::kNone, SpecMode::kAdaptive};
-  c.impls = {Impl::kChain, Impl::kFused};
-  c.run_args = {"--no-check"};
-  c.out_dir = out;
-  c.progress = ProgressStyle::kNone;
-  return c;
-}
+SweepConfig Tiny(const std::string& out) { return ::dspark::testing_util::TinySweep(out); }
 constexpr int kTinyPoints = 16, kTinySkipped = 4;
 
 std::vector<ojson> RawRows(const std::string& dir) {
