@@ -1,8 +1,6 @@
 #include "sim/sweep.h"
 #include "sim/git_info.h"
 
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -23,6 +21,7 @@
 #include "absl/time/time.h"
 #include "kernels/common/status_macros.h"
 #include "sim/generators.h"
+#include "sim/result_files.h"
 #include "sim/time_model.h"
 
 namespace dspark::sim {
@@ -64,43 +63,6 @@ std::string SlugSafe(const std::string& text) {
   std::string out;
   for (char c : text) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.') ? c : '_';
   return out.empty() ? "_" : out;
-}
-
-absl::Status WriteFileAtomically(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write '", tmp.string(), "'"));
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot rename '", tmp.string(), "' to '",
-                                                          path.string(), "': ", ec.message()));
-  return absl::OkStatus();
-}
-
-// One complete line per call, flushed to disk before returning: a kill after this returns
-// cannot lose the row, and a kill during it leaves at most one cut line at the end.
-absl::Status AppendLine(const fs::path& path, const std::string& line) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return absl::PermissionDeniedError(absl::StrCat("cannot open '", path.string(), "' for appending"));
-  const std::string text = line + "\n";
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      ::close(fd);
-      return absl::DataLossError(absl::StrCat("write to '", path.string(), "' failed"));
-    }
-    done += static_cast<size_t>(n);
-  }
-  const bool synced = ::fsync(fd) == 0;
-  ::close(fd);
-  if (!synced) return absl::DataLossError(absl::StrCat("fsync of '", path.string(), "' failed"));
-  return absl::OkStatus();
 }
 
 absl::Status TruncateFile(const fs::path& path, int64_t bytes) {
@@ -643,7 +605,7 @@ absl::StatusOr<SweepOutcome> RunSweep(const SweepConfig& config, std::FILE* prog
       continue;
     }
     if (!p.skip_reason.empty()) {
-      DS_RETURN_IF_ERROR(AppendLine(log_path, MakeSkippedRow(p, config).dump()));
+      DS_RETURN_IF_ERROR(AppendLineDurably(log_path, MakeSkippedRow(p, config).dump()));
       ++outcome.skipped_invalid;
       progress.Note(absl::StrCat("sweep: skipping ", p.id, ": ", p.skip_reason));
       continue;
@@ -668,7 +630,7 @@ absl::StatusOr<SweepOutcome> RunSweep(const SweepConfig& config, std::FILE* prog
     const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const ojson row = result.ok() ? MakeOkRow(*p, config, *result, wall_s)
                                   : MakeFailedRow(*p, config, result.status(), wall_s);
-    DS_RETURN_IF_ERROR(AppendLine(log_path, row.dump()));
+    DS_RETURN_IF_ERROR(AppendLineDurably(log_path, row.dump()));
     ++outcome.ran;
     if (!result.ok()) {
       ++outcome.failed;
