@@ -1,7 +1,6 @@
 #include "sim/sweep.h"
 #include "sim/git_info.h"
 
-
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
