@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# There (on the H200 machine): every GPU test, compute-sanitizer (memcheck, racecheck, initcheck)
-# on the GPU tests, then the benchmarks. Logs go to $OUT (or ./gpu-out). Usage:
+# There (on the H200 machine): every GPU test, compute-sanitizer (scripts/gpu-sanitize.sh:
+# memcheck, racecheck, initcheck, synccheck), then the benchmarks. Logs go to $OUT (or ./gpu-out). Usage:
 #   scripts/gpu-run.sh [tests|sanitize|bench|all]...
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -16,13 +16,8 @@ if want tests; then
   [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 fi
 if want sanitize; then
-  for tool in memcheck racecheck initcheck; do
-    echo "== compute-sanitizer $tool"
-    timeout "${SANITIZER_TIMEOUT:-150}" compute-sanitizer --tool "$tool" --error-exitcode 9 build-gpu/dspark_tests --gtest_filter='*Gpu*' --gtest_brief=1 \
-      > "$out/sanitize-$tool.log" 2>&1; s=$?
-    grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$out/sanitize-$tool.log" | tail -4
-    [ $s -eq 0 ] || { rc=1; echo "sanitizer $tool exit $s"; }
-  done
+  echo "== compute-sanitizer (scripts/gpu-sanitize.sh)"
+  OUT="$out" scripts/gpu-sanitize.sh || rc=1
 fi
 if want microbench; then
   echo "== microbench"; build-gpu/dspark-sim microbench --json "$out/microbench.json" 2>&1 | tee "$out/microbench.txt" || rc=1

@@ -30,16 +30,6 @@ const char* IdxImplName(IdxImpl i) { return i == IdxImpl::kChain ? "chain" : "fu
 // lands; the tests' work runs on a non-blocking stream that does not order behind it.
 void SettleUploads() { CUDA_CHECK(cudaDeviceSynchronize()); }
 
-struct GpuEnv {
-  CudaStream stream;
-  DeviceBuffer<uint8_t> scratch{size_t{16} << 20};
-  PinnedBuffer<uint8_t> staging{size_t{4} << 20};
-  GpuBackend Backend() {
-    return GpuBackend(stream.get(), scratch.get(), scratch.size(), staging.get(), staging.size());
-  }
-  void Sync() { CUDA_CHECK(cudaStreamSynchronize(stream.get())); }
-};
-
 std::vector<int32_t> Iota(int32_t n) {
   std::vector<int32_t> v(n);
   std::iota(v.begin(), v.end(), 0);
@@ -234,6 +224,7 @@ std::vector<IndexerImages> CaptureAndReplay(IdxImpl impl, const IndexerCase& c,
   GpuEnv env;
   GpuBackend be = env.Backend();
   GpuIndexer g(c);
+  WarmUpBeforeCapture(env, be, [&] { return RunIndexer(impl, be, g.Args(c)); });
   g.Upload(before);
   CudaGraph graph;
   graph.BeginCapture(env.stream.get());

@@ -36,17 +36,6 @@ TEST(TokenMapGpu, FusedMatchesReferenceOnSeedCase) {
 // lands; the tests' work runs on a non-blocking stream that does not order behind it.
 void SettleUploads() { CUDA_CHECK(cudaDeviceSynchronize()); }
 
-// A non-default stream with the backend's scratch arena and pinned staging.
-struct GpuEnv {
-  CudaStream stream;
-  DeviceBuffer<uint8_t> scratch{size_t{16} << 20};
-  PinnedBuffer<uint8_t> staging{size_t{4} << 20};
-  GpuBackend Backend() {
-    return GpuBackend(stream.get(), scratch.get(), scratch.size(), staging.get(), staging.size());
-  }
-  void Sync() { CUDA_CHECK(cudaStreamSynchronize(stream.get())); }
-};
-
 enum class MapImpl { kHost, kDeviceChain, kFused };
 constexpr MapImpl kMapImpls[] = {MapImpl::kHost, MapImpl::kDeviceChain, MapImpl::kFused};
 
@@ -214,6 +203,8 @@ ReplayResult CaptureRewriteReplay(MapImpl impl, const MappingCase& c) {
   GpuEnv env;
   GpuBackend be = env.Backend();
   GpuMapping m(c);
+  WarmUpBeforeCapture(env, be, [&] { return RunMapping(impl, be, m.Args(c)).status(); });
+  m.Poison(c);
   CudaGraph graph;
   graph.BeginCapture(env.stream.get());
   const auto r = RunMapping(impl, be, m.Args(c));
