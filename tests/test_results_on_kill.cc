@@ -300,7 +300,8 @@ TEST(ResultsOnKill, SweepKilledAtRandomMomentsResumesToTheUninterruptedResults) 
   constexpr int kKills = 10;
   Snapshot previous;
   std::string previous_when = "the start";
-  int landed = 0, cut_tails = 0, temporaries_seen = 0, invocation = 0, injected_at = -1;
+  int landed = 0, cut_tails = 0, temporaries_seen = 0, invocation = 0, injected_at = -1,
+      resumes_checked = 0;
   bool finished = false;
   for (; invocation < 40 && !finished; ++invocation) {
     std::vector<std::string> args = TinySweepArgs(dir.string());
@@ -346,9 +347,11 @@ TEST(ResultsOnKill, SweepKilledAtRandomMomentsResumesToTheUninterruptedResults) 
         << when << ": rows recorded before " << previous_when << " were changed or lost";
     EXPECT_GE(snap.log.rows.size(), previous.log.rows.size()) << when;
     const int64_t resumed = ResumedCount(out_text);
-    if (resumed >= 0)
+    if (resumed >= 0) {
       EXPECT_EQ(resumed, static_cast<int64_t>(DoneIds(previous.log.rows).size()))
           << when << ": the resume did not take every recorded point as done";
+      ++resumes_checked;
+    }
     EXPECT_LE(snap.unrecorded_point_folders, 1) << when << ": more than the point in flight has no row";
     std::map<std::string, int> times;
     for (const ojson& row : snap.log.rows) ++times[row["point_id"].get<std::string>()];
@@ -364,9 +367,11 @@ TEST(ResultsOnKill, SweepKilledAtRandomMomentsResumesToTheUninterruptedResults) 
     }
   }
   ASSERT_TRUE(finished) << "the sweep never finished";
-  std::printf("[ kill test ] %d kills landed, %d invocations, %d cut last lines from kills (1 more left by the test), "
-              "%d temporaries seen at kills\n", landed, invocation, cut_tails, temporaries_seen);
+  std::printf("[ kill test ] %d kills landed, %d invocations (%d reported what they resumed), %d cut last lines "
+              "from kills (1 more left by the test), %d temporaries seen at kills\n",
+              landed, invocation, resumes_checked, cut_tails, temporaries_seen);
   EXPECT_GE(landed, kKills / 2) << "too few kills landed while the sweep ran to test anything";
+  EXPECT_GE(resumes_checked, 1) << "no resume printed how many points it found done";
   ASSERT_GE(injected_at, 0);
   bool dropped = false;
   for (int i = injected_at + 1; i < invocation; ++i)
