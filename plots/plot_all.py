@@ -11,6 +11,7 @@ See plots/README.md for the inputs and the plots.
 """
 
 import argparse
+import contextlib
 import math
 import os
 import sys
@@ -55,6 +56,21 @@ def impl_color(impl):
     return IMPL_COLORS.get(impl, "#7f8c8d")
 
 
+@contextlib.contextmanager
+def replaced_whole(path):
+    """Yields a temporary name beside `path` to write; on success it replaces `path` in one
+    rename, so a reader (or a kill) never finds a half-written file under the final name."""
+    tmp = f"{path}.tmp.{os.getpid()}"
+    try:
+        yield tmp
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
 class Output:
     """Collects what was written and what was skipped, and why."""
 
@@ -67,15 +83,17 @@ class Output:
     def save(self, fig, stem):
         for ext in ("png", "svg"):
             path = os.path.join(self.out_dir, f"{stem}.{ext}")
-            fig.savefig(path, metadata={"Date": None} if ext == "svg" else {"Software": None},
-                        bbox_inches="tight")
+            with replaced_whole(path) as tmp:
+                fig.savefig(tmp, format=ext, metadata={"Date": None} if ext == "svg" else {"Software": None},
+                            bbox_inches="tight")
             self.written.append(path)
         plt.close(fig)
 
     def text(self, name, content):
         path = os.path.join(self.out_dir, name)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(content)
+        with replaced_whole(path) as tmp:
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(content)
         self.written.append(path)
 
     def skip(self, what, why):

@@ -164,5 +164,36 @@ class InputsTest(PlotTestCase):
         self.assertNotEqual(run_plot_all(os.path.join(self.tmp, "absent")).returncode, 0)
 
 
+class AtomicWriteTest(PlotTestCase):
+    """Outputs are written beside their final name and renamed over it: never seen half-written."""
+
+    def setUp(self):
+        super().setUp()
+        sys.path.insert(0, HERE)
+        import plot_all  # noqa: E402
+        self.plot_all = plot_all
+
+    def test_a_write_replaces_the_file_and_leaves_no_temporary(self):
+        out = self.plot_all.Output(os.path.join(self.tmp, "out"))
+        out.text("t.md", "old\n")
+        out.text("t.md", "new\n")
+        with open(os.path.join(out.out_dir, "t.md"), encoding="utf-8") as f:
+            self.assertEqual(f.read(), "new\n")
+        self.assertEqual(os.listdir(out.out_dir), ["t.md"])
+
+    def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(self):
+        path = os.path.join(self.tmp, "t.md")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("old\n")
+        with self.assertRaises(RuntimeError):
+            with self.plot_all.replaced_whole(path) as tmp:
+                with open(tmp, "w", encoding="utf-8") as f:
+                    f.write("half")
+                raise RuntimeError("killed mid-write")
+        with open(path, encoding="utf-8") as f:
+            self.assertEqual(f.read(), "old\n")
+        self.assertEqual(os.listdir(self.tmp), ["t.md"])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -10,6 +10,7 @@ Only the GPU machine has torch and triton; this script is not part of CI.
 import argparse
 import datetime
 import json
+import os
 import statistics
 
 import torch
@@ -156,8 +157,13 @@ def main():
         r = results[name]
         print(f"| {name} | {r['median_us']:.2f} | {r['p10_us']:.2f} | {r['p90_us']:.2f} | {results['floor']['median_us']:.2f} |")
     if args.json:
-        with open(args.json, "w") as f:
+        # Written beside the target and renamed over it: a kill never leaves a cut JSON file.
+        tmp = f"{args.json}.tmp.{os.getpid()}"
+        with open(tmp, "w") as f:
             json.dump({"meta": meta, "results": results}, f, indent=2)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, args.json)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -29,6 +28,7 @@
 #include "sim/gpu_executor.cuh"
 #include "sim/gpu_timing.cuh"
 #include "sim/metadata_bench.cuh"
+#include "sim/result_files.h"
 #include "sim/time_model.h"
 #include "sim/tpot_loop.cuh"
 #include "sim/workload.h"
@@ -151,14 +151,6 @@ namespace {
 std::string Md(double v, int digits = 2) { return absl::StrFormat("%.*f", digits, v); }
 
 std::string ImplKeyStr(Impl impl) { return std::string(ImplName(impl)); }
-
-absl::Status WriteText(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write '", path.string(), "'"));
-  return absl::OkStatus();
-}
 
 std::string CsvCell(const ojson& v) {
   if (v.is_null()) return "";
@@ -761,16 +753,16 @@ absl::StatusOr<BenchOutcome> RunBench(const BenchConfig& cfg) {
   j["warnings"] = res.warnings;
 
   const fs::path out(cfg.out_dir);
-  DS_RETURN_IF_ERROR(WriteText(out / "bench.json", j.dump(2) + "\n"));
+  DS_RETURN_IF_ERROR(WriteFileAtomically(out / "bench.json", j.dump(2) + "\n"));
   if (cfg.metadata)
-    DS_RETURN_IF_ERROR(WriteText(
+    DS_RETURN_IF_ERROR(WriteFileAtomically(
         out / "bench_metadata.csv",
         Csv(j["meta"], j["metadata"],
             {"case", "impl", "method", "gpu_us_median", "gpu_us_p10", "gpu_us_p90", "samples", "launches",
              "speedup_vs_chain", "floor_us", "ratio_vs_floor", "host_us_median", "stale_host", "padding_residue",
              "bug", "graph_timing_only", "num_reqs", "num_tokens"})));
   if (cfg.tpot)
-    DS_RETURN_IF_ERROR(WriteText(
+    DS_RETURN_IF_ERROR(WriteFileAtomically(
         out / "bench_tpot.csv",
         Csv(j["meta"], j["tpot"],
             {"mode", "impl", "tpot_ms", "ttft_ms", "itl_ms", "output_tok_s", "samples", "tpot_ms_p10", "tpot_ms_p90",

@@ -20,7 +20,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -35,6 +34,7 @@
 #include "kernels/common/status_macros.h"
 #include "sim/cli_registry.h"
 #include "sim/metadata_bench.cuh"
+#include "sim/result_files.h"
 #include "sim/time_model.h"
 
 namespace dspark::sim {
@@ -233,12 +233,8 @@ absl::Status Calibrate(const CalibrateConfig& cfg) {
     std::error_code ec;
     fs::create_directories(path.parent_path(), ec);
   }
-  {
-    std::ofstream f(cfg.out, std::ios::binary);
-    f << doc.dump(2) << "\n";
-    f.close();
-    if (!f) return absl::PermissionDeniedError(absl::StrCat("--out: cannot write '", cfg.out, "'"));
-  }
+  if (absl::Status s = WriteFileAtomically(cfg.out, doc.dump(2) + "\n"); !s.ok())
+    return absl::Status(s.code(), absl::StrCat("--out: ", s.message()));
   // The file must be what the CPU time model accepts.
   auto loaded = LoadCalibration(cfg.out);
   if (!loaded.ok())

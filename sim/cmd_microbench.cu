@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
-#include <fstream>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -30,6 +29,7 @@
 #include "sim/cli_registry.h"
 #include "sim/gpu_timing.cuh"
 #include "sim/git_info.h"
+#include "sim/result_files.h"
 
 namespace dspark {
 namespace {
@@ -537,12 +537,10 @@ int RunMicrobench(int argc, char** argv) {
               "expected findings for host-reading / chain rows, BUG is not.\n");
 
   if (!cfg.json_path.empty()) {
-    std::ofstream f(cfg.json_path);
-    if (!f) {
-      std::fprintf(stderr, "dspark-sim microbench: cannot write --json %s\n", cfg.json_path.c_str());
+    if (absl::Status s = sim::WriteFileAtomically(cfg.json_path, out.dump(2) + "\n"); !s.ok()) {
+      std::fprintf(stderr, "dspark-sim microbench: --json: %s\n", std::string(s.message()).c_str());
       return 1;
     }
-    f << out.dump(2) << "\n";
     std::printf("wrote %s\n", cfg.json_path.c_str());
   }
   if (any_bug) {

@@ -22,6 +22,7 @@
 #include "sim/cli_registry.h"
 #include "sim/engine.h"
 #include "sim/metrics.h"
+#include "sim/result_files.h"
 #include "sim/step_log.h"
 #include "sim/time_model.h"
 #include "sim/workload.h"
@@ -85,14 +86,6 @@ nlohmann::json GitInfo() {
   const GitRevision rev = ReadGitRevision();
   if (!rev.known) return {{"git_sha", "unknown"}, {"git_dirty", nullptr}};
   return {{"git_sha", rev.sha}, {"git_dirty", rev.dirty}};
-}
-
-absl::Status WriteFile(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write '", path.string(), "'"));
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -186,7 +179,7 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   DS_RETURN_IF_ERROR(config.Validate());
   DS_ASSIGN_OR_RETURN(Workload workload, BuildWorkload(config));
   if (!config.dump_workload.empty())
-    DS_RETURN_IF_ERROR(WriteFile(config.dump_workload, ToJsonl(workload.requests)));
+    DS_RETURN_IF_ERROR(WriteFileAtomically(config.dump_workload, ToJsonl(workload.requests)));
 
   const int spec_k = config.scheduler.spec_k;
   DS_ASSIGN_OR_RETURN(AcceptanceParams acceptance_params,
@@ -276,15 +269,19 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   fs::create_directories(config.out_dir, ec);
   if (ec) return absl::PermissionDeniedError(absl::StrCat("--out: cannot create '", config.out_dir, "': ", ec.message()));
   const fs::path out(config.out_dir);
-  DS_RETURN_IF_ERROR(WriteFile(out / "summary.json", s.dump(2) + "\n"));
-  DS_RETURN_IF_ERROR(WriteFile(out / "steps.csv", metrics.StepsCsv(config.steps_csv_stride)));
-  DS_RETURN_IF_ERROR(WriteFile(out / "requests.csv", metrics.RequestsCsv()));
+  // Temporary files of an earlier run into this folder that was killed while writing.
+  DS_RETURN_IF_ERROR(RemoveStaleTempFiles(out).status());
+  // Each file appears whole or not at all; summary.json goes last, so a folder that has it holds
+  // the other files of the same run (unless an older run's summary.json was there before).
+  DS_RETURN_IF_ERROR(WriteFileAtomically(out / "steps.csv", metrics.StepsCsv(config.steps_csv_stride)));
+  DS_RETURN_IF_ERROR(WriteFileAtomically(out / "requests.csv", metrics.RequestsCsv()));
   const nlohmann::json perf = {{"wall_s", wall_s},
                                {"steps", engine.steps()},
                                {"steps_per_s", wall_s > 0 ? engine.steps() / wall_s : 0.0},
                                {"metadata_check", config.check && !extra.empty()}};
-  DS_RETURN_IF_ERROR(WriteFile(out / "perf.json", perf.dump(2) + "\n"));
-  if (step_log) DS_RETURN_IF_ERROR(WriteFile(config.step_log, step_log->text()));
+  DS_RETURN_IF_ERROR(WriteFileAtomically(out / "perf.json", perf.dump(2) + "\n"));
+  if (step_log) DS_RETURN_IF_ERROR(WriteFileAtomically(config.step_log, step_log->text()));
+  DS_RETURN_IF_ERROR(WriteFileAtomically(out / "summary.json", s.dump(2) + "\n"));
   return result;
 }
 

@@ -9,7 +9,6 @@
 
 #include <array>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -19,6 +18,7 @@
 #include "kernels/suite/cases.h"
 #include "kernels/suite/suite.h"
 #include "sim/cli_registry.h"
+#include "sim/result_files.h"
 
 namespace dspark {
 namespace {
@@ -166,12 +166,10 @@ int VerifyCommand(int argc, char** argv) {
   for (const std::string& b : bugs) std::fprintf(stderr, "BUG: %s\n", b.c_str());
   if (vm.count("json")) {
     j["meta"] = {{"command", "verify"}, {"schema_version", 1}, {"seeds", cfg.seeds}, {"first_seed", cfg.seed}};
-    std::ofstream f(vm["json"].as<std::string>());
-    if (!f) {
-      std::fprintf(stderr, "dspark-sim verify: cannot write %s\n", vm["json"].as<std::string>().c_str());
+    if (absl::Status s = sim::WriteFileAtomically(vm["json"].as<std::string>(), j.dump(2) + "\n"); !s.ok()) {
+      std::fprintf(stderr, "dspark-sim verify: --json: %s\n", std::string(s.message()).c_str());
       return 2;
     }
-    f << j.dump(2) << "\n";
   }
   return total_bugs > 0 ? 1 : 0;
 }

@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <utility>
 
@@ -16,6 +15,7 @@
 #include "kernels/topb_alloc.cuh"
 #include "sim/config.h"
 #include "sim/gpu_timing.cuh"
+#include "sim/result_files.h"
 #include "sim/step_observer.h"
 #include "sim/time_model.h"
 
@@ -479,10 +479,8 @@ class GpuExecutorObserver final : public StepObserver {
     std::error_code ec;
     std::filesystem::create_directories(out_dir_, ec);
     const std::string path = (std::filesystem::path(out_dir_) / "gpu_steps.csv").string();
-    std::ofstream f(path, std::ios::binary);
-    f << executor_->StepsCsv();
-    f.close();
-    if (!f) return absl::PermissionDeniedError(absl::StrCat("gpu executor: cannot write '", path, "'"));
+    if (absl::Status s = WriteFileAtomically(path, executor_->StepsCsv()); !s.ok())
+      return absl::Status(s.code(), absl::StrCat("gpu executor: ", s.message()));
     (*section)["steps_csv"] = "gpu_steps.csv";
     return absl::OkStatus();
   }

@@ -12,6 +12,8 @@
 #include <set>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -273,6 +275,24 @@ absl::StatusOr<ojson> ReadJsonFile(const fs::path& path) {
 // every point; anything else (e.g. a metadata check that found a bug) is that point's result.
 bool IsInputError(const absl::Status& s) {
   return absl::IsInvalidArgument(s) || absl::IsNotFound(s) || absl::IsPermissionDenied(s);
+}
+
+// Copies the folder `from` to `to` through a temporary folder beside `to`, so a kill leaves `to`
+// absent or whole, never with a file cut short.
+absl::Status CopyFolderWhole(const fs::path& from, const fs::path& to) {
+  const fs::path tmp = AtomicTempPath(to, static_cast<long>(::getpid()));
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  if (!ec) fs::copy(from, tmp, fs::copy_options::recursive, ec);
+  if (!ec) fs::remove_all(to, ec);
+  if (!ec) fs::rename(tmp, to, ec);
+  if (ec) {
+    std::error_code cleanup;
+    fs::remove_all(tmp, cleanup);
+    return absl::Status(absl::ErrnoToStatusCode(ec.value()), absl::StrCat("cannot copy '", from.string(), "' to '",
+                                                                          to.string(), "': ", ec.message()));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status WriteCsvFromLog(const fs::path& dir) {
@@ -540,6 +560,8 @@ absl::StatusOr<SweepOutcome> RunSweep(const SweepConfig& config, std::FILE* prog
   fs::create_directories(out / "points", ec);
   if (ec) return absl::PermissionDeniedError(absl::StrCat("--out: cannot create '", out.string(), "': ", ec.message()));
   const fs::path log_path = out / kLogName;
+  // Temporary files of writers killed with an earlier invocation; never under a final name.
+  for (const fs::path& dir : {out, out / "points"}) DS_RETURN_IF_ERROR(RemoveStaleTempFiles(dir).status());
 
   DS_ASSIGN_OR_RETURN(SweepLog log, ReadSweepLog(log_path.string()));
   std::error_code size_ec;
@@ -624,6 +646,12 @@ absl::StatusOr<SweepOutcome> RunSweep(const SweepConfig& config, std::FILE* prog
       break;
     }
     run_progress.Starting(*p);
+    // A point with no row may have left some of its files when a kill stopped it: its folder
+    // must hold this run's files only.
+    fs::remove_all(p->config.out_dir, ec);
+    if (ec)
+      return absl::Status(absl::ErrnoToStatusCode(ec.value()),
+                          absl::StrCat("cannot clear '", p->config.out_dir, "' before running its point: ", ec.message()));
     const auto t0 = std::chrono::steady_clock::now();
     absl::StatusOr<RunResult> result = runner(p->config);
     const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -696,6 +724,7 @@ absl::StatusOr<MergeOutcome> MergeSweeps(const std::vector<std::string>& inputs,
 
   fs::create_directories(out / "points", ec);
   if (ec) return absl::PermissionDeniedError(absl::StrCat("--out: cannot create '", out_dir, "': ", ec.message()));
+  for (const fs::path& dir : {out, out / "points"}) DS_RETURN_IF_ERROR(RemoveStaleTempFiles(dir).status());
   MergeOutcome outcome;
   std::string log_text;
   std::set<std::string> present;
@@ -705,10 +734,7 @@ absl::StatusOr<MergeOutcome> MergeSweeps(const std::vector<std::string>& inputs,
     const std::string id = row.value("point_id", std::string());
     if (StatusRank(row) <= 1) present.insert(id);
     const fs::path from = fs::path(inputs[source_of_row[i]]) / "points" / id;
-    if (fs::is_directory(from)) {
-      fs::copy(from, out / "points" / id, fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
-      if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot copy '", from.string(), "': ", ec.message()));
-    }
+    if (fs::is_directory(from)) DS_RETURN_IF_ERROR(CopyFolderWhole(from, out / "points" / id));
     absl::StrAppend(&log_text, row.dump(), "\n");
   }
   outcome.rows = static_cast<int64_t>(kept.size());
