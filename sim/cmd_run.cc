@@ -13,6 +13,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -22,6 +23,7 @@
 #include "sim/cli_registry.h"
 #include "sim/engine.h"
 #include "sim/metrics.h"
+#include "sim/option_errors.h"
 #include "sim/result_files.h"
 #include "sim/step_log.h"
 #include "sim/time_model.h"
@@ -41,7 +43,7 @@ po::options_description RunOptions() {
   d.add_options()
     ("help,h", "print this help")
     ("config", po::value<std::string>(), "read options from FILE (key = value lines, same keys; the command line wins; relative trace/calibration paths are relative to FILE)")
-    ("seed", po::value<uint64_t>()->default_value(0), "seed of every random draw (lengths, arrivals, acceptance)")
+    ("seed", po::value<std::string>()->default_value("0"), "seed of every random draw (lengths, arrivals, acceptance)")
     ("trace", po::value<std::string>(), "replay this trace file (see workloads/TRACE_FORMATS.md)")
     ("workload", po::value<std::string>(), "generate a preset workload: speed-8k, batch1-512, chat")
     ("trace-format", po::value<std::string>()->default_value("auto"), "auto, azure, vidur, burstgpt, mooncake, jsonl")
@@ -61,7 +63,7 @@ po::options_description RunOptions() {
     ("out", po::value<std::string>()->default_value("results/run"), "output directory")
     ("max-num-seqs", po::value<int32_t>()->default_value(256), "scheduler limit on running requests")
     ("max-num-batched-tokens", po::value<int32_t>()->default_value(16384), "scheduler token budget per step")
-    ("max-model-len", po::value<int32_t>()->default_value(16384), "prompt + output limit (longer requests are truncated)")
+    ("max-model-len", po::value<int32_t>()->default_value(16384), "prompt + output limit (a longer trace row is a bad row; generated requests are cut)")
     ("num-kv-blocks", po::value<int32_t>()->default_value(0), "KV pool size in 64-token blocks incl. the null block (0 = room for max-num-seqs full-length requests)")
     ("bt-stride-pad", po::value<int32_t>()->default_value(0), "block-table row stride minus width")
     ("cuda-graphs", po::bool_switch(), "pad decode-only steps to CUDA-graph capture sizes (default)")
@@ -102,13 +104,17 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
     cli_calibration = vm.count("calibration") > 0;
     if (vm.count("config")) {
       c.config_file = vm["config"].as<std::string>();
-      std::ifstream in(c.config_file);
-      if (!in) return absl::NotFoundError(absl::StrCat("--config: cannot open '", c.config_file, "'"));
-      po::store(po::parse_config_file(in, desc), vm);
+      DS_ASSIGN_OR_RETURN(const std::string text, ReadConfigFile(c.config_file));
+      std::istringstream in(text);
+      try {
+        po::store(po::parse_config_file(in, desc), vm);
+      } catch (const po::error& e) {
+        return ConfigFileError(desc, e, c.config_file, text, "run");
+      }
     }
     po::notify(vm);
   } catch (const po::error& e) {
-    return absl::InvalidArgumentError(absl::StrCat(e.what(), " (see dspark-sim run --help)"));
+    return CommandLineError(desc, e, "run");
   }
   if (vm.count("help")) {
     std::ostringstream text;
@@ -116,7 +122,10 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
     *help = text.str();
     return c;
   }
-  c.seed = vm["seed"].as<uint64_t>();
+  // Read as text: boost's unsigned conversion would wrap "-1" to 2^64 - 1.
+  if (const std::string seed = vm["seed"].as<std::string>(); !absl::SimpleAtoi(seed, &c.seed))
+    return absl::InvalidArgumentError(
+        absl::StrCat("--seed: expected an integer in [0, 18446744073709551615], got '", seed, "'"));
   if (vm.count("trace"))
     c.trace_path = cli_trace ? vm["trace"].as<std::string>()
                              : ResolveAgainst(vm["trace"].as<std::string>(), c.config_file);

@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -34,6 +35,9 @@ struct RawRow {
   int32_t prompt_len = 0;
   int32_t output_len = 0;
   std::vector<double> acceptance;
+  int64_t time_column = 1;    // 1-based column of the arrival field, for order errors
+  std::string time_text;      // the arrival field as written, for order errors
+  int64_t prompt_column = 1;  // 1-based column of the prompt length, for max_model_len errors
 };
 
 struct Location {
@@ -47,10 +51,32 @@ absl::Status RowError(const Location& loc, int64_t column, absl::string_view fie
       absl::StrFormat("%s:%d:%d: field '%s': %s", loc.source, loc.line, column, field, what));
 }
 
+// Quotes a value for a message: at most 40 bytes, control bytes as \xNN so that a binary
+// file cannot garble the terminal.
 std::string Quote(absl::string_view s) {
   constexpr size_t kMax = 40;
-  if (s.size() > kMax) return absl::StrCat("'", s.substr(0, kMax), "...'");
-  return absl::StrCat("'", s, "'");
+  std::string out = "'";
+  for (const char c : s.substr(0, kMax)) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7F)
+      absl::StrAppendFormat(&out, "\\x%02X", u);
+    else
+      out.push_back(c);
+  }
+  return absl::StrCat(out, s.size() > kMax ? "...'" : "'");
+}
+
+// An optional sign and decimal digits: integer syntax, whether or not it fits 64 bits.
+bool IsIntegerText(absl::string_view s) {
+  if (!s.empty() && (s[0] == '-' || s[0] == '+')) s.remove_prefix(1);
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) return false;
+  return true;
+}
+
+std::string RangeExpectation(int64_t min_value, int64_t max_value) {
+  return absl::StrFormat("expected an integer in [%d, %d], got ", min_value, max_value);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -101,13 +127,14 @@ std::vector<CsvField> SplitCsv(absl::string_view line) {
 absl::StatusOr<int32_t> ParseTokens(const Location& loc, const CsvField& f, absl::string_view name,
                                     int32_t min_value) {
   int64_t v = 0;
-  if (!absl::SimpleAtoi(f.text, &v))
+  // Digits that overflow int64 are still an integer, just out of range: never wrapped.
+  const bool parsed = absl::SimpleAtoi(f.text, &v);
+  if (!parsed && !IsIntegerText(f.text))
     return RowError(loc, f.column, name,
                     absl::StrCat("expected an integer token count, got ", Quote(f.text)));
-  if (v < min_value || v > kMaxTraceTokens)
+  if (!parsed || v < min_value || v > kMaxTraceTokens)
     return RowError(loc, f.column, name,
-                    absl::StrFormat("expected an integer in [%d, %d], got %d", min_value,
-                                    kMaxTraceTokens, v));
+                    absl::StrCat(RangeExpectation(min_value, kMaxTraceTokens), f.text));
   return static_cast<int32_t>(v);
 }
 
@@ -166,6 +193,8 @@ absl::Status ParseAzureTimestamp(const Location& loc, const CsvField& f, RawRow*
   }
   row->whole_s = absl::ToUnixSeconds(absl::FromCivil(civil, absl::UTCTimeZone()));
   row->frac_s = frac;
+  row->time_column = f.column;
+  row->time_text = std::string(s);
   return absl::OkStatus();
 }
 
@@ -205,6 +234,7 @@ absl::StatusOr<RowKind> ParseCsvRow(TraceFormat format, const Location& loc,
       if (!output.ok()) return output.status();
       row->prompt_len = *prompt;
       row->output_len = *output;
+      row->prompt_column = fields[col[1]].column;
       return RowKind::kRequest;
     }
     case TraceFormat::kVidur: {
@@ -217,6 +247,9 @@ absl::StatusOr<RowKind> ParseCsvRow(TraceFormat format, const Location& loc,
       row->frac_s = *t;
       row->prompt_len = *prompt;
       row->output_len = *output;
+      row->time_column = fields[col[0]].column;
+      row->time_text = std::string(fields[col[0]].text);
+      row->prompt_column = fields[col[1]].column;
       return RowKind::kRequest;
     }
     case TraceFormat::kBurstGpt: {
@@ -239,6 +272,9 @@ absl::StatusOr<RowKind> ParseCsvRow(TraceFormat format, const Location& loc,
       row->frac_s = *t;
       row->prompt_len = *prompt;
       row->output_len = *output;
+      row->time_column = fields[col[0]].column;
+      row->time_text = std::string(fields[col[0]].text);
+      row->prompt_column = fields[col[2]].column;
       // A logged request with no response failed in the original service: it is not part of
       // the offered load that completed, and a zero-length output cannot be simulated.
       return *output == 0 ? RowKind::kFailedRequest : RowKind::kRequest;
@@ -252,10 +288,54 @@ absl::StatusOr<RowKind> ParseCsvRow(TraceFormat format, const Location& loc,
 // JSONL
 
 // 1-based column of `"key"` in the line, or 1 when the key is absent (the error is about the
-// object as a whole then).
-int64_t KeyColumn(absl::string_view line, absl::string_view key) {
-  const size_t at = line.find(absl::StrCat("\"", key, "\""));
+// object as a whole then). `nth` > 1 finds a repeated key.
+int64_t KeyColumn(absl::string_view line, absl::string_view key, int nth = 1) {
+  const std::string quoted = absl::StrCat("\"", key, "\"");
+  size_t at = line.find(quoted);
+  for (int i = 1; i < nth && at != absl::string_view::npos; ++i) at = line.find(quoted, at + 1);
   return at == absl::string_view::npos ? 1 : static_cast<int64_t>(at + 1);
+}
+
+// The value of `key` as written in the line (for numbers: before the JSON parser rounded or
+// widened it), or "" when it cannot be found.
+absl::string_view RawValue(absl::string_view line, absl::string_view key) {
+  const int64_t column = KeyColumn(line, key);
+  if (column == 1 && !absl::StartsWith(line, absl::StrCat("\"", key, "\""))) return "";
+  size_t i = static_cast<size_t>(column - 1) + key.size() + 2;
+  while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == ':')) ++i;
+  size_t end = i;
+  while (end < line.size() && line[end] != ',' && line[end] != '}' && line[end] != ']' &&
+         line[end] != ' ' && line[end] != '\t')
+    ++end;
+  return line.substr(i, end - i);
+}
+
+// A number as the file wrote it, else the parsed value's JSON text.
+std::string ValueText(absl::string_view line, absl::string_view key, const nlohmann::json& v) {
+  const absl::string_view raw = RawValue(line, key);
+  return v.is_number() && !raw.empty() ? std::string(raw) : v.dump();
+}
+
+// An integer field in [min_value, max_value]. The JSON parser stores integers beyond 64 bits
+// as doubles: a double that large is a range error (never wrapped or clamped), any other
+// non-integer a type error.
+absl::StatusOr<int64_t> JsonInteger(const Location& loc, absl::string_view line,
+                                    const nlohmann::json& v, absl::string_view key,
+                                    absl::string_view what, int64_t min_value, int64_t max_value) {
+  const std::string text = ValueText(line, key, v);
+  const int64_t col = KeyColumn(line, key);
+  const bool beyond_64_bits = v.is_number_float() && std::abs(v.get<double>()) >= 0x1p63;
+  if (!v.is_number_integer() && !beyond_64_bits)
+    return RowError(loc, col, key, absl::StrCat("expected ", what, ", got ", Quote(text)));
+  // Non-negative integers come as uint64, which may exceed int64.
+  const bool in_range =
+      v.is_number_unsigned()
+          ? v.get<uint64_t>() <= static_cast<uint64_t>(max_value) &&
+                static_cast<int64_t>(v.get<uint64_t>()) >= min_value
+          : v.is_number_integer() && v.get<int64_t>() >= min_value && v.get<int64_t>() <= max_value;
+  if (!in_range)
+    return RowError(loc, col, key, absl::StrCat(RangeExpectation(min_value, max_value), text));
+  return v.get<int64_t>();
 }
 
 absl::StatusOr<int32_t> JsonTokens(const Location& loc, absl::string_view line,
@@ -264,18 +344,9 @@ absl::StatusOr<int32_t> JsonTokens(const Location& loc, absl::string_view line,
   const auto it = obj.find(std::string(key));
   if (it == obj.end())
     return RowError(loc, 1, key, "missing; expected an integer token count");
-  if (!it->is_number_integer())
-    return RowError(loc, KeyColumn(line, key), key,
-                    absl::StrCat("expected an integer token count, got ", Quote(it->dump())));
-  const int64_t v = it->is_number_unsigned()
-                        ? static_cast<int64_t>(std::min<uint64_t>(it->get<uint64_t>(),
-                                                                  uint64_t{1} << 62))
-                        : it->get<int64_t>();
-  if (v < min_value || v > kMaxTraceTokens)
-    return RowError(loc, KeyColumn(line, key), key,
-                    absl::StrFormat("expected an integer in [%d, %d], got %d", min_value,
-                                    kMaxTraceTokens, v));
-  return static_cast<int32_t>(v);
+  auto v = JsonInteger(loc, line, *it, key, "an integer token count", min_value, kMaxTraceTokens);
+  if (!v.ok()) return v.status();
+  return static_cast<int32_t>(*v);
 }
 
 absl::StatusOr<double> JsonNonNegative(const Location& loc, absl::string_view line,
@@ -284,19 +355,57 @@ absl::StatusOr<double> JsonNonNegative(const Location& loc, absl::string_view li
   if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
     return RowError(loc, KeyColumn(line, key), key,
                     absl::StrCat("expected a finite number of ", unit, " >= 0, got ",
-                                 Quote(v.dump())));
+                                 Quote(ValueText(line, key, v))));
   return v.get<double>();
 }
 
+// nlohmann's what() without its "[json.exception.parse_error.101] parse error at line 1,
+// column 18: " prefix: the location is already in the message.
+std::string JsonReason(const nlohmann::json::exception& e) {
+  absl::string_view what = e.what();
+  if (const size_t close = what.find("] "); absl::StartsWith(what, "[") && close != what.npos)
+    what.remove_prefix(close + 2);
+  if (absl::StartsWith(what, "parse error at line ")) {
+    const size_t colon = what.find(": ");
+    if (colon != what.npos) what.remove_prefix(colon + 2);
+  }
+  return std::string(what);
+}
+
 absl::Status ParseJsonObject(const Location& loc, absl::string_view line, nlohmann::json* obj) {
+  // Top-level keys in order of appearance: the parser keeps only the last of a repeated key.
+  std::vector<std::string> keys;
+  std::string repeated;
+  const auto note_key = [&](int depth, nlohmann::json::parse_event_t event,
+                            nlohmann::json& parsed) {
+    if (event == nlohmann::json::parse_event_t::key && depth == 1 && repeated.empty()) {
+      const std::string key = parsed.get<std::string>();
+      if (std::find(keys.begin(), keys.end(), key) != keys.end()) repeated = key;
+      keys.push_back(key);
+    }
+    return true;
+  };
   try {
-    *obj = nlohmann::json::parse(line.begin(), line.end());
+    *obj = nlohmann::json::parse(line.begin(), line.end(), note_key);
   } catch (const nlohmann::json::parse_error& e) {
     return RowError(loc, static_cast<int64_t>(std::max<size_t>(e.byte, 1)), "(json)",
-                    absl::StrCat("expected one JSON object per line: ", e.what()));
+                    absl::StrCat("expected one JSON object per line: ", JsonReason(e)));
+  } catch (const nlohmann::json::exception& e) {
+    // Number overflow (1e400) and the like: no byte offset; point at the number when found.
+    const std::string reason = JsonReason(e);
+    int64_t column = 1;
+    const size_t open = reason.find('\''), close = reason.rfind('\'');
+    if (open != std::string::npos && close > open) {
+      const size_t at = line.find(reason.substr(open + 1, close - open - 1));
+      if (at != absl::string_view::npos) column = static_cast<int64_t>(at + 1);
+    }
+    return RowError(loc, column, "(json)", absl::StrCat("expected one JSON object per line: ", reason));
   }
   if (!obj->is_object())
     return RowError(loc, 1, "(json)", "expected a JSON object on each line");
+  if (!repeated.empty())
+    return RowError(loc, KeyColumn(line, repeated, 2), repeated,
+                    "expected each key once per object, got it twice");
   return absl::OkStatus();
 }
 
@@ -315,6 +424,9 @@ absl::StatusOr<RowKind> ParseMooncakeRow(const Location& loc, absl::string_view 
   row->frac_s = *ms / 1000.0;
   row->prompt_len = *prompt;
   row->output_len = *output;
+  row->time_column = KeyColumn(line, "timestamp");
+  row->time_text = ValueText(line, "timestamp", *ts);
+  row->prompt_column = KeyColumn(line, "input_length");
   return RowKind::kRequest;
 }
 
@@ -330,16 +442,19 @@ absl::StatusOr<RowKind> ParseOwnJsonlRow(const Location& loc, absl::string_view 
                       "unknown key; expected id, arrival_s, prompt_len, output_len, acceptance");
   *has_id = false;
   if (const auto it = obj.find("id"); it != obj.end()) {
-    if (!it->is_number_integer() || (!it->is_number_unsigned() && it->get<int64_t>() < 0))
-      return RowError(loc, KeyColumn(line, "id"), "id",
-                      absl::StrCat("expected an integer >= 0, got ", Quote(it->dump())));
-    row->id = it->get<int64_t>();
+    auto id = JsonInteger(loc, line, *it, "id", "an integer id", 0,
+                          std::numeric_limits<int64_t>::max());
+    if (!id.ok()) return id.status();
+    row->id = *id;
     *has_id = true;
   }
+  row->time_text = "0 (no arrival_s)";
   if (const auto it = obj.find("arrival_s"); it != obj.end()) {
     auto t = JsonNonNegative(loc, line, *it, "arrival_s", "seconds");
     if (!t.ok()) return t.status();
     row->frac_s = *t;
+    row->time_column = KeyColumn(line, "arrival_s");
+    row->time_text = ValueText(line, "arrival_s", *it);
   }
   auto prompt = JsonTokens(loc, line, obj, "prompt_len", 1);
   if (!prompt.ok()) return prompt.status();
@@ -347,6 +462,7 @@ absl::StatusOr<RowKind> ParseOwnJsonlRow(const Location& loc, absl::string_view 
   if (!output.ok()) return output.status();
   row->prompt_len = *prompt;
   row->output_len = *output;
+  row->prompt_column = KeyColumn(line, "prompt_len");
   if (const auto it = obj.find("acceptance"); it != obj.end()) {
     const int64_t col = KeyColumn(line, "acceptance");
     if (!it->is_array() || it->empty() || it->size() > kMaxAcceptanceProfile)
@@ -368,21 +484,32 @@ absl::StatusOr<RowKind> ParseOwnJsonlRow(const Location& loc, absl::string_view 
 // ---------------------------------------------------------------------------------------------
 // Format detection
 
-absl::StatusOr<TraceFormat> DetectCsv(const Location& loc, const std::vector<CsvField>& header) {
+// The layout with the most required columns in the header, so that a header with a typo in
+// one column is reported as that column missing; an error when no column matches at all.
+absl::StatusOr<TraceFormat> DetectCsv(const Location& loc, absl::string_view line,
+                                      const std::vector<CsvField>& header) {
+  const CsvLayout* best = nullptr;
+  int best_found = 0;
   for (const auto& layout : CsvLayouts()) {
-    bool all = true;
-    for (const auto& name : layout.required) {
-      bool found = false;
-      for (const auto& f : header) found |= f.text == name;
-      all &= found;
+    int found = 0;
+    for (const auto& name : layout.required)
+      for (const auto& f : header)
+        if (f.text == name) {
+          ++found;
+          break;
+        }
+    if (found > best_found) {
+      best = &layout;
+      best_found = found;
     }
-    if (all) return layout.format;
   }
+  if (best != nullptr) return best->format;
   return RowError(loc, 1, "(header)",
-                  "expected a CSV header with TIMESTAMP,ContextTokens,GeneratedTokens (azure), "
-                  "arrived_at,num_prefill_tokens,num_decode_tokens (vidur) or Timestamp,Model,"
-                  "Request tokens,Response tokens,Total tokens,Log Type (burstgpt), or JSON "
-                  "objects (mooncake, jsonl); or pass --trace-format");
+                  absl::StrCat("expected a CSV header with TIMESTAMP,ContextTokens,GeneratedTokens "
+                               "(azure), arrived_at,num_prefill_tokens,num_decode_tokens (vidur) or "
+                               "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type "
+                               "(burstgpt), or JSON objects (mooncake, jsonl), got ",
+                               Quote(line), "; to force a format, pass --trace-format"));
 }
 
 absl::StatusOr<TraceFormat> DetectJson(const Location& loc, absl::string_view line) {
@@ -396,6 +523,40 @@ absl::StatusOr<TraceFormat> DetectJson(const Location& loc, absl::string_view li
 
 bool IsCsvFormat(TraceFormat f) {
   return f == TraceFormat::kAzure || f == TraceFormat::kVidur || f == TraceFormat::kBurstGpt;
+}
+
+// Field names of a format, for the messages of checks that span fields or rows.
+absl::string_view LengthFields(TraceFormat f) {
+  switch (f) {
+    case TraceFormat::kAzure: return "ContextTokens + GeneratedTokens";
+    case TraceFormat::kVidur: return "num_prefill_tokens + num_decode_tokens";
+    case TraceFormat::kBurstGpt: return "Request tokens + Response tokens";
+    case TraceFormat::kMooncake: return "input_length + output_length";
+    default: return "prompt_len + output_len";
+  }
+}
+
+absl::string_view TimeField(TraceFormat f) {
+  switch (f) {
+    case TraceFormat::kAzure: return "TIMESTAMP";
+    case TraceFormat::kVidur: return "arrived_at";
+    case TraceFormat::kBurstGpt: return "Timestamp";
+    case TraceFormat::kMooncake: return "timestamp";
+    default: return "arrival_s";
+  }
+}
+
+// Faults of the file as a whole, before any line is read.
+absl::Status CheckEncoding(absl::string_view text, absl::string_view source) {
+  const Location start{source, 1};
+  if (absl::StartsWith(text, "\xFF\xFE") || absl::StartsWith(text, "\xFE\xFF"))
+    return RowError(start, 1, "(encoding)",
+                    "expected UTF-8 text, got a UTF-16 byte-order mark; convert the file "
+                    "(iconv -f UTF-16 -t UTF-8)");
+  if (absl::StartsWith(text, "\x1F\x8B"))
+    return RowError(start, 1, "(encoding)",
+                    "expected a text trace, got gzip-compressed data; decompress it first");
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -425,11 +586,25 @@ absl::StatusOr<Trace> ParseTrace(absl::string_view text, absl::string_view sourc
                                  const TraceOptions& options) {
   Trace trace;
   trace.source = std::string(source);
+  if (auto s = CheckEncoding(text, source); !s.ok()) return s;
   const std::vector<Line> lines = SplitLines(text);
+  // No format quotes fields and JSON escapes control characters, so a CR left inside a line
+  // means the file ends its lines in bare CR: read as one line it would mislead every message.
+  for (const Line& line : lines)
+    if (const size_t cr = line.text.find('\r'); cr != absl::string_view::npos)
+      return RowError({source, line.number}, static_cast<int64_t>(cr + 1), "(line)",
+                      "expected lines ending in LF or CRLF, got a bare CR (carriage return) "
+                      "inside the line");
   size_t first = 0;
   while (first < lines.size() && IsBlank(lines[first].text)) ++first;
-  if (first == lines.size())
-    return absl::InvalidArgumentError(absl::StrCat(source, ": empty trace (no header, no rows)"));
+  if (first == lines.size()) {
+    const char* expected = options.format == TraceFormat::kAuto ? "a CSV header or a JSON object"
+                           : IsCsvFormat(options.format)        ? "a CSV header"
+                                                                : "a JSON object";
+    return RowError({source, 1}, 1, "(file)",
+                    absl::StrCat("expected ", expected, " on the first non-blank line, got ",
+                                 lines.empty() ? "an empty file" : "only blank lines"));
+  }
   const Location first_loc{source, lines[first].number};
   const bool looks_json = absl::StripLeadingAsciiWhitespace(lines[first].text).substr(0, 1) == "{";
 
@@ -437,7 +612,7 @@ absl::StatusOr<Trace> ParseTrace(absl::string_view text, absl::string_view sourc
   if (format == TraceFormat::kAuto) {
     absl::StatusOr<TraceFormat> detected =
         looks_json ? DetectJson(first_loc, lines[first].text)
-                   : DetectCsv(first_loc, SplitCsv(lines[first].text));
+                   : DetectCsv(first_loc, lines[first].text, SplitCsv(lines[first].text));
     if (!detected.ok()) return detected.status();
     format = *detected;
   }
@@ -452,12 +627,19 @@ absl::StatusOr<Trace> ParseTrace(absl::string_view text, absl::string_view sourc
     header_fields = header.size();
     for (const auto& name : LayoutOf(format).required) {
       int at = -1;
-      for (size_t i = 0; i < header.size(); ++i)
-        if (header[i].text == name) at = static_cast<int>(i);
+      for (size_t i = 0; i < header.size(); ++i) {
+        if (header[i].text != name) continue;
+        if (at >= 0)
+          return RowError(first_loc, header[i].column, name,
+                          absl::StrFormat("expected once in the header, got it again (first at "
+                                          "column %d)",
+                                          header[at].column));
+        at = static_cast<int>(i);
+      }
       if (at < 0)
         return RowError(first_loc, 1, name,
-                        absl::StrCat("missing from the header; a ", TraceFormatName(format),
-                                     " trace needs columns ",
+                        absl::StrCat("missing from the header; the ", TraceFormatName(format),
+                                     " format needs columns ",
                                      absl::StrJoin(LayoutOf(format).required, ",")));
       col.push_back(at);
     }
@@ -468,9 +650,19 @@ absl::StatusOr<Trace> ParseTrace(absl::string_view text, absl::string_view sourc
                                  " trace, got ", Quote(lines[first].text)));
   }
 
+  // The last accepted row's arrival, against which the next one is checked.
+  struct Arrival {
+    int64_t whole_s = 0;
+    double frac_s = 0.0;
+    int64_t line = 0;
+    std::string text;
+  };
+  std::optional<Arrival> last;
   std::vector<RawRow> rows;
   rows.reserve(lines.size());
   absl::flat_hash_map<int64_t, int64_t> id_line;  // jsonl: explicit id -> line, for duplicates
+  std::optional<bool> ids_given;  // jsonl: whether the first accepted row carried an id
+  int64_t ids_decided_line = 0;
   int64_t next_index = 0;
   for (size_t i = data_begin; i < lines.size(); ++i) {
     const Line& line = lines[i];
@@ -479,6 +671,7 @@ absl::StatusOr<Trace> ParseTrace(absl::string_view text, absl::string_view sourc
     const Location loc{source, line.number};
     RawRow row;
     row.id = next_index;
+    bool has_id = false;
     absl::StatusOr<RowKind> kind = RowKind::kRequest;
     if (IsCsvFormat(format)) {
       const std::vector<CsvField> fields = SplitCsv(line.text);
@@ -496,11 +689,34 @@ absl::StatusOr<Trace> ParseTrace(absl::string_view text, absl::string_view sourc
     } else if (format == TraceFormat::kMooncake) {
       kind = ParseMooncakeRow(loc, line.text, &row);
     } else {
-      bool has_id = false;
       kind = ParseOwnJsonlRow(loc, line.text, &row, &has_id);
-      if (kind.ok() && has_id) {
-        auto [it, inserted] = id_line.emplace(row.id, line.number);
-        if (!inserted)
+    }
+    // vLLM rejects a request whose prompt plus output exceeds max_model_len; so does the replay.
+    if (kind.ok() && *kind == RowKind::kRequest && options.max_model_len > 0 &&
+        int64_t{row.prompt_len} + row.output_len > options.max_model_len)
+      kind = RowError(loc, row.prompt_column, LengthFields(format),
+                      absl::StrFormat("expected at most max_model_len = %d tokens "
+                                      "(--max-model-len), got %d + %d = %d",
+                                      options.max_model_len, row.prompt_len, row.output_len,
+                                      int64_t{row.prompt_len} + row.output_len));
+    if (kind.ok() && last.has_value() &&
+        (row.whole_s < last->whole_s || (row.whole_s == last->whole_s && row.frac_s < last->frac_s)))
+      kind = RowError(loc, row.time_column, TimeField(format),
+                      absl::StrFormat("expected rows in arrival order, a time >= %s (line %d), "
+                                      "got %s",
+                                      Quote(last->text), last->line, Quote(row.time_text)));
+    if (kind.ok() && format == TraceFormat::kJsonl) {
+      if (ids_given.has_value() && *ids_given != has_id) {
+        kind = has_id ? RowError(loc, KeyColumn(line.text, "id"), "id",
+                                 absl::StrFormat("expected no id, as line %d has none (give an "
+                                                 "id on every row or on none)",
+                                                 ids_decided_line))
+                      : RowError(loc, 1, "id",
+                                 absl::StrFormat("missing; expected an id on every row, as line "
+                                                 "%d has one",
+                                                 ids_decided_line));
+      } else if (has_id) {
+        if (const auto it = id_line.find(row.id); it != id_line.end())
           kind = RowError(loc, KeyColumn(line.text, "id"), "id",
                           absl::StrFormat("expected a unique id; %d is already used on line %d",
                                           row.id, it->second));
@@ -513,6 +729,14 @@ absl::StatusOr<Trace> ParseTrace(absl::string_view text, absl::string_view sourc
         trace.skipped_examples.push_back(std::string(kind.status().message()));
       continue;
     }
+    last = Arrival{row.whole_s, row.frac_s, line.number, row.time_text};
+    if (format == TraceFormat::kJsonl) {
+      if (!ids_given.has_value()) {
+        ids_given = has_id;
+        ids_decided_line = line.number;
+      }
+      if (has_id) id_line.emplace(row.id, line.number);
+    }
     ++next_index;
     if (*kind == RowKind::kFailedRequest) {
       ++trace.failed_requests;
@@ -521,35 +745,37 @@ absl::StatusOr<Trace> ParseTrace(absl::string_view text, absl::string_view sourc
     rows.push_back(std::move(row));
   }
 
-  // Rows without an explicit id got their row index; in a jsonl trace mixing both, an index
-  // may collide with an explicit id.
-  if (format == TraceFormat::kJsonl && !id_line.empty() && id_line.size() != rows.size())
-    return absl::InvalidArgumentError(absl::StrCat(
-        source, ": field 'id': expected every row or no row to carry an id"));
+  if (trace.data_rows == 0)
+    return RowError({source, lines[first].number + 1}, 1, "(rows)",
+                    "expected at least one data row after the header, got none");
+  if (rows.empty())
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: expected at least one request, got none (data rows: %d, skipped as bad: %d, failed "
+        "requests with 0 response tokens: %d)",
+        source, trace.data_rows, trace.skipped_rows, trace.failed_requests));
 
-  if (!rows.empty()) {
-    int64_t base_whole = rows.front().whole_s;
-    double base_frac = rows.front().frac_s;
-    for (const auto& r : rows)
-      if (r.whole_s < base_whole || (r.whole_s == base_whole && r.frac_s < base_frac)) {
-        base_whole = r.whole_s;
-        base_frac = r.frac_s;
-      }
-    trace.requests.reserve(rows.size());
-    for (auto& r : rows) {
-      RequestSpec spec;
-      spec.id = r.id;
-      spec.arrival_s = static_cast<double>(r.whole_s - base_whole) + (r.frac_s - base_frac);
-      spec.prompt_len = r.prompt_len;
-      spec.output_len = r.output_len;
-      spec.acceptance = std::move(r.acceptance);
-      trace.requests.push_back(std::move(spec));
+  int64_t base_whole = rows.front().whole_s;
+  double base_frac = rows.front().frac_s;
+  for (const auto& r : rows)
+    if (r.whole_s < base_whole || (r.whole_s == base_whole && r.frac_s < base_frac)) {
+      base_whole = r.whole_s;
+      base_frac = r.frac_s;
     }
-    std::stable_sort(trace.requests.begin(), trace.requests.end(),
-                     [](const RequestSpec& a, const RequestSpec& b) {
-                       return a.arrival_s != b.arrival_s ? a.arrival_s < b.arrival_s : a.id < b.id;
-                     });
+  trace.requests.reserve(rows.size());
+  for (auto& r : rows) {
+    RequestSpec spec;
+    spec.id = r.id;
+    spec.arrival_s = static_cast<double>(r.whole_s - base_whole) + (r.frac_s - base_frac);
+    spec.prompt_len = r.prompt_len;
+    spec.output_len = r.output_len;
+    spec.acceptance = std::move(r.acceptance);
+    trace.requests.push_back(std::move(spec));
   }
+  // Arrivals are non-decreasing already; the sort orders equal times by id.
+  std::stable_sort(trace.requests.begin(), trace.requests.end(),
+                   [](const RequestSpec& a, const RequestSpec& b) {
+                     return a.arrival_s != b.arrival_s ? a.arrival_s < b.arrival_s : a.id < b.id;
+                   });
   return trace;
 }
 

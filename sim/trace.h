@@ -4,6 +4,9 @@
 // Every bad row is an absl::Status naming file:line:column, the field and what was expected.
 // Nothing is dropped silently: by default the first bad row stops the load; with
 // skip_bad_rows the row is skipped, counted and a few examples are kept for the report.
+// Rows must come in arrival order; a row before its predecessor is a bad row. File-level
+// faults (empty file, no data row, wrong header, UTF-16 or gzip data, bare CR line ends, no
+// request left) always stop.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +43,9 @@ absl::StatusOr<TraceFormat> ParseTraceFormat(absl::string_view name);
 struct TraceOptions {
   TraceFormat format = TraceFormat::kAuto;
   bool skip_bad_rows = false;
+  // [tokens] a request row with prompt + output above this is a bad row (vLLM rejects such a
+  // request rather than cutting it); 0: no limit.
+  int32_t max_model_len = 0;
 };
 
 struct Trace {

@@ -12,7 +12,10 @@ absl::StatusOr<Workload> BuildWorkload(const RunConfig& config) {
   Workload w;
   Rng arrivals(config.seed, RngStream::kArrivals);
   if (!config.trace_path.empty()) {
-    auto trace = LoadTrace(config.trace_path, {config.trace_format, config.skip_bad_rows});
+    // A trace row longer than max_model_len is a bad row (as vLLM rejects such a request);
+    // only generated presets are cut below.
+    auto trace = LoadTrace(config.trace_path, {config.trace_format, config.skip_bad_rows,
+                                               config.scheduler.max_model_len});
     if (!trace.ok()) return trace.status();
     w.requests = std::move(trace->requests);
     w.info = {{"source", "trace"},

@@ -99,13 +99,13 @@ TEST(RunValidate, ImpossibleConfigsGetClearErrors) {
   expect({}, "give exactly one of --trace PATH and --workload NAME");
   expect({"--workload", "chat", "--trace", "x.csv"}, "give exactly one of");
   expect({"--workload", "chat", "--max-num-batched-tokens", "1000"},
-         "--max-num-batched-tokens=1000 cannot hold one step of 256 running requests with 6 tokens each");
+         "--max-num-batched-tokens: expected >= max_num_seqs * (1 + K) = 256 * 6 = 1536");
   expect({"--workload", "chat", "--max-num-seqs", "1000", "--max-num-batched-tokens", "8000"},
          "adaptive verification allocates drafts in one thread block");
   expect({"--workload", "chat", "--num-kv-blocks", "100"}, "cannot hold one request of max_model_len=16384");
   expect({"--workload", "chat", "--burstiness", "0"}, "--burstiness");
   expect({"--workload", "chat", "--num-requests", "0"}, "--num-requests");
-  expect({"--workload", "chat", "--spec-k", "9"}, "spec_k=9");
+  expect({"--workload", "chat", "--spec-k", "9"}, "--spec-k: expected K in [1, 8]");
   expect({"--workload", "chat", "--request-rate", "-2"}, "--request-rate");
 }
 

@@ -104,10 +104,10 @@ TEST(TraceFormats, JsonlRoundTrip) {
 }
 
 TEST(TraceFormats, ExtraColumnsReorderedColumnsBomAndBlankLines) {
-  auto t = Parse("\xEF\xBB\xBFnum_decode_tokens,extra,arrived_at,num_prefill_tokens\n\n5,x,1.5,10\n\n7,y,0.5,20\n");
+  auto t = Parse("\xEF\xBB\xBFnum_decode_tokens,extra,arrived_at,num_prefill_tokens\n\n7,y,0.5,20\n\n5,x,1.5,10\n");
   ASSERT_TRUE(t.ok()) << t.status();
   ASSERT_EQ(t->requests.size(), 2u);
-  EXPECT_EQ(t->requests[0].prompt_len, 20);  // sorted by arrival
+  EXPECT_EQ(t->requests[0].prompt_len, 20);
   EXPECT_EQ(t->requests[0].output_len, 7);
   EXPECT_EQ(t->requests[1].arrival_s, 1.0);
 }
@@ -124,13 +124,15 @@ TEST(TraceErrors, UnknownHeader) {
               "t.csv:1:1: field '(header)': expected a CSV header with TIMESTAMP,ContextTokens,"
               "GeneratedTokens (azure), arrived_at,num_prefill_tokens,num_decode_tokens (vidur) or "
               "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type (burstgpt), or "
-              "JSON objects (mooncake, jsonl); or pass --trace-format");
+              "JSON objects (mooncake, jsonl), got 'a,b,c'; to force a format, pass --trace-format");
 }
 
 TEST(TraceErrors, EmptyFile) {
   const auto t = Parse("\n\n");
   ASSERT_FALSE(t.ok());
-  EXPECT_EQ(std::string(t.status().message()), "t.csv: empty trace (no header, no rows)");
+  EXPECT_EQ(std::string(t.status().message()),
+            "t.csv:1:1: field '(file)': expected a CSV header or a JSON object on the first "
+            "non-blank line, got only blank lines");
 }
 
 TEST(TraceErrors, AzureBadTimestampAndCounts) {
@@ -205,8 +207,8 @@ TEST(TraceErrors, OwnJsonlFields) {
 
 TEST(TraceErrors, ForcedFormatNeedsItsColumns) {
   ExpectError("arrived_at,num_prefill_tokens,num_decode_tokens\n0,1,1\n",
-              "t.csv:1:1: field 'TIMESTAMP': missing from the header; a azure trace needs columns "
-              "TIMESTAMP,ContextTokens,GeneratedTokens",
+              "t.csv:1:1: field 'TIMESTAMP': missing from the header; the azure format needs "
+              "columns TIMESTAMP,ContextTokens,GeneratedTokens",
               TraceFormat::kAzure);
   ExpectError("arrived_at,num_prefill_tokens,num_decode_tokens\n0,1,1\n",
               "t.csv:1:1: field '(format)': expected JSON objects for a mooncake trace, got "

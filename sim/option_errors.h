@@ -1,0 +1,29 @@
+// boost::program_options errors turned into this project's messages: the option, what was
+// expected and what was given, and for a --config file the file and line of the key.
+#pragma once
+
+#include <string>
+
+#include <boost/program_options.hpp>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace dspark::sim {
+
+// The text of a --config file (key = value lines), without a leading UTF-8 byte-order mark.
+absl::StatusOr<std::string> ReadConfigFile(const std::string& path);
+
+// An error of parsing the command line of `command` ("run"): "--NAME: expected ..., got 'V'"
+// for a bad value, boost's own text (and a pointer to --help) otherwise.
+absl::Status CommandLineError(const boost::program_options::options_description& desc,
+                              const boost::program_options::error& e, absl::string_view command);
+
+// The same for the config file `path` whose text is `text`, prefixed with "path:LINE: " where
+// the line of the key (or of the malformed line) is found.
+absl::Status ConfigFileError(const boost::program_options::options_description& desc,
+                             const boost::program_options::error& e, const std::string& path,
+                             absl::string_view text, absl::string_view command);
+
+}  // namespace dspark::sim
