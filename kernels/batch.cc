@@ -11,7 +11,7 @@ int32_t CompressorRingCapacity(int32_t spec_k) { return MaxI(8, NextPow2(spec_k 
 
 std::vector<int32_t> GraphCaptureSizes(int32_t max_num_seqs, int32_t max_num_batched_tokens, int32_t spec_k) {
   const int32_t q = 1 + spec_k;
-  const int32_t max_size = std::min(max_num_seqs * q * 2, 512);
+  const int32_t max_size = static_cast<int32_t>(std::min<int64_t>(int64_t{max_num_seqs} * q * 2, 512));
   std::vector<int32_t> base = {1, 2, 4};
   for (int32_t s = 8; s < 256; s += 8) base.push_back(s);
   for (int32_t s = 256; s <= max_size; s += 16) base.push_back(s);

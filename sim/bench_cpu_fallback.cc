@@ -1,6 +1,6 @@
-// `bench` and `calibrate` in a build without CUDA: both measure GPU time, so they say so and
-// point to CPU mode instead of being missing from the command list. (With CUDA they are
-// sim/cmd_bench.cu and sim/cmd_calibrate.cu.)
+// `bench`, `microbench` and `calibrate` in a build without CUDA: they measure GPU time, so they
+// say so and point to CPU mode instead of being missing from the command list. (With CUDA they
+// are sim/cmd_bench.cu, sim/cmd_microbench.cu and sim/cmd_calibrate.cu.)
 #if !defined(DSPARK_HAVE_CUDA)
 
 #include <cstdio>
@@ -8,6 +8,7 @@
 #include <string>
 
 #include "sim/cli_registry.h"
+#include "sim/cuda_device.h"
 
 namespace dspark::sim {
 namespace {
@@ -23,15 +24,16 @@ int NeedsGpu(const char* command, int argc, char** argv) {
           command);
       return 0;
     }
-  std::fprintf(stderr,
-               "dspark-sim %s: no CUDA device: %s measures GPU time; use `dspark-sim run` for CPU mode with "
-               "calibrated costs (this build has no CUDA: configured without nvcc or with -DDSPARK_ENABLE_CUDA=OFF)\n",
-               command, command);
+  std::fprintf(stderr, "dspark-sim %s: %s\n", command,
+               std::string(RequireCudaDeviceToMeasure(command).message()).c_str());
   return 2;
 }
 
 const cli::RegisterCommand kBench("bench", "GPU only: the seed's metadata and TPOT tables (this build has no CUDA)",
                                   [](int argc, char** argv) { return NeedsGpu("bench", argc, argv); });
+const cli::RegisterCommand kMicrobench(
+    "microbench", "GPU only: GPU time per call of the mapping and indexer implementations (this build has no CUDA)",
+    [](int argc, char** argv) { return NeedsGpu("microbench", argc, argv); });
 const cli::RegisterCommand kCalibrate("calibrate",
                                       "GPU only: write a metadata-cost calibration file (this build has no CUDA)",
                                       [](int argc, char** argv) { return NeedsGpu("calibrate", argc, argv); });

@@ -25,6 +25,7 @@
 #include "sim/cli_registry.h"
 #include "sim/cmd_run.h"
 #include "sim/config.h"
+#include "sim/cuda_device.h"
 #include "sim/gpu_executor.cuh"
 #include "sim/gpu_timing.cuh"
 #include "sim/metadata_bench.cuh"
@@ -40,9 +41,6 @@ namespace fs = std::filesystem;
 using ojson = nlohmann::ordered_json;
 
 namespace {
-
-constexpr char kNoDevice[] =
-    "no CUDA device: bench measures GPU time; use `dspark-sim run` for CPU mode with calibrated costs";
 
 po::options_description BenchOptions() {
   po::options_description d(
@@ -209,7 +207,8 @@ absl::StatusOr<MetadataSection> RunMetadata(const BenchConfig& cfg, std::FILE* p
       return absl::Status(b.status().code(), absl::StrCat("case ", BenchCaseName(c), ": ", b.status().message()));
     batches.push_back(*std::move(b));
   }
-  DS_ASSIGN_OR_RETURN(std::unique_ptr<GpuSuite> suite, GpuSuite::Create(CapacityForBatches(batches)));
+  DS_ASSIGN_OR_RETURN(std::unique_ptr<GpuSuite> suite,
+                      GpuSuite::Create(CapacityForBatches(batches), ModelConsts{}, static_cast<int>(cfg.impls.size())));
   timing::TimingOptions opt;
   opt.reps = cfg.reps;
   opt.warmup = cfg.warmup;
@@ -667,12 +666,9 @@ absl::StatusOr<ojson> RunFull(const BenchConfig& cfg, std::string* md, std::vect
 
 absl::StatusOr<BenchOutcome> RunBench(const BenchConfig& cfg) {
   DS_RETURN_IF_ERROR(cfg.Validate());
+  DS_RETURN_IF_ERROR(RequireCudaDeviceToMeasure("bench"));
   int device_count = 0;
-  const cudaError_t err = cudaGetDeviceCount(&device_count);
-  if (err != cudaSuccess || device_count == 0) {
-    (void)cudaGetLastError();
-    return absl::FailedPreconditionError(kNoDevice);
-  }
+  CUDA_RETURN_IF_ERROR(cudaGetDeviceCount(&device_count));
   if (cfg.device < 0 || cfg.device >= device_count)
     return absl::InvalidArgumentError(
         absl::StrFormat("--device=%d, but %d CUDA device(s) present", cfg.device, device_count));
@@ -791,9 +787,8 @@ int BenchCommand(int argc, char** argv) {
     std::fprintf(stderr, "dspark-sim bench: %s\n", std::string(s.message()).c_str());
     return 2;
   }
-  if (!CudaDevicePresent()) {
-    (void)cudaGetLastError();
-    std::fprintf(stderr, "dspark-sim bench: %s\n", kNoDevice);
+  if (const absl::Status s = RequireCudaDeviceToMeasure("bench"); !s.ok()) {
+    std::fprintf(stderr, "dspark-sim bench: %s\n", std::string(s.message()).c_str());
     return 2;
   }
   auto outcome = RunBench(*cfg);

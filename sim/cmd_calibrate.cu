@@ -33,6 +33,7 @@
 #include "kernels/common/device_buffer.cuh"
 #include "kernels/common/status_macros.h"
 #include "sim/cli_registry.h"
+#include "sim/cuda_device.h"
 #include "sim/metadata_bench.cuh"
 #include "sim/result_files.h"
 #include "sim/time_model.h"
@@ -45,9 +46,6 @@ namespace po = boost::program_options;
 namespace fs = std::filesystem;
 using ojson = nlohmann::ordered_json;
 
-constexpr char kNoDevice[] =
-    "no CUDA device: calibrate measures GPU time; use `dspark-sim run` for CPU mode with calibrated costs (the "
-    "bundled calibration file or the built-in defaults)";
 constexpr int32_t kReferenceBatch = kCalibrationReferenceBatch;
 
 struct CalibrateConfig {
@@ -134,11 +132,9 @@ absl::StatusOr<CalibrateConfig> Parse(int argc, char** argv, std::string* help) 
 }
 
 absl::Status Calibrate(const CalibrateConfig& cfg) {
+  DS_RETURN_IF_ERROR(RequireCudaDeviceToMeasure("calibrate"));
   int device_count = 0;
-  if (cudaGetDeviceCount(&device_count) != cudaSuccess || device_count == 0) {
-    (void)cudaGetLastError();
-    return absl::FailedPreconditionError(kNoDevice);
-  }
+  CUDA_RETURN_IF_ERROR(cudaGetDeviceCount(&device_count));
   if (cfg.device < 0 || cfg.device >= device_count)
     return absl::InvalidArgumentError(absl::StrFormat("--device=%d, but %d device(s) present", cfg.device, device_count));
   CUDA_RETURN_IF_ERROR(cudaSetDevice(cfg.device));
@@ -163,7 +159,8 @@ absl::Status Calibrate(const CalibrateConfig& cfg) {
       batches.push_back(*std::move(made));
       batch_of.push_back(b);
     }
-  DS_ASSIGN_OR_RETURN(std::unique_ptr<GpuSuite> suite, GpuSuite::Create(CapacityForBatches(batches)));
+  DS_ASSIGN_OR_RETURN(std::unique_ptr<GpuSuite> suite,
+                      GpuSuite::Create(CapacityForBatches(batches), ModelConsts{}, static_cast<int>(cfg.impls.size())));
   timing::TimingOptions opt;
   opt.reps = cfg.reps;
   opt.warmup = cfg.warmup;

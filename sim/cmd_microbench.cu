@@ -20,13 +20,16 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "kernels/common/backend_gpu.cuh"
+#include "kernels/common/byte_math.h"
 #include "kernels/common/device_buffer.cuh"
 #include "kernels/common/status_macros.h"
 #include "kernels/indexer_impls.h"
 #include "kernels/reference/indexer_decode.h"
 #include "kernels/reference/token_map.h"
+#include "kernels/suite/gpu_suite.cuh"
 #include "kernels/token_map_impls.h"
 #include "sim/cli_registry.h"
+#include "sim/cuda_device.h"
 #include "sim/gpu_timing.cuh"
 #include "sim/git_info.h"
 #include "sim/result_files.h"
@@ -111,6 +114,23 @@ std::vector<int32_t> Qsl(const std::vector<int32_t>& lens) {
   return q;
 }
 
+constexpr size_t kScratchBytes = size_t{32} << 20;  // the chains' device scratch arena per case
+constexpr size_t kStagingBytes = size_t{8} << 20;   // pinned staging arena per case
+
+// Everything DeviceState allocates for `c`, computed without allocating (saturating arithmetic).
+GpuMemoryPlan PlanCase(const BenchCase& c, const Config& cfg) {
+  const uint64_t reqs = static_cast<uint64_t>(c.num_reqs()), cap = static_cast<uint64_t>(c.capacity);
+  const uint64_t stride = static_cast<uint64_t>(cfg.bt_stride);
+  GpuMemoryPlan p;
+  p.AddDevice("block table", SatMul(4, reqs, stride));
+  p.AddDevice("indexer bt_out", SatMul(4, cap, stride));
+  p.AddDevice("query_start_loc and seq_lens", 4 * (reqs + 1) + 4 * reqs);
+  p.AddDevice("per-token buffers (arange, token map, seq_out, decode_lens, indices, per_req)", SatMul(6 * 4, cap));
+  p.AddDevice("scratch arena", kScratchBytes);
+  p.AddPinned("staging arena", kStagingBytes);
+  return p;
+}
+
 // Inputs and persistent outputs of one case, on the device.
 struct DeviceState {
   const BenchCase& c;
@@ -118,8 +138,8 @@ struct DeviceState {
   std::vector<int32_t> qsl, host_qsl, seq_lens, block_table;
   DeviceBuffer<int32_t> d_qsl, d_seq, d_bt, d_arange;
   DeviceBuffer<int32_t> map_out, seq_out, bt_out, decode_lens, indices, per_req;
-  DeviceBuffer<uint8_t> scratch{size_t{32} << 20};
-  PinnedBuffer<uint8_t> staging{size_t{8} << 20};
+  DeviceBuffer<uint8_t> scratch{kScratchBytes};
+  PinnedBuffer<uint8_t> staging{kStagingBytes};
   // One side stream: the fused mapping and the fused indexer are independent (the indexer
   // searches the boundaries itself), so they can run as two parallel graph branches.
   mutable SideStreams side{1};
@@ -396,17 +416,12 @@ int RunMicrobench(int argc, char** argv) {
     cases.push_back(*std::move(c));
   }
 
-  int device_count = 0;
-  const cudaError_t err = cudaGetDeviceCount(&device_count);
-  if (err != cudaSuccess || device_count == 0) {
-    std::fprintf(stderr,
-                 "dspark-sim microbench: no CUDA device available (%s).\n"
-                 "microbench measures GPU time and needs a GPU. Without one, use the CPU mode of the\n"
-                 "simulator (`dspark-sim run` / `dspark-sim verify` without a device): it emulates the same\n"
-                 "kernel bodies on the CPU and takes metadata costs from the calibration file in workloads/.\n",
-                 err != cudaSuccess ? cudaGetErrorString(err) : "cudaGetDeviceCount returned 0 devices");
+  if (const absl::Status s = sim::RequireCudaDeviceToMeasure("microbench"); !s.ok()) {
+    std::fprintf(stderr, "dspark-sim microbench: %s\n", std::string(s.message()).c_str());
     return 2;
   }
+  int device_count = 0;
+  CUDA_CHECK(cudaGetDeviceCount(&device_count));
   if (cfg.device < 0 || cfg.device >= device_count) {
     std::fprintf(stderr, "dspark-sim microbench: --device=%d, but %d device(s) present\n", cfg.device, device_count);
     return 2;
@@ -420,6 +435,17 @@ int RunMicrobench(int argc, char** argv) {
   opt.l2 = cfg.l2 == "cold" ? timing::L2Mode::kCold : timing::L2Mode::kWarm;
   CudaStream stream;
   timing::L2Flusher flusher(cfg.device);
+  // The pre-flight: every case's buffers must fit before the first one is allocated.
+  for (const BenchCase& c : cases)
+    if (const absl::Status s = CheckFreeDeviceMemory(
+            PlanCase(c, cfg),
+            absl::StrFormat("microbench case %s: capacity=%d, bt_stride=%d, %d requests", c.name, c.capacity,
+                            cfg.bt_stride, c.num_reqs()),
+            "lower --capacity or --bt-stride");
+        !s.ok()) {
+      std::fprintf(stderr, "dspark-sim microbench: %s\n", std::string(s.message()).c_str());
+      return 2;
+    }
   if (cfg.reps < 100) std::fprintf(stderr, "note: --reps=%d is below the 100 samples the method asks for\n", cfg.reps);
 
   std::printf("# dspark-sim microbench\n\n%s (sm_%d%d, %d SMs, L2 %.0f MiB), driver %s, CUDA driver API %s, runtime %s, %s\n",

@@ -21,6 +21,7 @@
 #include "kernels/common/status_macros.h"
 #include "sim/acceptance.h"
 #include "sim/cli_registry.h"
+#include "sim/cuda_device.h"
 #include "sim/engine.h"
 #include "sim/metrics.h"
 #include "sim/option_errors.h"
@@ -186,6 +187,9 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
 
 absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   DS_RETURN_IF_ERROR(config.Validate());
+  if (config.executor == "gpu")
+    if (absl::Status s = RequireCudaDevice(kGpuExecutorNeedsDevice); !s.ok())
+      return absl::Status(s.code(), absl::StrCat("--executor gpu: ", s.message()));
   DS_ASSIGN_OR_RETURN(Workload workload, BuildWorkload(config));
   if (!config.dump_workload.empty())
     DS_RETURN_IF_ERROR(WriteFileAtomically(config.dump_workload, ToJsonl(workload.requests)));
@@ -215,12 +219,8 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   Engine engine(config.scheduler, workload.requests, acceptance, time_model, options, config.seed);
 
   MetricsObserver metrics(workload.requests);
-  engine.AddObserver(&metrics);
   std::unique_ptr<StepLogObserver> step_log;
-  if (!config.step_log.empty()) {
-    step_log = std::make_unique<StepLogObserver>();
-    engine.AddObserver(step_log.get());
-  }
+  if (!config.step_log.empty()) step_log = std::make_unique<StepLogObserver>();
   if (config.executor == "gpu" && ObserverFactories().count("gpu-executor") == 0)
     return absl::FailedPreconditionError(
         "--executor gpu: this build has no GPU executor (built without CUDA); rebuild with nvcc, or use "
@@ -232,9 +232,15 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
     engine.AddObserver(observer.get());
     extra.push_back(std::move(observer));
   }
+  // After the checking observers: a step that one of them fails never reaches the metrics, so an
+  // aborted run's files hold exactly the steps that completed.
+  engine.AddObserver(&metrics);
+  if (step_log) engine.AddObserver(step_log.get());
 
   const auto t0 = std::chrono::steady_clock::now();
-  DS_RETURN_IF_ERROR(engine.Run());
+  // A step that fails (a CUDA error, a BUG mismatch) stops the run; the completed steps' results
+  // are still written, marked "status": "aborted", and the error is returned after them.
+  const absl::Status run_status = engine.Run();
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   RunResult result;
@@ -246,6 +252,11 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
                {"argv", config.argv},
                {"seed", config.seed}};
   s["meta"].update(GitInfo());
+  s["status"] = run_status.ok() ? "ok" : "aborted";
+  if (!run_status.ok()) {
+    s["error"] = std::string(run_status.message());
+    s["steps_completed"] = engine.steps();
+  }
   s["config"] = config.ToJson();
   s["workload"] = workload.info;
   s["acceptance"] = {{"preset", acceptance_params.name},
@@ -272,7 +283,12 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   DS_RETURN_IF_ERROR(metrics.Finish(&s["metrics"]));
   if (config.check && ObserverFactories().count("metadata-check") == 0)
     s["metadata_check"] = "requested, but this build has no metadata-check observer";
-  for (auto& observer : extra) DS_RETURN_IF_ERROR(observer->Finish(&s[std::string(observer->name())]));
+  for (auto& observer : extra) {
+    const absl::Status finished = observer->Finish(&s[std::string(observer->name())]);
+    if (finished.ok()) continue;
+    if (run_status.ok()) return finished;
+    s[std::string(observer->name())] = {{"error", std::string(finished.message())}};
+  }
 
   std::error_code ec;
   fs::create_directories(config.out_dir, ec);
@@ -291,6 +307,11 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   DS_RETURN_IF_ERROR(WriteFileAtomically(out / "perf.json", perf.dump(2) + "\n"));
   if (step_log) DS_RETURN_IF_ERROR(WriteFileAtomically(config.step_log, step_log->text()));
   DS_RETURN_IF_ERROR(WriteFileAtomically(out / "summary.json", s.dump(2) + "\n"));
+  if (!run_status.ok())
+    return absl::Status(run_status.code(),
+                        absl::StrFormat("%s [run aborted: the %d completed steps' results are in %s (summary.json "
+                                        "\"status\": \"aborted\")]",
+                                        run_status.message(), engine.steps(), config.out_dir));
   return result;
 }
 

@@ -68,7 +68,7 @@ absl::Status RunConfig::Validate() const {
         "block_size: expected %d (the KV block size of the metadata kernels; no option sets it), "
         "got %d",
         ModelConsts{}.mla_block_size, s.block_size));
-  const int32_t per_req_blocks = (s.max_model_len + s.block_size - 1) / s.block_size;
+  const int64_t per_req_blocks = (int64_t{s.max_model_len} + s.block_size - 1) / s.block_size;
   if (s.num_kv_blocks != 0 && s.num_kv_blocks < per_req_blocks + 1)
     return absl::InvalidArgumentError(absl::StrFormat(
         "--num-kv-blocks=%d cannot hold one request of max_model_len=%d tokens (%d blocks of %d, "

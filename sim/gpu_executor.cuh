@@ -35,6 +35,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "kernels/common/device_buffer.cuh"
+#include "kernels/suite/gpu_memory_plan.h"
 #include "kernels/suite/gpu_suite.cuh"
 #include "kernels/suite/suite.h"
 #include "nlohmann/json.hpp"
@@ -49,6 +50,9 @@ namespace dspark::sim {
 class DeviceTopB {
  public:
   static absl::StatusOr<std::unique_ptr<DeviceTopB>> Create(int32_t max_reqs);
+  // [bytes] Create allocates for `max_reqs`, on the device and again pinned on the host.
+  static size_t Bytes(int32_t max_reqs);
+  size_t device_bytes() const { return bytes_; }
 
   // Enqueues the upload and the kernel on `stream`; `qsl` is device memory [num_reqs + 1].
   // The pinned staging is reused: the caller makes sure the previous Launch's copy finished
@@ -73,8 +77,13 @@ class DeviceTopB {
 
 // Persistent buffers for every step a scheduler with `config` can plan: capacity
 // max(max_num_batched_tokens, largest capture size), requests max(max_num_seqs, largest capture
-// size) (graph padding pads the request count to N / q), block-table stride width + pad.
+// size) (graph padding pads the request count to N / q), block-table stride width + pad
+// (computed in 64 bits, saturated at the int32 maximum, which no device holds).
 GpuSuiteCapacity CapacityFor(const SchedulerConfig& config);
+
+// Testing aid: the environment variable `run --executor gpu` and `sweep --executor gpu` read into
+// GpuExecutorOptions::fault_at_step.
+inline constexpr char kGpuFaultAtStepEnv[] = "DSPARK_GPU_FAULT_AT_STEP";
 
 struct GpuExecutorOptions {
   std::vector<Impl> impls;     // implementations run every step, in this order
@@ -84,7 +93,17 @@ struct GpuExecutorOptions {
   bool time_steps = true;      // CUDA events around every suite
   bool check = true;           // download and compare every step
   int device = -1;              // CUDA device ordinal; -1: the current device
+  // Testing aid: at the step whose index (StepPlan::index, 0-based, steps.csv's `step`) equals
+  // this, after staging, issue a CUDA call that really fails (a device-to-device cudaMemcpyAsync
+  // into a null pointer: cudaErrorInvalidValue, not sticky) through the checked path, so the
+  // step fails as a CUDA fault does. -1: never.
+  int64_t fault_at_step = -1;
 };
+
+// Everything Create allocates: PlanGpuSuiteMemory for the distinct implementations, the top-B
+// block (device and pinned), and the L2 flush buffer of a device whose L2 holds `l2_bytes` when
+// steps are timed with a cold L2. Create checks it against the free device memory first.
+absl::StatusOr<GpuMemoryPlan> PlanGpuExecutorMemory(const GpuExecutorOptions& options, size_t l2_bytes);
 
 // Per implementation, over the steps executed.
 struct ExecutorImplStats {
@@ -111,11 +130,17 @@ struct ExecutorImplStats {
 
 class GpuExecutor {
  public:
+  // FailedPrecondition without a device; ResourceExhausted, before any allocation, when
+  // PlanGpuExecutorMemory does not fit in the free device memory (the message names the total,
+  // the largest buffers, the free memory and the options to lower).
   static absl::StatusOr<std::unique_ptr<GpuExecutor>> Create(const GpuExecutorOptions& options);
   ~GpuExecutor();
   GpuExecutor(const GpuExecutor&) = delete;
   GpuExecutor& operator=(const GpuExecutor&) = delete;
 
+  // Runs one step. A failure (a CUDA error, a BUG mismatch) is returned as "gpu executor, step
+  // <index> (<case>, R=, N=): <what>: <file>:<line>: <call> failed: ..." and leaves every count,
+  // series and row exactly as the previous steps left them (steps() completed steps).
   absl::Status Execute(const StepPlan& plan);
 
   const ExecutorImplStats& stats(Impl impl) const;
@@ -123,7 +148,9 @@ class GpuExecutor {
   int64_t topb_launches() const;     // adaptive verifications whose allocation ran on the device
   int64_t topb_stale_steps() const;  // of them, steps whose host qsl differed from the device's
   double stage_host_us() const;      // [µs] host time of Stage (pinned copy) summed over steps
-  // The summary.json section: per implementation, the counts (stale_host, padding_residue, bug:
+  const GpuMemoryPlan& memory_plan() const;  // what Create checked
+  uint64_t device_bytes() const;             // [bytes] held in device allocations now
+  // The summary.json section (needs no device: the device facts are read at Create): per implementation, the counts (stale_host, padding_residue, bug:
   // differing cells), timing and launches, overall and per step case.
   nlohmann::json Summary() const;
   // One CSV row per (step, implementation): case, sizes, method (graph / eager), GPU µs, host µs,

@@ -21,6 +21,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "kernels/common/status_macros.h"
+#include "sim/cuda_device.h"
 #include "sim/generators.h"
 #include "sim/result_files.h"
 #include "sim/time_model.h"
@@ -307,10 +308,13 @@ absl::StatusOr<PointRunner> FindPointRunner(const std::string& executor) {
   if (it != PointRunners().end()) return it->second;
   std::vector<std::string> names;
   for (const auto& [name, runner] : PointRunners()) names.push_back(name);
-  if (executor == "gpu")
+  if (executor == "gpu") {
+    const std::string reason = NoCudaDeviceReason();
     return absl::NotFoundError(absl::StrCat(
-        "--executor gpu: GPU executor not available in this build (no point runner named 'gpu' "
-        "is registered; available: ", absl::StrJoin(names, ", "), ")"));
+        "--executor gpu: ", reason.empty() ? "" : reason + ": ",
+        "GPU executor not available in this build (no point runner named 'gpu' is registered; available: ",
+        absl::StrJoin(names, ", "), "); use --executor cpu"));
+  }
   return absl::NotFoundError(absl::StrCat("--executor: unknown executor '", executor,
                                           "'; available: ", absl::StrJoin(names, ", ")));
 }
@@ -553,6 +557,9 @@ absl::StatusOr<SweepOutcome> RunSweep(const SweepConfig& config, std::FILE* prog
   if (!config.merge_inputs.empty())
     return absl::InvalidArgumentError("RunSweep: merge_inputs is set; call MergeSweeps");
   DS_ASSIGN_OR_RETURN(PointRunner runner, FindPointRunner(config.executor));
+  if (config.executor == "gpu")  // before anything is written: every point would fail the same way
+    if (absl::Status s = RequireCudaDevice(kGpuExecutorNeedsDevice); !s.ok())
+      return absl::Status(s.code(), absl::StrCat("--executor gpu: ", s.message()));
   DS_ASSIGN_OR_RETURN(std::vector<SweepPoint> points, PlanSweep(config));
 
   const fs::path out(config.out_dir);

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/status_macros.h"
+#include "sim/cuda_device.h"
 #include "sim/gpu_timing.cuh"
 #include "sim/metrics.h"
 
@@ -234,9 +235,7 @@ TpotLoop::TpotLoop(std::unique_ptr<State> state) : d_(std::move(state)) {}
 TpotLoop::~TpotLoop() = default;
 
 absl::StatusOr<std::unique_ptr<TpotLoop>> TpotLoop::Create(const GpuSuiteCapacity& capacity, const ModelConsts& consts) {
-  if (!CudaDevicePresent())
-    return absl::FailedPreconditionError(
-        "no CUDA device: the TPOT loop measures GPU time; use `dspark-sim run` for CPU mode with calibrated costs");
+  DS_RETURN_IF_ERROR(RequireCudaDeviceToMeasure("the TPOT loop"));
   auto st = std::make_unique<State>();
   st->max_reqs = capacity.max_reqs;
   for (int s = 0; s < 2; ++s) {

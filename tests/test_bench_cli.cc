@@ -100,10 +100,10 @@ TEST(RunExecutorOption, GpuExecutorWithoutAGpuFailsClearly) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
   const std::string msg(r.status().message());
-#if defined(DSPARK_HAVE_CUDA)
-  EXPECT_NE(msg.find("no CUDA device"), std::string::npos) << msg;
-#else
-  EXPECT_NE(msg.find("no GPU executor"), std::string::npos) << msg;
+  EXPECT_EQ(msg.rfind("--executor gpu: no CUDA device (", 0), 0u) << msg;
+  EXPECT_NE(msg.find("use --executor cpu"), std::string::npos) << msg;
+#if !defined(DSPARK_HAVE_CUDA)
+  EXPECT_NE(msg.find("this build has no CUDA"), std::string::npos) << msg;
 #endif
 }
 

@@ -5,6 +5,8 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <limits>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -12,11 +14,20 @@
 
 namespace dspark {
 
+// Throws CudaError when count * element_bytes does not fit in size_t, so an element count derived
+// from a huge capacity can never wrap into a small allocation.
+inline void CheckAllocationSize(size_t count, size_t element_bytes, const char* what) {
+  if (element_bytes != 0 && count > std::numeric_limits<size_t>::max() / element_bytes)
+    throw CudaError(std::string(what) + ": " + std::to_string(count) + " elements of " +
+                    std::to_string(element_bytes) + " bytes overflow size_t");
+}
+
 template <class T>
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   explicit DeviceBuffer(size_t count) : count_(count) {
+    CheckAllocationSize(count_, sizeof(T), "DeviceBuffer");
     if (count_) CUDA_CHECK(cudaMalloc(&ptr_, count_ * sizeof(T)));
   }
   explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) { Upload(host); }
@@ -59,6 +70,7 @@ class PinnedBuffer {
  public:
   PinnedBuffer() = default;
   explicit PinnedBuffer(size_t count) : count_(count) {
+    CheckAllocationSize(count_, sizeof(T), "PinnedBuffer");
     if (count_) CUDA_CHECK(cudaMallocHost(&ptr_, count_ * sizeof(T)));
   }
   ~PinnedBuffer() {

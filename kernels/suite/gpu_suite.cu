@@ -1,5 +1,7 @@
 #include "kernels/suite/gpu_suite.cuh"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -8,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "kernels/common/backend_gpu.cuh"
+#include "kernels/common/byte_math.h"
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/status_macros.h"
 #include "kernels/ops.cuh"
@@ -34,8 +37,6 @@ struct FillI64Kernel {
 };
 
 LaunchShape FillShape(size_t count) { return {static_cast<int32_t>((count + 255) / 256), 256}; }
-
-size_t AlignUp(size_t bytes) { return (bytes + 255) & ~size_t{255}; }
 
 // One implementation's persistent output buffers on the device.
 struct Outputs {
@@ -75,6 +76,14 @@ struct Outputs {
     view.seg_qsl = seg_qsl.get();
     view.seg_seq_lens = seg_seq_lens.get();
     view.seg_count = seg_count.get();
+  }
+
+  uint64_t Bytes() const {
+    uint64_t b = token_to_req.bytes() + swa_lens.bytes() + swa_indices.bytes() + mla_r1.bytes() + mla_r2.bytes() +
+                 ring.bytes() + seg_qsl.bytes() + seg_seq_lens.bytes() + seg_count.bytes();
+    for (int k = 0; k < 2; ++k)
+      b += seq_out[k].bytes() + bt_out[k].bytes() + decode_lens[k].bytes() + indices[k].bytes() + per_req[k].bytes();
+    return b;
   }
 
   absl::Status Poison(cudaStream_t s) {
@@ -295,23 +304,26 @@ GpuSuite::GpuSuite(std::unique_ptr<State> state) : d_(std::move(state)) {}
 GpuSuite::~GpuSuite() = default;
 
 absl::StatusOr<std::unique_ptr<GpuSuite>> GpuSuite::Create(const GpuSuiteCapacity& capacity,
-                                                           const ModelConsts& consts) {
-  if (capacity.max_tokens < 1 || capacity.max_reqs < 1 || capacity.max_bt_stride < 1)
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "GpuSuite: max_tokens=%d, max_reqs=%d and max_bt_stride=%d must be >= 1", capacity.max_tokens,
-        capacity.max_reqs, capacity.max_bt_stride));
-  using gpu_suite_internal::AlignUp;
+                                                           const ModelConsts& consts, int output_sets) {
+  DS_ASSIGN_OR_RETURN(const GpuMemoryPlan plan, PlanGpuSuiteMemory(capacity, consts, output_sets));
+  DS_RETURN_IF_ERROR(CheckFreeDeviceMemory(
+      plan,
+      absl::StrFormat("GpuSuite: max_tokens=%d, max_reqs=%d, max_bt_stride=%d", capacity.max_tokens,
+                      capacity.max_reqs, capacity.max_bt_stride),
+      "lower the capacity"));
+  DS_RETURN_IF_ERROR(ValidateGpuSuiteCapacity(capacity, consts));
   try {
     auto st = std::make_unique<State>();
     st->consts = consts;
     st->capacity = capacity;
     st->layout = MakeSuiteLayout(capacity.max_tokens, capacity.max_reqs, capacity.max_bt_stride, consts);
+    const GpuSuiteInputLayout in = MakeGpuSuiteInputLayout(capacity);
     const size_t reqs = static_cast<size_t>(capacity.max_reqs);
-    st->qsl_off = 0;
-    st->seq_off = AlignUp(st->qsl_off + 4 * (reqs + 1));
-    st->slot_off = AlignUp(st->seq_off + 4 * reqs);
-    st->bt_off = AlignUp(st->slot_off + 8 * static_cast<size_t>(capacity.max_tokens));
-    st->input_bytes = st->bt_off + 4 * reqs * static_cast<size_t>(capacity.max_bt_stride);
+    st->qsl_off = in.qsl_off;
+    st->seq_off = in.seq_off;
+    st->slot_off = in.slot_off;
+    st->bt_off = in.bt_off;
+    st->input_bytes = in.bytes;
     st->inputs = DeviceBuffer<uint8_t>(st->input_bytes);
     st->inputs_staging = PinnedBuffer<uint8_t>(st->input_bytes);
     st->qsl_staging = PinnedBuffer<int32_t>(reqs + 1);
@@ -493,5 +505,23 @@ cudaStream_t GpuSuite::stream() const { return d_->stream.get(); }
 const SuiteLayout& GpuSuite::layout() const { return d_->layout; }
 const BatchSizes& GpuSuite::staged_sizes() const { return d_->view.sizes; }
 const OpCounters& GpuSuite::last_counters(Impl impl) const { return d_->counters[static_cast<size_t>(impl)]; }
+
+uint64_t GpuSuite::device_bytes() const {
+  const State& st = *d_;
+  uint64_t bytes = st.inputs.bytes() + st.arange.bytes() + st.scratch.bytes();
+  for (const auto& o : st.outputs)
+    if (o != nullptr) bytes += o->Bytes();
+  return bytes;
+}
+
+absl::Status CheckFreeDeviceMemory(const GpuMemoryPlan& plan, absl::string_view who, absl::string_view hint) {
+  int device = 0;
+  size_t free_bytes = 0, total_bytes = 0;
+  CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes));
+  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
+  const uint64_t host = pages > 0 && page_size > 0 ? SatMul(static_cast<uint64_t>(pages), static_cast<uint64_t>(page_size)) : 0;
+  return CheckMemoryFits(plan, who, hint, device, free_bytes, total_bytes, host);
+}
 
 }  // namespace dspark

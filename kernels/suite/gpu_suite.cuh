@@ -40,18 +40,19 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "kernels/batch.h"
 #include "kernels/common/backend.h"
 #include "kernels/common/device_buffer.cuh"
+#include "kernels/suite/gpu_memory_plan.h"
 #include "kernels/suite/suite.h"
 
 namespace dspark {
 
-struct GpuSuiteCapacity {
-  int32_t max_tokens = 8192;    // [tokens] length of every per-token buffer (>= every step's capacity)
-  int32_t max_reqs = 256;       // [requests] most requests of a step, padding requests included
-  int32_t max_bt_stride = 2048; // [int32] largest block-table row stride (also the bt_out stride)
-};
+// The pre-flight of kernels/suite/gpu_memory_plan.h on the current device: cudaMemGetInfo's free
+// memory (and the host's physical memory for the pinned part) against `plan`. ResourceExhausted
+// with `who` and `hint` in the message when it does not fit; nothing is allocated either way.
+absl::Status CheckFreeDeviceMemory(const GpuMemoryPlan& plan, absl::string_view who, absl::string_view hint);
 
 // A captured graph and its instantiation. This object owns both handles and destroys them once;
 // the destructor never throws.
@@ -83,9 +84,11 @@ class SuiteGraph {
 
 class GpuSuite {
  public:
-  // Allocates everything at `capacity` on the current device.
+  // Allocates everything at `capacity` on the current device, after checking that it and
+  // `output_sets` implementations' outputs (allocated on each one's first use) fit in the free
+  // device memory (PlanGpuSuiteMemory); ResourceExhausted before any allocation otherwise.
   static absl::StatusOr<std::unique_ptr<GpuSuite>> Create(const GpuSuiteCapacity& capacity,
-                                                          const ModelConsts& consts = {});
+                                                          const ModelConsts& consts = {}, int output_sets = 1);
   ~GpuSuite();
   GpuSuite(const GpuSuite&) = delete;
   GpuSuite& operator=(const GpuSuite&) = delete;
@@ -112,6 +115,9 @@ class GpuSuite {
   const BatchSizes& staged_sizes() const;
   // What the last Run / Capture / CaptureForTiming of `impl` issued (launches, copies, fills).
   const OpCounters& last_counters(Impl impl) const;
+  // [bytes] held in device allocations now (outputs of the implementations run so far included);
+  // equals PlanGpuSuiteMemory's device total once `output_sets` implementations have run.
+  uint64_t device_bytes() const;
 
  private:
   struct State;

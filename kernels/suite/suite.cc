@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "kernels/common/byte_math.h"
 #include "kernels/common/status_macros.h"
 #include "kernels/prefill_segments.cuh"
 #include "kernels/reference/compressed_slots.h"
@@ -132,19 +133,26 @@ absl::Status CheckFits(const SuiteLayout& l, const BatchSizes& s, const ModelCon
 }
 
 size_t SuiteScratchBytes(const SuiteLayout& l) {
-  const size_t cap = static_cast<size_t>(l.token_capacity), reqs = static_cast<size_t>(l.max_reqs);
-  const size_t stride = static_cast<size_t>(l.bt_out_stride), window = static_cast<size_t>(l.window);
-  const size_t seg = static_cast<size_t>(l.max_segments);
+  const uint64_t cap = static_cast<uint64_t>(std::max(l.token_capacity, 0));
+  const uint64_t reqs = static_cast<uint64_t>(std::max(l.max_reqs, 0));
+  const uint64_t stride = static_cast<uint64_t>(std::max(l.bt_out_stride, 0));
+  const uint64_t window = static_cast<uint64_t>(std::max(l.window, 0));
+  const uint64_t seg = static_cast<uint64_t>(std::max(l.max_segments, 0));
   // Worst run (chain): 5 [n, window] SWA tensors, two indexers' expanded rows, the clamped block
   // tables, a few dozen per-token and per-request tensors; 256-byte alignment per allocation.
-  const size_t int32s = 6 * cap * window + 3 * cap * stride + 2 * reqs * stride + 64 * cap + 16 * reqs + 8 * seg;
-  return 4 * int32s + 8 * 4 * cap + 256 * 256;
+  // Saturating: a layout too large for 64 bits gives kBytesOverflow, never a small arena.
+  uint64_t int32s = SatMul(6, cap, window);
+  int32s = SatAdd(int32s, SatMul(3, cap, stride));
+  int32s = SatAdd(int32s, SatMul(2, reqs, stride));
+  int32s = SatAdd(int32s, SatAdd(SatMul(64, cap), SatAdd(SatMul(16, reqs), SatMul(8, seg))));
+  return SatAdd(SatAdd(SatMul(4, int32s), SatMul(32, cap)), 256 * 256);
 }
 
 size_t SuiteStagingBytes(const SuiteLayout& l) {
-  const size_t cap = static_cast<size_t>(l.token_capacity), reqs = static_cast<size_t>(l.max_reqs);
-  const size_t seg = static_cast<size_t>(l.max_segments);
-  return 4 * (8 * cap + 4 * reqs + 3 * seg + 3) + 256 * 32;
+  const uint64_t cap = static_cast<uint64_t>(std::max(l.token_capacity, 0));
+  const uint64_t reqs = static_cast<uint64_t>(std::max(l.max_reqs, 0));
+  const uint64_t seg = static_cast<uint64_t>(std::max(l.max_segments, 0));
+  return 4 * (8 * cap + 4 * reqs + 3 * seg + 3) + 256 * 32;  // < 2^40 for int32 fields: no overflow
 }
 
 // ---------------------------------------------------------------- images
