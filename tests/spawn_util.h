@@ -42,12 +42,11 @@ inline std::string SimBinary() {
   return std::filesystem::exists(beside, ec) ? beside.string() : "";
 }
 
-// Runs SimBinary() with `args` (argv[1..]); `env` entries replace (or add) variables of this
-// process's environment. `scratch` is a folder for the captured output files.
-inline SpawnResult SpawnSim(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
-                            const std::string& scratch) {
-  SpawnResult r;
-  const std::string out_path = scratch + "/child.stdout", err_path = scratch + "/child.stderr";
+// Starts SimBinary() with `args` (argv[1..]) and returns its pid, or -1 when it cannot start.
+// `env` entries replace (or add) variables of this process's environment. Its stdout goes to
+// `out_path`; its stderr to `err_path`, or to the same file when that is empty.
+inline pid_t StartSim(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
+                      const std::string& out_path, const std::string& err_path = "") {
   std::vector<std::string> argv_s = {SimBinary()};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -67,12 +66,24 @@ inline SpawnResult SpawnSim(const std::vector<std::string>& args, const std::map
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = 0;
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (err_path.empty())
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  else
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
   const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return r;
+  return rc == 0 ? pid : -1;
+}
+
+// Runs SimBinary() to the end (see StartSim). `scratch` is a folder for the captured output.
+inline SpawnResult SpawnSim(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
+                            const std::string& scratch) {
+  SpawnResult r;
+  const std::string out_path = scratch + "/child.stdout", err_path = scratch + "/child.stderr";
+  const pid_t pid = StartSim(args, env, out_path, err_path);
+  if (pid < 0) return r;
   r.started = true;
   int status = 0;
   while (waitpid(pid, &status, 0) < 0)

@@ -1,12 +1,10 @@
-// Result files under kills: the built `dspark-sim` binary (DSPARK_SIM_BIN) is started as a child
+// Result files under kills: the built `dspark-sim` binary (tests/spawn_util.h) is started as a child
 // process and SIGKILLed at pseudo-random moments (fixed seed). At every kill, each result file
 // under its final name parses whole; a killed sweep resumes, loses at most the point it was
 // running, and ends with the results of an uninterrupted sweep. Also: `run` leaves no
 // temporary files and every output it writes parses.
 #include <gtest/gtest.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,9 +27,9 @@
 #include "sim/cmd_run.h"
 #include "sim/sweep.h"
 #include "tests/result_file_checks.h"
+#include "tests/spawn_util.h"
 #include "tests/temp_folders.h"
 
-extern char** environ;
 
 namespace dspark::sim {
 namespace {
@@ -50,21 +48,9 @@ std::string TempDir(const std::string& name) {
 
 // ---- Child processes ----
 
-// Starts DSPARK_SIM_BIN with `args`; its stdout and stderr go to `output`.
+// Starts the built dspark-sim with `args`; its stdout and stderr go to `output`.
 pid_t Spawn(const std::vector<std::string>& args, const fs::path& output) {
-  std::vector<std::string> all = {DSPARK_SIM_BIN};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  pid_t pid = -1;
-  const int error = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  return error == 0 ? pid : -1;
+  return ::dspark::testing_util::StartSim(args, {}, output.string());
 }
 
 // True when the child has exited (its wait status in `status`), without blocking.
@@ -284,7 +270,7 @@ TEST(ResultsOnKill, SweepKilledAtRandomMomentsResumesToTheUninterruptedResults) 
   int status = 0;
   const auto t0 = Clock::now();
   const pid_t ref = Spawn(TinySweepArgs(reference.string()), outputs / "reference.txt");
-  ASSERT_GT(ref, 0) << "cannot start " << DSPARK_SIM_BIN;
+  ASSERT_GT(ref, 0) << "cannot start '" << ::dspark::testing_util::SimBinary() << "'";
   ASSERT_TRUE(WaitFor(ref, std::chrono::seconds(120), &status)) << SlurpFile(outputs / "reference.txt");
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << SlurpFile(outputs / "reference.txt");
   const int64_t point_us =
