@@ -214,7 +214,7 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   options.check_kv_each_step = config.check_kv_each_step;
   Engine engine(config.scheduler, workload.requests, acceptance, time_model, options, config.seed);
 
-  MetricsObserver metrics(workload.requests);
+  MetricsObserver metrics(workload.requests, config.steps_csv_stride);
   engine.AddObserver(&metrics);
   std::unique_ptr<StepLogObserver> step_log;
   if (!config.step_log.empty()) {
