@@ -91,8 +91,8 @@ class DigestObserver final : public StepObserver {
   uint64_t h_ = 0x736f616b64696765ULL;
 };
 
-// Samples VmRSS every `every` steps over both runs (a global step count), and exactly at the
-// warm-up mark, which is the baseline. Halves the series (and doubles the period) when it
+// Samples VmRSS every `every` steps over both runs (a global step count), exactly at the
+// warm-up mark, and when RunOnce asks (at the end of every batch). Halves the series (and doubles the period) when it
 // reaches kMaxRssSamples, so that its own memory stays bounded.
 class RssSampler final : public StepObserver {
  public:
@@ -195,12 +195,15 @@ absl::Status RunOnce(int run_index, const SoakOptions& o, const TimeModel& time_
     engine_options.time_impl = config.time_impl;
     Engine engine(config.scheduler, workload.requests, acceptance, time_model, engine_options, seed);
     DigestObserver batch_digest;
-    MetricsObserver metrics(workload.requests);
+    MetricsObserver metrics(workload.requests, /*step_record_stride=*/int64_t{1} << 62);
     engine.AddObserver(&checker);
     engine.AddObserver(&batch_digest);
     engine.AddObserver(&metrics);
     engine.AddObserver(rss);
     const absl::Status status = engine.Run();
+    // Every batch peaks at its end (the metrics series are longest): sampling there makes the
+    // warm-up peak and the later peaks comparable, whatever the sampling period.
+    DS_RETURN_IF_ERROR(rss->Sample());
     const std::string where = absl::StrFormat("run %d, batch %d (after %d steps of the run)", run_index + 1, b,
                                               run->steps);
     run->steps += engine.steps();
@@ -241,6 +244,12 @@ absl::Status RunOnce(int run_index, const SoakOptions& o, const TimeModel& time_
 }
 
 }  // namespace
+
+SchedulerConfig SoakSchedulerDefaults() {
+  SchedulerConfig c;
+  c.num_kv_blocks = 1536;
+  return c;
+}
 
 absl::Status SoakOptions::Validate() const {
   if (steps < 1) return absl::InvalidArgumentError(absl::StrCat("--steps: expected >= 1, got ", steps));

@@ -9,20 +9,23 @@
 // per-token series of the metrics observer) whatever `steps` is.
 //
 // Every step goes through the invariant checker (sim/invariants.h), a digest observer and the
-// metrics observer; every `rss_sample_every` steps VmRSS is read from /proc/self/status. The
-// metadata check is off (speed).
+// metrics observer (which checks every finished request emitted exactly its output length; it
+// keeps per-request records and per-token ITL samples, bounded by the batch, and no per-step
+// series since the soak writes no steps.csv); every `rss_sample_every` steps VmRSS is read from
+// /proc/self/status. The metadata check is off (speed).
 //
 // Digest: a 64-bit hash (SplitMix64 chain) of every step's plan summary (times as IEEE bits),
 // every request event, and each batch's metrics summary (summary.json's metrics section,
 // serialised). The two runs must give the same digest per batch and in total.
 //
 // RSS: VmRSS is sampled every `rss_sample_every` steps over both runs (one step count, run 2
-// continuing run 1). Within a batch RSS rises (the metrics observer's per-step and per-token
-// series) and falls when the batch ends, so the check compares peaks: growth = the largest
-// sample after warm-up (the rest of run 1 and all of run 2) - the largest sample during
-// warm-up (the first ceil(steps / 10) steps of run 1, which span several batches). The soak
-// fails when growth > rss_limit_kib. RunSoak pins glibc's malloc thresholds (see soak.cc) so that
-// RSS follows live memory rather than the allocator's adaptive mmap threshold.
+// continuing run 1) and at the end of every batch. Within a batch RSS rises (the metrics
+// observer's per-token series) and falls when the batch ends, so the check compares
+// peaks: growth = the largest sample after warm-up (the rest of run 1 and all of run 2) - the
+// largest sample during warm-up (the first ceil(steps / 10) steps of run 1; with the defaults
+// about 10 batches). The soak fails when growth > rss_limit_kib (default 2 MiB: about 2 bytes
+// per step of a 1M-step run). RunSoak pins glibc's malloc thresholds (see soak.cc) so that RSS
+// follows live memory rather than the allocator's adaptive mmap threshold.
 #pragma once
 
 #include <cstdint>
@@ -36,17 +39,22 @@
 
 namespace dspark::sim {
 
+// The scheduler defaults of `run` (adaptive, K = 5, 256 sequences, 16384 tokens) with a KV pool
+// of 1536 blocks: tight enough for preemptions (about 1% of steps of the chat preset at
+// concurrency 64), small enough that the per-step KV partition check stays cheap.
+SchedulerConfig SoakSchedulerDefaults();
+
 struct SoakOptions {
   int64_t steps = 1000000;          // [steps] at least this many per run
   uint64_t seed = 0;
   std::string workload = "chat";    // preset of every batch
   int64_t batch_requests = 4096;    // [requests] per batch (one engine each)
   int32_t concurrency = 64;         // [requests in flight] client limit, 0 = none
-  SchedulerConfig scheduler;        // mode, K, limits (adaptive, K = 5 by default)
+  SchedulerConfig scheduler = SoakSchedulerDefaults();
   int64_t rss_sample_every = 10000; // [steps]
   int64_t kv_check_every = 1;       // [steps] KV partition check period
   int64_t rows_check_every = 64;    // [steps] per-row check period (materialises arrays), 0 = never
-  int64_t rss_limit_kib = 8192;     // [KiB] allowed RSS growth after warm-up
+  int64_t rss_limit_kib = 2048;     // [KiB] allowed growth of the RSS peak after warm-up
   std::string calibration;          // time-model JSON; empty: workloads/calibration_h200.json
   std::vector<std::string> argv;    // for the meta block
 
