@@ -53,6 +53,7 @@ void InvariantChecker::Reset(const std::vector<RequestSpec>& workload) {
   emitted_.assign(workload.size(), 0);
   finished_step_.assign(workload.size(), -1);
   finished_count_ = 0;
+  preempted_while_planning_ = -1;
   last_index_ = -1;
   last_end_s_ = 0.0;
 }
@@ -336,6 +337,12 @@ absl::Status InvariantChecker::OnStep(const StepPlan& plan) {
     s = Violation(plan.index, "start_s = %.9f, end_s = %.9f; the previous step ended at %.9f", plan.start_s,
                   plan.end_s, last_end_s_);
   }
+  if (s.ok() && plan.step_case == StepCase::kAdaptiveDraft && preempted_while_planning_ >= 0)
+    s = Violation(plan.index,
+                  "request id %d preempted while an adaptive draft step was planned (the host cannot know the "
+                  "step's token total without the dropped request's kept-draft count)",
+                  preempted_while_planning_);
+  preempted_while_planning_ = -1;
   last_index_ = plan.index;
   last_end_s_ = plan.end_s;
   if (s.ok()) s = CheckPlan(plan);
@@ -416,9 +423,12 @@ void InvariantChecker::OnPreempted(int32_t req, double /*time_s*/) {
     Keep(Violation(step, "preemption of request index %d outside the workload of %d", req, state_.size()));
     return;
   }
-  if (state_[req] != ReqState::kSubmitted)
+  if (state_[req] != ReqState::kSubmitted) {
     Keep(Violation(step, "request id %d preempted while %s", (*workload_)[req].id,
-                     state_[req] == ReqState::kPending ? "not submitted" : "finished"));
+                   state_[req] == ReqState::kPending ? "not submitted" : "finished"));
+    return;
+  }
+  if (preempted_while_planning_ < 0) preempted_while_planning_ = (*workload_)[req].id;
 }
 
 absl::Status InvariantChecker::CheckAllFinished() const {

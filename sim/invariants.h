@@ -13,12 +13,16 @@
 //  - CUDA-graph padding: padded iff graphs are on, the step is decode-only and M fits the
 //    largest capture size; then N is the smallest capture size >= M, R = max(R_real, N / q)
 //    (q = 1, K or 1 + K by case), num_decodes = R, num_decode_tokens = N; else N = M, R = R_real;
-//  - steps are numbered consecutively and simulated time never runs backwards.
+//  - steps are numbered consecutively and simulated time never runs backwards;
+//  - no request is preempted while an adaptive draft step is planned: the dropped request's
+//    kept-draft count is known only to the device, so the host could not know the step's
+//    token total (which must equal the device's, checked per row below).
 // Every `kv_every`-th step: the free list and the blocks of the running requests partition the
 // usable blocks 1..num_blocks-1 exactly: no id out of range (block 0, the null page, is never
 // handed out), none twice (two owners, or owned and free), none missing (a leak).
 // Every `rows_every`-th step (0: never; it materialises the step's arrays): per row, query
-// length within its case bound, seq_len <= max_model_len, no request twice in a step, the
+// length within its case bound, host and device token totals equal, seq_len <=
+// max_model_len, no request twice in a step, the
 // request running and holding blocks for its whole context, each token's slot at its position
 // in its own blocks, padding rows and tokens empty.
 // Request events: submitted once; tokens only between submission and finish; finished exactly
@@ -126,6 +130,7 @@ class InvariantChecker final : public StepObserver {
   std::vector<int32_t> emitted_;         // [requests] output tokens so far
   std::vector<int64_t> finished_step_;   // [requests] step whose commit finished it
   int64_t finished_count_ = 0;
+  int64_t preempted_while_planning_ = -1;  // first request id preempted since the last plan
   int64_t last_index_ = -1;              // index of the last plan seen
   double last_end_s_ = 0.0;              // [s]
 

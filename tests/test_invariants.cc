@@ -472,6 +472,37 @@ TEST_F(InvariantEvents, PreemptedAfterFinishing) {
             "invariant violated at step 2: request id 10 preempted while finished");
 }
 
+TEST_F(InvariantEvents, PreemptionWhileAnAdaptiveDraftIsPlanned) {
+  checker_.OnPreempted(1, 0.5);
+  checker_.OnPreempted(2, 0.5);
+  StepPlan p = AdaptiveVerifyPlan();
+  p.index = 1;
+  p.start_s = 1.0;
+  p.end_s = 1.5;
+  p.step_case = StepCase::kAdaptiveDraft;
+  p.draft_step = true;
+  p.eligible_drafts = 0;
+  EXPECT_EQ(std::string(checker_.OnStep(p).message()),
+            "invariant violated at step 1: request id 11 preempted while an adaptive draft step was planned (the "
+            "host cannot know the step's token total without the dropped request's kept-draft count)");
+}
+
+TEST_F(InvariantEvents, PreemptionBeforeATargetStepPasses) {
+  checker_.OnPreempted(1, 0.5);
+  StepPlan p = AdaptiveVerifyPlan();
+  p.index = 1;
+  p.start_s = 1.0;
+  p.end_s = 1.5;
+  EXPECT_TRUE(checker_.OnStep(p).ok()) << checker_.first_violation();
+  p.index = 2;  // the preemption is not carried over to the next step
+  p.start_s = 2.0;
+  p.end_s = 2.5;
+  p.step_case = StepCase::kAdaptiveDraft;
+  p.draft_step = true;
+  p.eligible_drafts = 0;
+  EXPECT_TRUE(checker_.OnStep(p).ok()) << checker_.first_violation();
+}
+
 TEST_F(InvariantEvents, SubmittedTwice) {
   checker_.OnArrival(2, 0.5);
   EXPECT_EQ(checker_.first_violation().message(), "invariant violated at step 1: request id 12 submitted twice");
@@ -662,6 +693,12 @@ TEST(InvariantRows, BlockTableDisagreesWithTheOwner) {
   const absl::Status s =
       BreakFirstMultiRequestStep([](StepArrays& a) { a.block_table[2 * 16 + 1] = 4; }, &step);
   EXPECT_EQ(s.message(), "invariant violated at step 0: block_table[2, 1] = 4, request id 2 holds block 6 there");
+}
+
+TEST(InvariantRows, HostTotalDiffersFromTheDevice) {
+  int64_t step = -1;
+  const absl::Status s = BreakFirstMultiRequestStep([](StepArrays& a) { a.qsl_host.back() -= 2; }, &step);
+  EXPECT_EQ(s.message(), "invariant violated at step 0: qsl total: device 225, host 223; expected num_tokens_real = 225");
 }
 
 TEST(InvariantRows, ScheduledRowWithoutAToken) {
