@@ -75,7 +75,8 @@ po::options_description RunOptions() {
     ("step-log", po::value<std::string>(), "write every step's arrays to this text file (small runs)")
     ("dump-workload", po::value<std::string>(), "also write the workload as built (generated or parsed, re-timed, truncated) to this JSONL file")
     ("steps-csv-stride", po::value<int64_t>()->default_value(1), "write every n-th step to steps.csv")
-    ("check-kv", po::bool_switch(), "check KV block accounting after every step (slow)");
+    ("check-kv", po::bool_switch(), "check KV block accounting after every step (slow)")
+    ("check-invariants", po::bool_switch(), "independent invariant check of every step: budgets, graph padding, KV partition, each request finished once (sim/invariants.h; O(KV pool) per step)");
   // clang-format on
   return d;
 }
@@ -182,6 +183,7 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   if (vm.count("dump-workload")) c.dump_workload = vm["dump-workload"].as<std::string>();
   c.steps_csv_stride = vm["steps-csv-stride"].as<int64_t>();
   c.check_kv_each_step = vm["check-kv"].as<bool>();
+  c.check_invariants = vm["check-invariants"].as<bool>();
   return c;
 }
 
@@ -218,7 +220,7 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   options.check_kv_each_step = config.check_kv_each_step;
   Engine engine(config.scheduler, workload.requests, acceptance, time_model, options, config.seed);
 
-  MetricsObserver metrics(workload.requests);
+  MetricsObserver metrics(workload.requests, config.steps_csv_stride);
   std::unique_ptr<StepLogObserver> step_log;
   if (!config.step_log.empty()) step_log = std::make_unique<StepLogObserver>();
   if (config.executor == "gpu" && ObserverFactories().count("gpu-executor") == 0)

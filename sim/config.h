@@ -53,6 +53,7 @@ struct RunConfig {
   std::string dump_workload;       // write the built workload as JSONL here
   int64_t steps_csv_stride = 1;    // write every n-th step to steps.csv
   bool check_kv_each_step = false; // full KV consistency check after every step
+  bool check_invariants = false;   // sim/invariants.h on every step (section "invariants")
 
   absl::Status Validate() const;
   nlohmann::json ToJson() const;

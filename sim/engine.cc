@@ -44,6 +44,7 @@ absl::Status Engine::Run() {
       return absl::InvalidArgumentError("engine: workload must be sorted by arrival time");
   const bool spec = scheduler_.config().mode != SpecMode::kNone;
   now_s_ = 0.0;
+  for (StepObserver* o : observers_) o->OnStart(*this);
   ReleaseArrivals();
   StepPlan plan;
   while (true) {

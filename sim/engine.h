@@ -40,6 +40,7 @@ class Engine final : public SchedulerEvents {
   double now_s() const { return now_s_; }
   int64_t finished() const { return finished_; }
   const Scheduler& scheduler() const { return scheduler_; }
+  const std::vector<RequestSpec>& workload() const { return workload_; }
 
   void OnTokens(int32_t req, double time_s, int32_t tokens) override;
   void OnVerification(int32_t req, int32_t proposed, int32_t verified, int32_t accepted) override;

@@ -20,6 +20,8 @@ class KvCache {
   int32_t num_blocks() const { return num_blocks_; }
   int32_t num_free() const { return static_cast<int32_t>(free_.size()); }
   int32_t num_used() const { return num_blocks_ - 1 - num_free(); }
+  // The free list itself (read-only), for checkers that account blocks independently.
+  const std::vector<int32_t>& free_blocks() const { return free_; }
 
   // Blocks a request holding `tokens` tokens needs.
   int32_t BlocksFor(int32_t tokens) const { return (tokens + block_size_ - 1) / block_size_; }

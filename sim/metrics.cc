@@ -33,14 +33,25 @@ Distribution Summarize(std::vector<double>& values) {
   return d;
 }
 
-MetricsObserver::MetricsObserver(const std::vector<RequestSpec>& workload)
-    : workload_(workload), requests_(workload.size()) {
+MetricsObserver::MetricsObserver(const std::vector<RequestSpec>& workload, int64_t step_record_stride)
+    : workload_(workload), requests_(workload.size()), step_record_stride_(std::max<int64_t>(step_record_stride, 1)) {
   int64_t tokens = 0;
   for (const auto& r : workload) tokens += r.output_len;
   itl_s_.reserve(static_cast<size_t>(std::min<int64_t>(tokens, int64_t{1} << 26)));
 }
 
 absl::Status MetricsObserver::OnStep(const StepPlan& p) {
+  const int c = static_cast<int>(p.step_case);
+  ++total_steps_;
+  ++case_steps_[c];
+  case_stale_[c] += p.host_view_stale;
+  case_padded_[c] += p.graph_padded;
+  case_reqs_[c] += p.num_reqs_real;
+  case_tokens_[c] += p.num_tokens_real;
+  case_time_s_[c] += p.end_s - p.start_s;
+  all_reqs_ += p.num_reqs_real;
+  all_tokens_ += p.num_tokens_real;
+  if (p.index % step_record_stride_ != 0) return absl::OkStatus();
   steps_.push_back({p.index, p.start_s, p.end_s - p.start_s, static_cast<int8_t>(p.step_case),
                     p.draft_step, p.graph_padded, p.host_view_stale, p.num_reqs_real, p.num_reqs,
                     p.num_tokens_real, p.num_tokens, p.num_decodes, p.num_decode_tokens,
@@ -133,37 +144,23 @@ absl::Status MetricsObserver::Finish(nlohmann::json* section) {
                       {"acceptance_rate", drafts_verified_ > 0
                                               ? static_cast<double>(drafts_accepted_) / drafts_verified_
                                               : 0.0}};
-  // Per-step series, aggregated: how many steps of each case, their batch sizes, and how many
-  // carried a stale host view.
-  std::array<int64_t, kNumStepCases> count{}, stale{}, padded{};
-  std::array<double, kNumStepCases> reqs{}, tokens{}, time{};
-  double all_reqs = 0, all_tokens = 0;
-  for (const StepRecord& st : steps_) {
-    const int c = st.step_case;
-    ++count[c];
-    stale[c] += st.host_view_stale;
-    padded[c] += st.graph_padded;
-    reqs[c] += st.num_reqs_real;
-    tokens[c] += st.num_tokens_real;
-    time[c] += st.duration_s;
-    all_reqs += st.num_reqs_real;
-    all_tokens += st.num_tokens_real;
-  }
+  // Per-step series, aggregated (in OnStep, over every step): how many steps of each case,
+  // their batch sizes, and how many carried a stale host view.
   nlohmann::json cases = nlohmann::json::object();
   for (int c = 0; c < kNumStepCases; ++c) {
-    if (count[c] == 0) continue;
+    if (case_steps_[c] == 0) continue;
     cases[std::string(StepCaseName(static_cast<StepCase>(c)))] = {
-        {"steps", count[c]},
-        {"host_view_stale_steps", stale[c]},
-        {"graph_padded_steps", padded[c]},
-        {"mean_requests", reqs[c] / count[c]},
-        {"mean_tokens", tokens[c] / count[c]},
-        {"time_s", time[c]}};
+        {"steps", case_steps_[c]},
+        {"host_view_stale_steps", case_stale_[c]},
+        {"graph_padded_steps", case_padded_[c]},
+        {"mean_requests", case_reqs_[c] / case_steps_[c]},
+        {"mean_tokens", case_tokens_[c] / case_steps_[c]},
+        {"time_s", case_time_s_[c]}};
   }
-  const double n = steps_.empty() ? 1.0 : static_cast<double>(steps_.size());
-  s["steps"] = {{"total", static_cast<int64_t>(steps_.size())},
-                {"mean_batch_requests", all_reqs / n},
-                {"mean_batch_tokens", all_tokens / n},
+  const double n = total_steps_ == 0 ? 1.0 : static_cast<double>(total_steps_);
+  s["steps"] = {{"total", total_steps_},
+                {"mean_batch_requests", all_reqs_ / n},
+                {"mean_batch_tokens", all_tokens_ / n},
                 {"by_case", cases}};
   return absl::OkStatus();
 }

@@ -11,6 +11,7 @@
 // Percentiles use linear interpolation between order statistics (numpy's default).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -51,7 +52,9 @@ struct StepRecord {
 
 class MetricsObserver final : public StepObserver {
  public:
-  explicit MetricsObserver(const std::vector<RequestSpec>& workload);
+  // Keeps the StepRecord of every `step_record_stride`-th step (the rows steps.csv writes);
+  // the per-case step aggregates of Finish always cover every step.
+  explicit MetricsObserver(const std::vector<RequestSpec>& workload, int64_t step_record_stride = 1);
 
   absl::string_view name() const override { return "metrics"; }
   absl::Status OnStep(const StepPlan& plan) override;
@@ -66,17 +69,25 @@ class MetricsObserver final : public StepObserver {
   absl::Status Finish(nlohmann::json* section) override;
 
   const std::vector<RequestRecord>& requests() const { return requests_; }
-  const std::vector<StepRecord>& steps() const { return steps_; }
+  const std::vector<StepRecord>& steps() const { return steps_; }  // every stride-th step
   double mean_acceptance_length() const;
 
-  // CSV text of the per-step series (every `stride`-th step) and of the per-request records.
+  // CSV text of the per-step series (every `stride`-th step of the records kept) and of the
+  // per-request records.
   std::string StepsCsv(int64_t stride) const;
   std::string RequestsCsv() const;
 
  private:
   const std::vector<RequestSpec>& workload_;
   std::vector<RequestRecord> requests_;
+  int64_t step_record_stride_;
   std::vector<StepRecord> steps_;
+  // Per-case aggregates over every step: counts (steps, stale host view, graph padded) and
+  // sums (real requests, real tokens, duration [s]).
+  std::array<int64_t, kNumStepCases> case_steps_{}, case_stale_{}, case_padded_{};
+  std::array<double, kNumStepCases> case_reqs_{}, case_tokens_{}, case_time_s_{};
+  int64_t total_steps_ = 0;
+  double all_reqs_ = 0, all_tokens_ = 0;
   std::vector<float> itl_s_;  // [s] float halves the memory of the largest series
   int64_t preemptions_ = 0;
   int64_t verifications_ = 0, drafts_proposed_ = 0, drafts_verified_ = 0, drafts_accepted_ = 0;

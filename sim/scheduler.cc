@@ -124,7 +124,13 @@ bool Scheduler::EnsureBlocks(int32_t req, int32_t tokens, double now_s) {
   return true;
 }
 
+int32_t Scheduler::PrefillDraftReserve(const Req& r, int32_t seq) const {
+  if (config_.mode != SpecMode::kAdaptive || seq < r.prefill_len || r.generated + 1 >= r.output_len) return seq;
+  return seq + std::min(k_, config_.max_model_len - seq);
+}
+
 void Scheduler::PlanTarget(double now_s) {
+  const bool adaptive = config_.mode == SpecMode::kAdaptive;
   int32_t budget = config_.max_num_batched_tokens;
   for (size_t i = 0; i < running_.size(); ++i) {
     const int32_t idx = running_[i];
@@ -132,15 +138,17 @@ void Scheduler::PlanTarget(double now_s) {
     if (r.phase == Phase::kPrefill) {
       const int32_t chunk = std::min(r.prefill_len - r.computed, budget);
       if (chunk <= 0) continue;
-      if (!EnsureBlocks(idx, r.computed + chunk, now_s)) continue;
       const int32_t seq = r.computed + chunk;
+      if (!EnsureBlocks(idx, PrefillDraftReserve(r, seq), now_s)) continue;
       prefills_.push_back({idx, chunk, chunk, seq, seq, 0});
       budget -= chunk;
     } else if (r.phase == Phase::kDecode || r.phase == Phase::kNeedVerify) {
       if (budget < 1) continue;
       const int32_t maxd = r.phase == Phase::kDecode ? 0 : std::min(VerifyCap(r), budget - 1);
       const int32_t seq = r.computed + 1 + maxd;
-      if (!EnsureBlocks(idx, seq, now_s)) continue;
+      // Adaptive: also the draft after it, up to 1 + maxd positions past the host's bound seq.
+      const int32_t reserve = adaptive ? seq + 1 + maxd : seq;
+      if (!EnsureBlocks(idx, reserve, now_s)) continue;
       decodes_.push_back({idx, 1 + maxd, 1 + maxd, seq, seq, maxd});
       budget -= 1 + maxd;
     }
@@ -158,7 +166,7 @@ void Scheduler::PlanTarget(double now_s) {
     const int32_t idx = waiting_.front();
     Req& r = reqs_[idx];
     const int32_t chunk = std::min(r.prefill_len - r.computed, budget);
-    if (!kv_.Grow(r.blocks, r.computed + chunk)) break;
+    if (!kv_.Grow(r.blocks, PrefillDraftReserve(r, r.computed + chunk))) break;
     waiting_.pop_front();
     r.phase = Phase::kPrefill;
     running_.push_back(idx);

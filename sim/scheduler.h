@@ -39,7 +39,13 @@
 // KV cache. The host allocates blocks for its upper bound of every position a step may write
 // (all eligible drafts). When a running request cannot grow, the newest running request is
 // preempted (recompute: its KV is freed, it returns to the front of the waiting queue and
-// later re-prefills prompt + generated tokens). Admission never preempts.
+// later re-prefills prompt + generated tokens). Admission never preempts. In adaptive mode a
+// target step also reserves what the draft step after it writes (vLLM's lookahead slots): up
+// to 1 + k_r positions past a verification's bound, K after a completed prefill. So an
+// adaptive draft step never grows a block list and never preempts: dropping a request whose
+// kept-draft count only the device knows would leave the host unable to know the step's token
+// total (the host total must equal the device's, R + B).
+
 //
 // CUDA graphs. Decode-only steps whose real token count fits the largest capture size are
 // padded to the next capture size (see step_plan.h for the padded request count).
@@ -115,6 +121,11 @@ class Scheduler final : public StepMaterializer {
   const KvCache& kv() const { return kv_; }
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
+  // Read-only views for independent checkers (sim/invariants.h): the running requests in
+  // admission order, and the KV blocks and workload id of request `req`.
+  const std::vector<int32_t>& running() const { return running_; }
+  const std::vector<int32_t>& blocks_of(int32_t req) const { return reqs_[req].blocks; }
+  int64_t request_id(int32_t req) const { return reqs_[req].id; }
 
   // The request enters the waiting queue (the engine calls this at its submission time).
   void Submit(int32_t req);
@@ -171,6 +182,10 @@ class Scheduler final : public StepMaterializer {
   };
 
   int32_t VerifyCap(const Req& r) const;
+  // [tokens] KV to hold for a prefill chunk ending at `seq`: in adaptive mode a chunk that
+  // completes the prefill (of a request that will draft) also reserves the K positions of the
+  // draft step after it.
+  int32_t PrefillDraftReserve(const Req& r, int32_t seq) const;
   // Grows req's blocks to `tokens`, preempting the newest running requests as needed; false
   // when `req` itself was preempted.
   bool EnsureBlocks(int32_t req, int32_t tokens, double now_s);

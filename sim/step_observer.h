@@ -17,11 +17,16 @@
 
 namespace dspark::sim {
 
+class Engine;
+
 class StepObserver {
  public:
   virtual ~StepObserver() = default;
   // Key of this observer's section in summary.json.
   virtual absl::string_view name() const = 0;
+  // Once, when the run starts (before the first arrival): the engine, for observers that read
+  // (never change) the models' state, such as the invariant check's KV accounting.
+  virtual void OnStart(const Engine& /*engine*/) {}
   // Once per step, after it was planned and timed. A non-OK status stops the run with that
   // error (e.g. a metadata check that found a bug in an implementation that must be exact).
   virtual absl::Status OnStep(const StepPlan& plan) = 0;
