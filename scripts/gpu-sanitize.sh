@@ -4,43 +4,58 @@
 # runs sharded and in parallel (each instrumented process is CPU-bound; the GPU is shared), so the
 # whole matrix fits one device call. Logs go to $OUT/sanitize (or ./gpu-out/sanitize); the
 # summary lines go to stdout and to summary.txt. Exit status: 0 only when every run is clean.
-#   SANITIZE_TOOLS="memcheck racecheck initcheck synccheck"  SANITIZE_SHARDS=3  SANITIZE_TIMEOUT=300
-# racecheck gets twice the shards: the GPU-executor tests take minutes under it.
+#   SANITIZE_TOOLS="memcheck racecheck initcheck synccheck"  SANITIZE_SHARDS=2  SANITIZE_TIMEOUT=400
+#   SANITIZE_HEAVY_TOOLS="memcheck initcheck"   (tools that also run the whole-workload tests)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source build-gpu/env.sh
 out=${OUT:-gpu-out}/sanitize; mkdir -p "$out"
 tools=${SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}
-shards=${SANITIZE_SHARDS:-3}
-limit=${SANITIZE_TIMEOUT:-300}
+shards=${SANITIZE_SHARDS:-2}
+limit=${SANITIZE_TIMEOUT:-400}
 # The GPU tests: every suite defined in tests/*.cu (a few of them are host-only and cost little).
 # Left out: TpotLoop.ForwardStandInLastsWhatItIsAskedTo asserts a duration, which
 # instrumentation stretches; GpuFaultInjection.* issues a failing CUDA call on purpose;
-# GpuFaults.SizesBeyond* allocates ~42 GiB, which parallel instrumented shards cannot all hold.
+# GpuFaults.SizesBeyond* allocates ~42 GiB and GpuFaults.ACapacityBeyond* takes nearly all device
+# memory, which parallel instrumented shards cannot share.
 # For initcheck also InitcheckProbeGpu.* (tests/test_initcheck_probe_gpu.cu), which reproduces
 # the tool's report on a graph's first replay; it runs apart, below, and its error counts are
 # printed as evidence.
 suites=$(grep -ohE '^(TEST|TEST_P|TEST_F)\((\w+),' tests/*.cu | sed -E 's/.*\((\w+),/\1/' | sort -u)
 positive=$(for s in $suites; do printf '*%s.*:' "$s"; done)
-filter=${SANITIZE_FILTER:-"${positive%:}:-TpotLoop.ForwardStandInLastsWhatItIsAskedTo:GpuFaultInjection.*:GpuFaults.SizesBeyond*"}
+filter=${SANITIZE_FILTER:-"${positive%:}:-TpotLoop.ForwardStandInLastsWhatItIsAskedTo:GpuFaultInjection.*:GpuFaults.SizesBeyond*:GpuFaults.ACapacityBeyond*"}
 run_cfg=(run --workload batch1-512 --num-requests 2 --executor gpu --impl fused,fused-suite,chain --no-check)
 
+# The tests that run whole workloads (executor, bench, TPOT loop, calibration) take minutes each
+# under a sanitizer: they get processes of their own under memcheck and initcheck. racecheck and
+# synccheck see the same kernels in the other tests and the executor in the short run.
+heavy_groups=('GpuExecutor.AdaptiveRunExactForDeviceImplsStaleForHostImpls'
+              'GpuExecutor.*:-GpuExecutor.AdaptiveRunExactForDeviceImplsStaleForHostImpls'
+              'Bench.*:TpotLoop.*:DeviceTopB.*:Calibration.*:GpuFaults.ThePlanIsExactlyWhatTheExecutorAllocates:-TpotLoop.ForwardStandInLastsWhatItIsAskedTo')
+heavy_all='GpuExecutor.*:Bench.*:TpotLoop.*:DeviceTopB.*:Calibration.*:GpuFaults.ThePlanIsExactlyWhatTheExecutorAllocates'
+heavy_tools=${SANITIZE_HEAVY_TOOLS:-memcheck initcheck}
+
 pids=()
-for tool in $tools; do
-  extra=(); f=$filter; n=$shards
-  [ "$tool" = racecheck ] && { extra=(--racecheck-report all); n=$((2 * shards)); }
-  [ "$tool" = initcheck ] && f="$filter:InitcheckProbeGpu.*"
-  for ((s = 0; s < n; ++s)); do
-    ( GTEST_TOTAL_SHARDS=$n GTEST_SHARD_INDEX=$s timeout "$limit" \
-        compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 \
-        build-gpu/dspark_tests --gtest_filter="$f" --gtest_brief=1 > "$out/$tool-tests-$s.log" 2>&1
-      echo $? > "$out/$tool-tests-$s.rc" ) &
-    pids+=($!)
-  done
-  ( timeout "$limit" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 \
-      build-gpu/dspark-sim "${run_cfg[@]}" --out "$out/run-$tool" > "$out/$tool-run.log" 2>&1
-    echo $? > "$out/$tool-run.rc" ) &
+job() {  # job NAME TOOL ARGS...: one instrumented process, its log and exit status in $out
+  local name=$1 tool=$2; shift 2
+  local extra=(); [ "$tool" = racecheck ] && extra=(--racecheck-report all)
+  ( timeout "$limit" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 "$@" > "$out/$name.log" 2>&1
+    echo $? > "$out/$name.rc" ) &
   pids+=($!)
+}
+for tool in $tools; do
+  f="$filter:$heavy_all"; n=$shards
+  [ "$tool" = racecheck ] && n=$((shards + 1))
+  [ "$tool" = initcheck ] && f="$f:InitcheckProbeGpu.*"
+  for ((s = 0; s < n; ++s)); do
+    GTEST_TOTAL_SHARDS=$n GTEST_SHARD_INDEX=$s job "$tool-tests-$s" "$tool" build-gpu/dspark_tests --gtest_filter="$f" --gtest_brief=1
+  done
+  if [[ " $heavy_tools " == *" $tool "* ]]; then
+    for ((g = 0; g < ${#heavy_groups[@]}; ++g)); do
+      job "$tool-tests-heavy-$g" "$tool" build-gpu/dspark_tests --gtest_filter="${heavy_groups[$g]}" --gtest_brief=1
+    done
+  fi
+  job "$tool-run" "$tool" build-gpu/dspark-sim "${run_cfg[@]}" --out "$out/run-$tool"
 done
 wait "${pids[@]}"
 
@@ -55,6 +70,7 @@ rc=0
 {
   for tool in $tools; do
     for log in "$out/$tool"-tests-*.log "$out/$tool-run.log"; do
+      [ -f "$log" ] || continue
       r=$(cat "${log%.log}.rc")
       summary=$(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)
       tests=$(grep -hE '^\[  (PASSED|FAILED)  \]|tests ran' "$log" | tr '\n' ' ')
