@@ -19,6 +19,7 @@
 #include "absl/time/civil_time.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
+#include "sim/utf8.h"
 
 namespace dspark::sim {
 namespace {
@@ -43,8 +44,11 @@ struct Location {
 
 absl::Status RowError(const Location& loc, int64_t column, absl::string_view field,
                       absl::string_view what) {
-  return absl::InvalidArgumentError(
-      absl::StrFormat("%s:%d:%d: field '%s': %s", loc.source, loc.line, column, field, what));
+  // Field names and quoted values come from the file, and the messages may go into JSON
+  // (summary.json's skipped_examples, a sweep's failed row), which holds only UTF-8.
+  return absl::InvalidArgumentError(absl::StrFormat("%s:%d:%d: field '%s': %s", loc.source,
+                                                    loc.line, column, EscapeInvalidUtf8(field),
+                                                    EscapeInvalidUtf8(what)));
 }
 
 std::string Quote(absl::string_view s) {
@@ -289,10 +293,23 @@ absl::StatusOr<double> JsonNonNegative(const Location& loc, absl::string_view li
 }
 
 absl::Status ParseJsonObject(const Location& loc, absl::string_view line, nlohmann::json* obj) {
+  // nlohmann-json takes a NUL byte for the end of the input and would ignore the rest.
+  if (const size_t nul = line.find('\0'); nul != absl::string_view::npos)
+    return RowError(loc, static_cast<int64_t>(nul + 1), "(json)",
+                    "expected one JSON object per line, got a NUL byte");
   try {
     *obj = nlohmann::json::parse(line.begin(), line.end());
   } catch (const nlohmann::json::parse_error& e) {
     return RowError(loc, static_cast<int64_t>(std::max<size_t>(e.byte, 1)), "(json)",
+                    absl::StrCat("expected one JSON object per line: ", e.what()));
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number beyond double's range ("1e999"): the message quotes it, which locates it.
+    const absl::string_view what = e.what();
+    const size_t open = what.find("parsing '");
+    const size_t at = open == absl::string_view::npos
+                          ? absl::string_view::npos
+                          : line.find(what.substr(open + 9, what.rfind('\'') - open - 9));
+    return RowError(loc, at == absl::string_view::npos ? 1 : static_cast<int64_t>(at + 1), "(json)",
                     absl::StrCat("expected one JSON object per line: ", e.what()));
   }
   if (!obj->is_object())
