@@ -18,6 +18,7 @@
 #include "sim/generators.h"
 #include "sim/sweep.h"
 #include "sim/time_model.h"
+#include "sim/utf8.h"
 
 namespace dspark::sim {
 namespace po = boost::program_options;
@@ -160,6 +161,8 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
   po::variables_map vm;
   std::vector<std::string> cli_pass, file_pass;
   bool cli_trace = false;
+  // Options end up in sweep_meta.json and sweep.jsonl, and JSON holds only UTF-8.
+  if (auto s = CheckArgsAreUtf8(argc, argv); !s.ok()) return s;
   try {
     const po::parsed_options parsed = po::command_line_parser(argc, argv).options(all).allow_unregistered().run();
     cli_pass = po::collect_unrecognized(parsed.options, po::include_positional);
@@ -167,8 +170,12 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
     cli_trace = vm.count("trace") > 0;
     if (vm.count("config")) {
       c.config_file = vm["config"].as<std::string>();
-      std::ifstream in(c.config_file);
-      if (!in) return absl::NotFoundError(absl::StrCat("--config: cannot open '", c.config_file, "'"));
+      std::ifstream file(c.config_file, std::ios::binary);
+      if (!file) return absl::NotFoundError(absl::StrCat("--config: cannot open '", c.config_file, "'"));
+      std::ostringstream text;
+      text << file.rdbuf();
+      if (auto s = CheckTextIsUtf8(text.str(), c.config_file); !s.ok()) return s;
+      std::istringstream in(text.str());
       const po::parsed_options from_file = po::parse_config_file(in, all, /*allow_unregistered=*/true);
       std::set<std::string> cli_names;
       for (const std::string& t : cli_pass) cli_names.insert(OptionName(t));
@@ -207,6 +214,7 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
     if (!c.run_args.empty())
       return absl::InvalidArgumentError(absl::StrCat("--merge takes only the folders and --out; got ",
                                                      absl::StrJoin(c.run_args, " ")));
+    if (auto s = c.Validate(); !s.ok()) return s;
     return c;
   }
 
