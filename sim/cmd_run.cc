@@ -118,7 +118,13 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
       text << file.rdbuf();
       DS_RETURN_IF_ERROR(CheckTextIsUtf8(text.str(), c.config_file));
       std::istringstream in(text.str());
-      po::store(po::parse_config_file(in, desc), vm);
+      try {
+        po::store(po::parse_config_file(in, desc), vm);
+      } catch (const po::error& e) {
+        // Boost's messages do not say that they are about the file.
+        return absl::InvalidArgumentError(
+            absl::StrCat(c.config_file, ": ", e.what(), " (see dspark-sim run --help)"));
+      }
     }
     po::notify(vm);
   } catch (const po::error& e) {

@@ -176,18 +176,24 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
       text << file.rdbuf();
       if (auto s = CheckTextIsUtf8(text.str(), c.config_file); !s.ok()) return s;
       std::istringstream in(text.str());
-      const po::parsed_options from_file = po::parse_config_file(in, all, /*allow_unregistered=*/true);
-      std::set<std::string> cli_names;
-      for (const std::string& t : cli_pass) cli_names.insert(OptionName(t));
-      for (const po::option& o : from_file.options) {
-        if (!o.unregistered || cli_names.count(o.string_key)) continue;
-        const std::string value = o.value.empty() ? "" : o.value.front();
-        if (value == "false") continue;
-        file_pass.push_back("--" + o.string_key);
-        if (value != "true" && !value.empty())
-          file_pass.push_back(o.string_key == "calibration" ? ResolveAgainst(value, c.config_file) : value);
+      // Boost's messages do not say that they are about the file.
+      try {
+        const po::parsed_options from_file = po::parse_config_file(in, all, /*allow_unregistered=*/true);
+        std::set<std::string> cli_names;
+        for (const std::string& t : cli_pass) cli_names.insert(OptionName(t));
+        for (const po::option& o : from_file.options) {
+          if (!o.unregistered || cli_names.count(o.string_key)) continue;
+          const std::string value = o.value.empty() ? "" : o.value.front();
+          if (value == "false") continue;
+          file_pass.push_back("--" + o.string_key);
+          if (value != "true" && !value.empty())
+            file_pass.push_back(o.string_key == "calibration" ? ResolveAgainst(value, c.config_file) : value);
+        }
+        po::store(from_file, vm);
+      } catch (const po::error& e) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(c.config_file, ": ", e.what(), " (see dspark-sim sweep --help)"));
       }
-      po::store(from_file, vm);
     }
     po::notify(vm);
   } catch (const po::error& e) {

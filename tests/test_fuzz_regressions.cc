@@ -151,6 +151,23 @@ TEST(FuzzRegressions, AcceptanceCurveChecksK) {
   EXPECT_EQ(*ParseAcceptanceCurve("0.5", 8), std::vector<double>(8, 0.5));
 }
 
+// Not a crash (seen while writing the run_config target): Boost's errors about a --config file
+// did not say they came from the file.
+TEST(OptionMessages, ConfigFileErrorsNameTheFile) {
+  const std::string dir = testing_util::ProcessTempDir("fuzz_regressions", "cfg_errors", true);
+  const std::string path = dir + "/c.cfg";
+  std::ofstream(path) << "workload = chat\nnot a key value line\n";
+  EXPECT_EQ(RunArgs({"--config", path}).status().message(),
+            path + ": the options configuration file contains an invalid line 'not a key value "
+                   "line' (see dspark-sim run --help)");
+  EXPECT_EQ(SweepArgs({"--config", path}).status().message(),
+            path + ": the options configuration file contains an invalid line 'not a key value "
+                   "line' (see dspark-sim sweep --help)");
+  std::ofstream(path) << "workload = chat\nspec-k = 4\nspec-k = 5\nseeed = 1\n";
+  EXPECT_EQ(RunArgs({"--config", path}).status().message(),
+            path + ": unrecognised option 'seeed' (see dspark-sim run --help)");
+}
+
 // --merge returned its config without Validate, so an empty --out got through.
 TEST(FuzzRegressions, SweepMergeValidatesOut) {
   const auto c = SweepArgs({"--merge", "a", "b", "--out", ""});
