@@ -24,7 +24,7 @@
 #include "sim/metrics.h"
 #include "sim/step_log.h"
 #include "sim/time_model.h"
-#include "sim/utf8.h"
+#include "sim/option_text.h"
 #include "sim/workload.h"
 
 namespace dspark::sim {
@@ -104,8 +104,8 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   const po::options_description desc = RunOptions();
   po::variables_map vm;
   bool cli_trace = false, cli_calibration = false;
-  // Options end up in summary.json, and JSON holds only UTF-8.
-  DS_RETURN_IF_ERROR(CheckArgsAreUtf8(argc, argv));
+  // UTF-8 only (options end up in summary.json), nothing that hangs Boost (sim/option_text.h).
+  DS_RETURN_IF_ERROR(CheckOptionArgs(argc, argv));
   try {
     po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
     cli_trace = vm.count("trace") > 0;
@@ -116,7 +116,7 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
       if (!file) return absl::NotFoundError(absl::StrCat("--config: cannot open '", c.config_file, "'"));
       std::ostringstream text;
       text << file.rdbuf();
-      DS_RETURN_IF_ERROR(CheckTextIsUtf8(text.str(), c.config_file));
+      DS_RETURN_IF_ERROR(CheckOptionFile(text.str(), c.config_file));
       std::istringstream in(text.str());
       try {
         po::store(po::parse_config_file(in, desc), vm);

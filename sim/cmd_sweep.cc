@@ -18,7 +18,7 @@
 #include "sim/generators.h"
 #include "sim/sweep.h"
 #include "sim/time_model.h"
-#include "sim/utf8.h"
+#include "sim/option_text.h"
 
 namespace dspark::sim {
 namespace po = boost::program_options;
@@ -161,8 +161,8 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
   po::variables_map vm;
   std::vector<std::string> cli_pass, file_pass;
   bool cli_trace = false;
-  // Options end up in sweep_meta.json and sweep.jsonl, and JSON holds only UTF-8.
-  if (auto s = CheckArgsAreUtf8(argc, argv); !s.ok()) return s;
+  // UTF-8 only (options end up in sweep_meta.json), nothing that hangs Boost (sim/option_text.h).
+  if (auto s = CheckOptionArgs(argc, argv); !s.ok()) return s;
   try {
     const po::parsed_options parsed = po::command_line_parser(argc, argv).options(all).allow_unregistered().run();
     cli_pass = po::collect_unrecognized(parsed.options, po::include_positional);
@@ -174,7 +174,7 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
       if (!file) return absl::NotFoundError(absl::StrCat("--config: cannot open '", c.config_file, "'"));
       std::ostringstream text;
       text << file.rdbuf();
-      if (auto s = CheckTextIsUtf8(text.str(), c.config_file); !s.ok()) return s;
+      if (auto s = CheckOptionFile(text.str(), c.config_file); !s.ok()) return s;
       std::istringstream in(text.str());
       // Boost's messages do not say that they are about the file.
       try {
