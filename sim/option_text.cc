@@ -9,8 +9,10 @@
 namespace dspark::sim {
 namespace {
 
-constexpr absl::string_view kPlaceholders[] = {"%canonical_option%", "%option%",
-                                               "%original_token%", "%prefix%", "%value%"};
+// Every substitution key of Boost 1.74's error classes (errors.hpp, value_semantic.cpp).
+constexpr absl::string_view kPlaceholders[] = {"%canonical_option%", "%invalid_line%",
+                                               "%option%",           "%original_token%",
+                                               "%prefix%",           "%value%"};
 
 // Offset and text of the first placeholder in `text`, or npos.
 size_t FindPlaceholder(absl::string_view text, absl::string_view* which) {

@@ -169,6 +169,9 @@ TEST(FuzzRegressions, BoostPlaceholdersInOptionsAreRejectedBeforeBoostSeesThem) 
   EXPECT_EQ(SweepArgs({"--x%canonical_option%y"}).status().message(),
             std::string("argument 1 ('--x%canonical_option%y'): expected no '%canonical_option%' (") +
                 kWhy);
+  std::ofstream(path) << "%invalid_line%\n";  // the invalid line is quoted in the message
+  EXPECT_EQ(RunArgs({"--config", path}).status().message(),
+            path + ":1:1: expected no '%invalid_line%' (" + kWhy);
   // A lone % is fine.
   EXPECT_TRUE(RunArgs({"--workload", "chat", "--out", "results/50%"}).ok());
 }
