@@ -57,6 +57,10 @@ absl::StatusOr<AcceptanceParams> AcceptancePreset(absl::string_view name, int sp
 }
 
 absl::StatusOr<std::vector<double>> ParseAcceptanceCurve(absl::string_view text, int spec_k) {
+  // AcceptanceModel holds at most kMaxSpecK positions.
+  if (spec_k < 1 || spec_k > kMaxSpecK)
+    return absl::OutOfRangeError(absl::StrFormat("--acceptance-curve: K=%d must be in [1, %d]",
+                                                 spec_k, kMaxSpecK));
   std::vector<double> curve;
   for (absl::string_view piece : absl::StrSplit(text, ',')) {
     piece = absl::StripAsciiWhitespace(piece);

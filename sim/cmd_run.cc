@@ -28,6 +28,7 @@
 #include "sim/result_files.h"
 #include "sim/step_log.h"
 #include "sim/time_model.h"
+#include "sim/option_text.h"
 #include "sim/workload.h"
 
 namespace dspark::sim {
@@ -100,6 +101,8 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   const po::options_description desc = RunOptions();
   po::variables_map vm;
   bool cli_trace = false, cli_calibration = false;
+  // UTF-8 only (options end up in summary.json), nothing that hangs Boost (sim/option_text.h).
+  DS_RETURN_IF_ERROR(CheckOptionArgs(argc, argv));
   try {
     po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
     cli_trace = vm.count("trace") > 0;
@@ -107,6 +110,7 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
     if (vm.count("config")) {
       c.config_file = vm["config"].as<std::string>();
       DS_ASSIGN_OR_RETURN(const std::string text, ReadConfigFile(c.config_file));
+      DS_RETURN_IF_ERROR(CheckOptionFile(text, c.config_file));
       std::istringstream in(text);
       try {
         po::store(po::parse_config_file(in, desc), vm);

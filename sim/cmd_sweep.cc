@@ -18,6 +18,7 @@
 #include "sim/generators.h"
 #include "sim/sweep.h"
 #include "sim/time_model.h"
+#include "sim/option_text.h"
 
 namespace dspark::sim {
 namespace po = boost::program_options;
@@ -160,6 +161,8 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
   po::variables_map vm;
   std::vector<std::string> cli_pass, file_pass;
   bool cli_trace = false;
+  // UTF-8 only (options end up in sweep_meta.json), nothing that hangs Boost (sim/option_text.h).
+  if (auto s = CheckOptionArgs(argc, argv); !s.ok()) return s;
   try {
     const po::parsed_options parsed = po::command_line_parser(argc, argv).options(all).allow_unregistered().run();
     cli_pass = po::collect_unrecognized(parsed.options, po::include_positional);
@@ -167,20 +170,30 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
     cli_trace = vm.count("trace") > 0;
     if (vm.count("config")) {
       c.config_file = vm["config"].as<std::string>();
-      std::ifstream in(c.config_file);
-      if (!in) return absl::NotFoundError(absl::StrCat("--config: cannot open '", c.config_file, "'"));
-      const po::parsed_options from_file = po::parse_config_file(in, all, /*allow_unregistered=*/true);
-      std::set<std::string> cli_names;
-      for (const std::string& t : cli_pass) cli_names.insert(OptionName(t));
-      for (const po::option& o : from_file.options) {
-        if (!o.unregistered || cli_names.count(o.string_key)) continue;
-        const std::string value = o.value.empty() ? "" : o.value.front();
-        if (value == "false") continue;
-        file_pass.push_back("--" + o.string_key);
-        if (value != "true" && !value.empty())
-          file_pass.push_back(o.string_key == "calibration" ? ResolveAgainst(value, c.config_file) : value);
+      std::ifstream file(c.config_file, std::ios::binary);
+      if (!file) return absl::NotFoundError(absl::StrCat("--config: cannot open '", c.config_file, "'"));
+      std::ostringstream text;
+      text << file.rdbuf();
+      if (auto s = CheckOptionFile(text.str(), c.config_file); !s.ok()) return s;
+      std::istringstream in(text.str());
+      // Boost's messages do not say that they are about the file.
+      try {
+        const po::parsed_options from_file = po::parse_config_file(in, all, /*allow_unregistered=*/true);
+        std::set<std::string> cli_names;
+        for (const std::string& t : cli_pass) cli_names.insert(OptionName(t));
+        for (const po::option& o : from_file.options) {
+          if (!o.unregistered || cli_names.count(o.string_key)) continue;
+          const std::string value = o.value.empty() ? "" : o.value.front();
+          if (value == "false") continue;
+          file_pass.push_back("--" + o.string_key);
+          if (value != "true" && !value.empty())
+            file_pass.push_back(o.string_key == "calibration" ? ResolveAgainst(value, c.config_file) : value);
+        }
+        po::store(from_file, vm);
+      } catch (const po::error& e) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(c.config_file, ": ", e.what(), " (see dspark-sim sweep --help)"));
       }
-      po::store(from_file, vm);
     }
     po::notify(vm);
   } catch (const po::error& e) {
@@ -207,6 +220,7 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
     if (!c.run_args.empty())
       return absl::InvalidArgumentError(absl::StrCat("--merge takes only the folders and --out; got ",
                                                      absl::StrJoin(c.run_args, " ")));
+    if (auto s = c.Validate(); !s.ok()) return s;
     return c;
   }
 

@@ -1,6 +1,8 @@
 #include "sim/config.h"
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -90,6 +92,23 @@ absl::Status RunConfig::Validate() const {
         cells_per_token, kMaxMetadataCells));
   if (s.bt_stride_pad < 0)
     return absl::InvalidArgumentError(absl::StrCat("--bt-stride-pad: expected >= 0, got ", s.bt_stride_pad));
+  // Limits the int32 sizes and indices of the scheduler and the step plans stay within.
+  if (s.max_model_len > kMaxTraceTokens)
+    return absl::OutOfRangeError(absl::StrFormat(
+        "--max-model-len: expected <= %d (the longest prompt a trace may give), got %d",
+        kMaxTraceTokens, s.max_model_len));
+  constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+  const int64_t bt_cells = (per_req_blocks + s.bt_stride_pad) * s.max_num_seqs;
+  if (bt_cells > kInt32Max)
+    return absl::OutOfRangeError(absl::StrFormat(
+        "--max-num-seqs=%d rows of %d block-table entries (max_model_len / %d rounded up, plus "
+        "--bt-stride-pad=%d) make %d entries, more than an int32 index reaches (%d)",
+        s.max_num_seqs, per_req_blocks + s.bt_stride_pad, s.block_size, s.bt_stride_pad,
+        bt_cells, kInt32Max));
+  if (int64_t{s.max_num_seqs} * s.spec_k > kInt32Max)
+    return absl::OutOfRangeError(absl::StrFormat(
+        "--max-num-seqs=%d with K=%d makes %d draft slots, more than an int32 index reaches (%d)",
+        s.max_num_seqs, s.spec_k, int64_t{s.max_num_seqs} * s.spec_k, kInt32Max));
   if (concurrency < -1)
     return absl::InvalidArgumentError(absl::StrCat("--concurrency: expected >= 0, got ", concurrency));
   if (!(request_rate > 0))

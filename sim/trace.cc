@@ -20,6 +20,7 @@
 #include "absl/time/civil_time.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
+#include "sim/utf8.h"
 
 namespace dspark::sim {
 namespace {
@@ -47,8 +48,11 @@ struct Location {
 
 absl::Status RowError(const Location& loc, int64_t column, absl::string_view field,
                       absl::string_view what) {
-  return absl::InvalidArgumentError(
-      absl::StrFormat("%s:%d:%d: field '%s': %s", loc.source, loc.line, column, field, what));
+  // Field names and quoted values come from the file, and the messages may go into JSON
+  // (summary.json's skipped_examples, a sweep's failed row), which holds only UTF-8.
+  return absl::InvalidArgumentError(absl::StrFormat("%s:%d:%d: field '%s': %s", loc.source,
+                                                    loc.line, column, EscapeInvalidUtf8(field),
+                                                    EscapeInvalidUtf8(what)));
 }
 
 // Quotes a value for a message: at most 40 bytes, control bytes as \xNN so that a binary
@@ -373,6 +377,10 @@ std::string JsonReason(const nlohmann::json::exception& e) {
 }
 
 absl::Status ParseJsonObject(const Location& loc, absl::string_view line, nlohmann::json* obj) {
+  // nlohmann-json takes a NUL byte for the end of the input and would ignore the rest.
+  if (const size_t nul = line.find('\0'); nul != absl::string_view::npos)
+    return RowError(loc, static_cast<int64_t>(nul + 1), "(json)",
+                    "expected one JSON object per line, got a NUL byte");
   // Top-level keys in order of appearance: the parser keeps only the last of a repeated key.
   std::vector<std::string> keys;
   std::string repeated;
