@@ -5,6 +5,7 @@
 #include <string>
 
 #include "sim/cli_registry.h"
+#include "sim/option_text.h"
 
 namespace {
 
@@ -26,6 +27,12 @@ int main(int argc, char** argv) {
   if (it == registry.end()) {
     std::fprintf(stderr, "dspark-sim: unknown command '%s'\n\n", argv[1]);
     PrintUsage();
+    return 2;
+  }
+  // Boost.Program_options 1.74 loops forever formatting an error about an option that holds one
+  // of its message placeholders (%value%, ...): every command's arguments are checked first.
+  if (const absl::Status s = dspark::sim::CheckOptionArgs(argc - 1, argv + 1); !s.ok()) {
+    std::fprintf(stderr, "dspark-sim %s: %s\n", argv[1], std::string(s.message()).c_str());
     return 2;
   }
   try {

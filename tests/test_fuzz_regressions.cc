@@ -7,11 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "sim/acceptance.h"
 #include "sim/cmd_run.h"
 #include "sim/sweep.h"
 #include "sim/trace.h"
 #include "sim/utf8.h"
+#include "tests/spawn_util.h"
 #include "tests/temp_folders.h"
 
 namespace dspark::sim {
@@ -172,6 +174,21 @@ TEST(FuzzRegressions, BoostPlaceholdersInOptionsAreRejectedBeforeBoostSeesThem) 
             path + ":1:1: expected no '%invalid_line%' (" + kWhy);
   // A lone % is fine.
   EXPECT_TRUE(RunArgs({"--workload", "chat", "--out", "results/50%"}).ok());
+}
+
+// The same Boost hang reached every other command's options: the dispatcher now checks them all.
+TEST(FuzzRegressions, EveryCommandRefusesBoostPlaceholdersInsteadOfHanging) {
+  if (testing_util::SimBinary().empty()) GTEST_SKIP() << "no dspark-sim binary beside the test binary";
+  const std::string dir = testing_util::ProcessTempDir("fuzz_regressions", "commands", true);
+  for (const char* command : {"run", "sweep", "verify", "bench", "calibrate", "microbench", "soak"}) {
+    SCOPED_TRACE(command);
+    const testing_util::SpawnResult r = testing_util::SpawnSim({command, "--seed", "%value%"}, {}, dir);
+    ASSERT_TRUE(r.started && r.exited) << "signal " << r.signal;
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, absl::StrCat("dspark-sim ", command,
+                                  ": argument 2 ('%value%'): expected no '%value%' (Boost.Program_options cannot "
+                                  "report an error about such text: it loops forever)\n"));
+  }
 }
 
 // Not a crash (seen while writing the run_config target): Boost's errors about a --config file
