@@ -56,8 +56,11 @@ struct PrefillSegmentParams {
 
 // Segments a step with `num_prefill_reqs` prefill requests and at most `token_capacity` tokens can
 // need in either mode: ceil(q / S) <= 1 + floor(q / S) for q >= 1, summed over requests.
+// Formed in 64 bits and saturated at INT32_MAX, so a huge capacity cannot overflow into a small
+// bound (callers size buffers from it and refuse what does not fit).
 inline int32_t PrefillSegmentBound(int32_t num_prefill_reqs, int32_t token_capacity, int32_t segment_len) {
-  return num_prefill_reqs + CeilDiv(token_capacity, segment_len);
+  const int64_t bound = int64_t{num_prefill_reqs} + CeilDiv64(token_capacity, segment_len);
+  return bound > INT32_MAX ? INT32_MAX : static_cast<int32_t>(bound);
 }
 
 inline PrefillSegmentParams MakePrefillSegmentParams(const BatchSizes& s, const DeviceBatch& d,
