@@ -15,15 +15,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "tests/temp_folders.h"
 
 namespace dspark::testing_util {
-
-inline std::string SlurpFile(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // RFC 4180 records (fields may be quoted, with "" for a quote and newlines inside quotes).
 // A file must end with a newline outside quotes: anything after the last one is a cut record.

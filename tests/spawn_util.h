@@ -20,6 +20,8 @@
 #include <system_error>
 #include <vector>
 
+#include "tests/temp_folders.h"
+
 extern char** environ;
 
 namespace dspark::testing_util {
@@ -91,14 +93,8 @@ inline SpawnResult SpawnSim(const std::vector<std::string>& args, const std::map
   r.exited = WIFEXITED(status);
   if (r.exited) r.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-  const auto slurp = [](const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-  };
-  r.out = slurp(out_path);
-  r.err = slurp(err_path);
+  r.out = SlurpFile(out_path);
+  r.err = SlurpFile(err_path);
   return r;
 }
 

@@ -1,11 +1,13 @@
 // Scratch folders for tests, one set per test process (ctest runs tests in parallel processes),
-// removed when the process exits.
+// removed when the process exits; and reading a file whole.
 #pragma once
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -30,6 +32,14 @@ inline std::string ProcessTempDir(const std::string& prefix, const std::string& 
   if (create) std::filesystem::create_directories(p);
   folders.paths.push_back(p);
   return p.string();
+}
+
+// The bytes of `p`, as written; "" when it cannot be opened.
+inline std::string SlurpFile(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 }  // namespace dspark::testing_util

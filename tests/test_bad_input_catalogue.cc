@@ -765,12 +765,7 @@ std::vector<Case> Cases() {
 
 // ---- running one case
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing_util::SlurpFile;
 
 // Writes `text` into a fresh temp folder (unless the case wants the file absent); the path
 // stands for "<file>" in messages.
@@ -925,7 +920,7 @@ std::string RenderTable() {
 
 TEST(BadInputCatalogue, ReadmeTableMatchesTheCases) {
   const std::string readme_path = std::string(DSPARK_TEST_DIR) + "/../README.md";
-  const std::string readme = Slurp(readme_path);
+  const std::string readme = SlurpFile(readme_path);
   ASSERT_FALSE(readme.empty()) << "cannot read " << readme_path;
   const std::string begin = "<!-- bad-input-catalogue:begin -->\n";
   const std::string end = "<!-- bad-input-catalogue:end -->";

@@ -14,6 +14,7 @@
 
 #include "sim/trace.h"
 #include "tests/fuzz/fuzz_targets.h"
+#include "tests/temp_folders.h"
 
 namespace dspark::fuzz {
 namespace {
@@ -31,10 +32,7 @@ std::vector<fs::path> FilesIn(const fs::path& dir) {
   return files;
 }
 
-std::string ReadBytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+using testing_util::SlurpFile;
 
 class FuzzCorpus : public ::testing::TestWithParam<FuzzTarget> {};
 
@@ -48,7 +46,7 @@ TEST_P(FuzzCorpus, EveryInputReturnsNormally) {
   for (const auto* files : {&seeds, &regressions}) {
     for (const fs::path& file : *files) {
       SCOPED_TRACE(file.string());
-      const std::string bytes = ReadBytes(file);
+      const std::string bytes = SlurpFile(file);
       EXPECT_EQ(target.run(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), 0);
       ++replayed;
     }
@@ -77,7 +75,7 @@ TEST(FuzzCorpusSeeds, TraceSeedNamesMatchTheStrictParse) {
       const bool valid = name.rfind("valid_", 0) == 0;
       const bool bad = name.rfind("bad_", 0) == 0;
       ASSERT_TRUE(valid || bad) << file << ": name it valid_* or bad_*";
-      const auto trace = sim::ParseTrace(ReadBytes(file), name, {*parsed_format, false});
+      const auto trace = sim::ParseTrace(SlurpFile(file), name, {*parsed_format, false});
       EXPECT_EQ(trace.ok(), valid) << file << ": " << trace.status();
       ++checked;
     }

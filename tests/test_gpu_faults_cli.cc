@@ -37,12 +37,7 @@ using testing_util::SpawnSim;
 
 std::string Dir(const std::string& name) { return testing_util::ProcessTempDir("gpu_faults_cli", name, true); }
 
-std::string Slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using testing_util::SlurpFile;
 
 struct NoGpuCase {
   std::string name;
@@ -153,7 +148,7 @@ TEST(AbortedRun, KeepsTheCompletedStepsMarkedAborted) {
               std::string::npos)
         << msg;
 
-    const nlohmann::json s = nlohmann::json::parse(Slurp(fs::path(out) / "summary.json"));
+    const nlohmann::json s = nlohmann::json::parse(SlurpFile(fs::path(out) / "summary.json"));
     EXPECT_EQ(s["status"], "aborted");
     EXPECT_EQ(s["steps_completed"], fail_at);
     EXPECT_EQ(s["scheduler"]["steps"], fail_at);
@@ -162,9 +157,9 @@ TEST(AbortedRun, KeepsTheCompletedStepsMarkedAborted) {
     EXPECT_EQ(s["error"].get<std::string>().rfind(absl::StrCat("step ", fail_at, ": test failure"), 0), 0u);
     EXPECT_LT(s["metrics"]["completed"].get<int64_t>(), 2);
 
-    const std::string steps = Slurp(fs::path(out) / "steps.csv");
+    const std::string steps = SlurpFile(fs::path(out) / "steps.csv");
     EXPECT_EQ(std::count(steps.begin(), steps.end(), '\n'), 1 + fail_at) << steps;
-    const std::string requests = Slurp(fs::path(out) / "requests.csv");
+    const std::string requests = SlurpFile(fs::path(out) / "requests.csv");
     EXPECT_EQ(std::count(requests.begin(), requests.end(), '\n'), 1 + 2) << "every request has a row";
     EXPECT_TRUE(fs::exists(fs::path(out) / "perf.json"));
   }
@@ -183,7 +178,7 @@ TEST(AbortedRun, ACompleteRunSaysOk) {
   EXPECT_EQ(r->summary["status"], "ok");
   EXPECT_FALSE(r->summary.contains("steps_completed"));
   EXPECT_FALSE(r->summary.contains("error"));
-  const nlohmann::json s = nlohmann::json::parse(Slurp(fs::path(out) / "summary.json"));
+  const nlohmann::json s = nlohmann::json::parse(SlurpFile(fs::path(out) / "summary.json"));
   EXPECT_EQ(s["status"], "ok");
 }
 

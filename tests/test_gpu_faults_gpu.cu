@@ -42,12 +42,7 @@ namespace fs = std::filesystem;
 
 std::string Dir(const std::string& name) { return testing_util::ProcessTempDir("gpu_faults_gpu", name, true); }
 
-std::string Slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using testing_util::SlurpFile;
 
 int64_t Lines(const std::string& text) { return std::count(text.begin(), text.end(), '\n'); }
 
@@ -246,7 +241,7 @@ TEST(GpuFaultInjection, CudaErrorInStep5NamesStepAndCallAndKeepsTheFiveCompleted
                            "[run aborted: the 5 completed steps' results are in "})
     ExpectContains(msg, part);
 
-  const nlohmann::json s = nlohmann::json::parse(Slurp(fs::path(out) / "summary.json"));
+  const nlohmann::json s = nlohmann::json::parse(SlurpFile(fs::path(out) / "summary.json"));
   EXPECT_EQ(s["status"], "aborted");
   EXPECT_EQ(s["steps_completed"], 5);
   EXPECT_EQ(s["scheduler"]["steps"], 5);
@@ -258,8 +253,8 @@ TEST(GpuFaultInjection, CudaErrorInStep5NamesStepAndCallAndKeepsTheFiveCompleted
   EXPECT_EQ(g["impls"]["chain"]["steps"], 5);
   EXPECT_EQ(g["impls"]["fused"]["host_us"]["samples"], 5);
   EXPECT_TRUE(g["device"].contains("gpu"));
-  EXPECT_EQ(Lines(Slurp(fs::path(out) / "steps.csv")), 1 + 5);
-  EXPECT_EQ(Lines(Slurp(fs::path(out) / "gpu_steps.csv")), 1 + 5 * 2);
+  EXPECT_EQ(Lines(SlurpFile(fs::path(out) / "steps.csv")), 1 + 5);
+  EXPECT_EQ(Lines(SlurpFile(fs::path(out) / "gpu_steps.csv")), 1 + 5 * 2);
   EXPECT_TRUE(fs::exists(fs::path(out) / "requests.csv"));
   EXPECT_TRUE(fs::exists(fs::path(out) / "perf.json"));
 }

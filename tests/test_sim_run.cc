@@ -9,6 +9,7 @@
 
 #include "sim/cmd_run.h"
 #include "sim/metrics.h"
+#include "tests/temp_folders.h"
 
 namespace dspark::sim {
 namespace {
@@ -24,12 +25,7 @@ absl::StatusOr<RunConfig> Parse(std::vector<std::string> args) {
   return ParseRunArgs(static_cast<int>(argv.size()), argv.data(), &help);
 }
 
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing_util::SlurpFile;
 
 std::string TempDir(const std::string& name) {
   const fs::path p = fs::path(::testing::TempDir()) / name;
@@ -121,7 +117,7 @@ TEST(Run, WritesSummaryStepsRequestsWithMeta) {
                     "--max-num-seqs", "8", "--max-num-batched-tokens", "2048", "--out", out,
                     "--no-check"});
   ASSERT_TRUE(r.ok()) << r.status();
-  const nlohmann::json s = nlohmann::json::parse(Slurp(fs::path(out) / "summary.json"));
+  const nlohmann::json s = nlohmann::json::parse(SlurpFile(fs::path(out) / "summary.json"));
   EXPECT_EQ(s["meta"]["schema_version"], 1);
   EXPECT_EQ(s["meta"]["seed"], 0);
   EXPECT_TRUE(s["meta"]["argv"].is_array());
@@ -133,8 +129,8 @@ TEST(Run, WritesSummaryStepsRequestsWithMeta) {
   for (const char* key : {"ttft_ms", "tpot_ms", "itl_ms", "e2el_ms"})
     for (const char* stat : {"mean", "median", "p90", "p99"})
       EXPECT_TRUE(s["metrics"][key].contains(stat)) << key << "." << stat;
-  const std::string steps = Slurp(fs::path(out) / "steps.csv");
-  const std::string requests = Slurp(fs::path(out) / "requests.csv");
+  const std::string steps = SlurpFile(fs::path(out) / "steps.csv");
+  const std::string requests = SlurpFile(fs::path(out) / "requests.csv");
   EXPECT_EQ(std::count(steps.begin(), steps.end(), '\n'), r->steps + 1);
   EXPECT_EQ(std::count(requests.begin(), requests.end(), '\n'), 21);
   EXPECT_TRUE(fs::exists(fs::path(out) / "perf.json"));
@@ -148,16 +144,16 @@ TEST(Run, SameSeedSameBytesDifferentSeedDifferentRun) {
                                          "--no-check"};
   std::vector<std::string> first;
   ASSERT_TRUE(RunWith(args).ok());
-  for (const char* f : {"summary.json", "steps.csv", "requests.csv"}) first.push_back(Slurp(fs::path(out) / f));
+  for (const char* f : {"summary.json", "steps.csv", "requests.csv"}) first.push_back(SlurpFile(fs::path(out) / f));
   ASSERT_TRUE(RunWith(args).ok());
   int i = 0;
   for (const char* f : {"summary.json", "steps.csv", "requests.csv"})
-    EXPECT_EQ(Slurp(fs::path(out) / f), first[i++]) << f << " differs between identical runs";
+    EXPECT_EQ(SlurpFile(fs::path(out) / f), first[i++]) << f << " differs between identical runs";
   std::vector<std::string> seeded = args;
   seeded.push_back("--seed");
   seeded.push_back("1");
   ASSERT_TRUE(RunWith(seeded).ok());
-  EXPECT_NE(Slurp(fs::path(out) / "requests.csv"), first[2]);
+  EXPECT_NE(SlurpFile(fs::path(out) / "requests.csv"), first[2]);
 }
 
 TEST(Run, BundledDefaultWorkloadConfig) {

@@ -27,12 +27,7 @@ using ojson = nlohmann::ordered_json;
 
 std::string TempDir(const std::string& name) { return ::dspark::testing_util::ProcessTempDir("sweep_e2e", name, false); }
 
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing_util::SlurpFile;
 
 SweepConfig Tiny(const std::string& out) { return ::dspark::testing_util::TinySweep(out); }
 constexpr int kTinyPoints = 16, kTinySkipped = 4;
@@ -72,18 +67,18 @@ void ExpectSameResults(const std::string& reference, const std::string& dir) {
     EXPECT_EQ(got.at(id), row) << id;
     if (row["status"] != "ok") continue;
     for (const char* file : {"steps.csv", "requests.csv"}) {
-      const std::string a = Slurp(fs::path(reference) / "points" / id / file);
+      const std::string a = SlurpFile(fs::path(reference) / "points" / id / file);
       EXPECT_FALSE(a.empty()) << id << "/" << file;
-      EXPECT_EQ(a, Slurp(fs::path(dir) / "points" / id / file)) << id << "/" << file;
+      EXPECT_EQ(a, SlurpFile(fs::path(dir) / "points" / id / file)) << id << "/" << file;
     }
-    nlohmann::json sa = nlohmann::json::parse(Slurp(fs::path(reference) / "points" / id / "summary.json"));
-    nlohmann::json sb = nlohmann::json::parse(Slurp(fs::path(dir) / "points" / id / "summary.json"));
+    nlohmann::json sa = nlohmann::json::parse(SlurpFile(fs::path(reference) / "points" / id / "summary.json"));
+    nlohmann::json sb = nlohmann::json::parse(SlurpFile(fs::path(dir) / "points" / id / "summary.json"));
     sa.erase("meta");  // argv names the output folder
     sb.erase("meta");
     EXPECT_EQ(sa, sb) << id;
   }
   // sweep.csv is one line per point plus the header.
-  const std::string csv = Slurp(fs::path(dir) / "sweep.csv");
+  const std::string csv = SlurpFile(fs::path(dir) / "sweep.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), kTinyPoints + 1);
 }
 
@@ -135,11 +130,11 @@ TEST_F(SweepEndToEnd, ReferenceRowsHoldAxesMetricsAndReasons) {
     for (const char* file : {"summary.json", "steps.csv", "requests.csv", "perf.json"})
       EXPECT_TRUE(fs::exists(point / file)) << point / file;
     // The point's own command line is in its summary, so it can be rerun alone.
-    const nlohmann::json summary = nlohmann::json::parse(Slurp(point / "summary.json"));
+    const nlohmann::json summary = nlohmann::json::parse(SlurpFile(point / "summary.json"));
     EXPECT_EQ(summary["meta"]["argv"][0], "run");
   }
   EXPECT_EQ(ok, kTinyPoints - kTinySkipped);
-  const nlohmann::json meta = nlohmann::json::parse(Slurp(fs::path(*reference_) / "sweep_meta.json"));
+  const nlohmann::json meta = nlohmann::json::parse(SlurpFile(fs::path(*reference_) / "sweep_meta.json"));
   EXPECT_EQ(meta["meta"]["schema_version"], kSweepSchemaVersion);
   EXPECT_TRUE(meta["meta"].contains("git_sha"));
   EXPECT_EQ(meta["points"].size(), static_cast<size_t>(kTinyPoints));
@@ -191,7 +186,7 @@ TEST_F(SweepEndToEnd, KilledMidWriteAndStoppedSweepsResumeToTheSameResults) {
   EXPECT_EQ(fourth->already_done, kTinyPoints);
 
   ExpectSameResults(*reference_, dir);
-  const nlohmann::json meta = nlohmann::json::parse(Slurp(fs::path(dir) / "sweep_meta.json"));
+  const nlohmann::json meta = nlohmann::json::parse(SlurpFile(fs::path(dir) / "sweep_meta.json"));
   EXPECT_EQ(meta["invocations"].size(), 4u) << "the refused call wrote nothing";
   EXPECT_EQ(meta["invocations"][0]["stopped_early"], true);
   EXPECT_EQ(meta["invocations"][3]["ran"], 0);
@@ -227,7 +222,7 @@ TEST_F(SweepEndToEnd, ShardsMergeIntoTheWholeSweep) {
   EXPECT_EQ(all->duplicates, static_cast<int64_t>(shard1.size()));
   EXPECT_TRUE(all->missing.empty());
   ExpectSameResults(*reference_, merged);
-  const nlohmann::json meta = nlohmann::json::parse(Slurp(fs::path(merged) / "sweep_meta.json"));
+  const nlohmann::json meta = nlohmann::json::parse(SlurpFile(fs::path(merged) / "sweep_meta.json"));
   EXPECT_EQ(meta["merged_from"].size(), 4u);
   EXPECT_EQ(meta["missing"].size(), 0u);
 
@@ -302,7 +297,7 @@ TEST(SweepExecutor, FailedPointsAreRecordedThenRetriedOnResume) {
   rows = DedupeRows(RawRows(dir));
   ASSERT_EQ(rows.size(), 8u);
   for (const ojson& row : rows) EXPECT_EQ(row["status"], "ok") << row["point_id"];
-  const std::string csv = Slurp(fs::path(dir) / "sweep.csv");
+  const std::string csv = SlurpFile(fs::path(dir) / "sweep.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 9);
   EXPECT_EQ(csv.find(",failed,"), std::string::npos);
 }
