@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -18,6 +17,7 @@
 #include "sim/generators.h"
 #include "sim/sweep.h"
 #include "sim/time_model.h"
+#include "sim/option_errors.h"
 #include "sim/option_text.h"
 
 namespace dspark::sim {
@@ -170,12 +170,10 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
     cli_trace = vm.count("trace") > 0;
     if (vm.count("config")) {
       c.config_file = vm["config"].as<std::string>();
-      std::ifstream file(c.config_file, std::ios::binary);
-      if (!file) return absl::NotFoundError(absl::StrCat("--config: cannot open '", c.config_file, "'"));
-      std::ostringstream text;
-      text << file.rdbuf();
-      if (auto s = CheckOptionFile(text.str(), c.config_file); !s.ok()) return s;
-      std::istringstream in(text.str());
+      absl::StatusOr<std::string> text = ReadConfigFile(c.config_file);
+      if (!text.ok()) return text.status();
+      if (auto s = CheckOptionFile(*text, c.config_file); !s.ok()) return s;
+      std::istringstream in(*text);
       // Boost's messages do not say that they are about the file.
       try {
         const po::parsed_options from_file = po::parse_config_file(in, all, /*allow_unregistered=*/true);

@@ -208,6 +208,22 @@ TEST(OptionMessages, ConfigFileErrorsNameTheFile) {
             path + ":4: unrecognised option 'seeed' (see dspark-sim run --help)");
 }
 
+// `sweep --config` reads its file as `run --config` does (sim/option_errors.h ReadConfigFile), so
+// a UTF-8 byte-order mark, which the catalogue accepts for run, is accepted for sweep too.
+TEST(OptionMessages, SweepConfigFileWithAByteOrderMarkReadsLikeRun) {
+  const std::string dir = testing_util::ProcessTempDir("fuzz_regressions", "cfg_bom", true);
+  std::ofstream(dir + "/plain.cfg") << "workload = chat\nconcurrency = 1,8\n";
+  std::ofstream(dir + "/bom.cfg") << "\xEF\xBB\xBFworkload = chat\nconcurrency = 1,8\n";
+  const auto plain = SweepArgs({"--config", dir + "/plain.cfg"});
+  const auto bom = SweepArgs({"--config", dir + "/bom.cfg"});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  ASSERT_TRUE(bom.ok()) << bom.status();
+  EXPECT_EQ(bom->workloads, plain->workloads);
+  EXPECT_EQ(bom->concurrency, plain->concurrency);
+  EXPECT_EQ(SweepArgs({"--config", dir + "/absent.cfg"}).status().message(),
+            "--config: cannot open '" + dir + "/absent.cfg'");
+}
+
 // --merge returned its config without Validate, so an empty --out got through.
 TEST(FuzzRegressions, SweepMergeValidatesOut) {
   const auto c = SweepArgs({"--merge", "a", "b", "--out", ""});
