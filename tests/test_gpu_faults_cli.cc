@@ -22,9 +22,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
-#include "sim/cmd_run.h"
-#include "sim/config.h"
-#include "sim/step_observer.h"
+#include "sim/studies/run.h"
+#include "sim/studies/config.h"
+#include "sim/engine/step_observer.h"
 #include "tests/spawn_util.h"
 #include "tests/temp_folders.h"
 
