@@ -17,8 +17,8 @@
 #include "sim/workload/generators.h"
 #include "sim/studies/sweep.h"
 #include "sim/model/time_model.h"
-#include "sim/cli/option_errors.h"
-#include "sim/cli/option_text.h"
+#include "sim/options/option_errors.h"
+#include "sim/options/option_text.h"
 
 namespace dspark::sim {
 namespace po = boost::program_options;

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "sim/cli/cli_registry.h"
-#include "sim/cli/option_text.h"
+#include "sim/options/option_text.h"
 
 namespace {
 

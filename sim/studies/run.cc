@@ -24,11 +24,11 @@
 #include "sim/exec/cuda_device.h"
 #include "sim/engine/engine.h"
 #include "sim/observe/metrics.h"
-#include "sim/cli/option_errors.h"
+#include "sim/options/option_errors.h"
 #include "sim/results/result_files.h"
 #include "sim/observe/step_log.h"
 #include "sim/model/time_model.h"
-#include "sim/cli/option_text.h"
+#include "sim/options/option_text.h"
 #include "sim/studies/workload.h"
 
 namespace dspark::sim {

@@ -1,4 +1,4 @@
-#include "sim/cli/option_text.h"
+#include "sim/options/option_text.h"
 
 #include <algorithm>
 #include <cstdint>

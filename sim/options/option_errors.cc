@@ -1,4 +1,4 @@
-#include "sim/cli/option_errors.h"
+#include "sim/options/option_errors.h"
 
 #include <cstdint>
 #include <fstream>
