@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "sim/cli/cmd_run.h"
 #include "sim/studies/run.h"
 #include "sim/studies/config.h"
 #include "sim/workload/trace.h"

@@ -7,11 +7,6 @@
 
 namespace dspark::sim {
 
-std::map<std::string, ObserverFactory>& ObserverFactories() {
-  static auto* factories = new std::map<std::string, ObserverFactory>();
-  return *factories;
-}
-
 Engine::Engine(const SchedulerConfig& scheduler_config, const std::vector<RequestSpec>& workload,
                const AcceptanceModel& acceptance, const TimeModel& time_model,
                const EngineOptions& options, uint64_t seed)
@@ -62,6 +57,15 @@ absl::Status Engine::Run() {
     plan.end_s = now_s_ + cost.wall_us * 1e-6;
     plan.gpu_us = cost.gpu_us;
     plan.host_us = cost.host_us;
+    if (!executors_.empty()) {
+      // An error here is a simulator bug (see StepPlan::Arrays); the executors would all see it.
+      absl::StatusOr<const StepArrays*> arrays = plan.Arrays();
+      if (!arrays.ok())
+        return absl::Status(arrays.status().code(),
+                            absl::StrFormat("step %d (%s): building the step's arrays: %s", plan.index,
+                                            StepCaseName(plan.step_case), arrays.status().message()));
+      for (StepExecutor* e : executors_) DS_RETURN_IF_ERROR(e->Execute(plan, **arrays));
+    }
     for (StepObserver* o : observers_) DS_RETURN_IF_ERROR(o->OnStep(plan));
     scheduler_.Commit(plan.end_s);
     now_s_ = plan.end_s;

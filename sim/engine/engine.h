@@ -1,5 +1,6 @@
 // The simulation engine: it owns the clock and the client, asks the scheduler (a model) for
-// each step, times it with the time model, shows it to the observers, and commits it.
+// each step, times it with the time model, builds its arrays once and runs the executors on
+// them, shows it to the observers, and commits it.
 //
 // Client (like `vllm bench serve`): request i arrives at its arrival_s; with a concurrency
 // limit C > 0 it is submitted when one of C slots is free (a semaphore: the slot freed earliest
@@ -14,8 +15,9 @@
 
 #include "absl/status/status.h"
 #include "sim/model/acceptance.h"
-#include "sim/model/scheduler.h"
+#include "sim/engine/step_executor.h"
 #include "sim/engine/step_observer.h"
+#include "sim/model/scheduler.h"
 #include "sim/model/time_model.h"
 #include "sim/workload/trace.h"
 
@@ -33,6 +35,8 @@ class Engine final : public SchedulerEvents {
          const AcceptanceModel& acceptance, const TimeModel& time_model,
          const EngineOptions& options, uint64_t seed);
 
+  // Run in the order they were added: every executor, then every observer, each step.
+  void AddExecutor(StepExecutor* executor) { executors_.push_back(executor); }
   void AddObserver(StepObserver* observer) { observers_.push_back(observer); }
   absl::Status Run();
 
@@ -54,6 +58,7 @@ class Engine final : public SchedulerEvents {
   const TimeModel& time_model_;
   EngineOptions options_;
   Scheduler scheduler_;
+  std::vector<StepExecutor*> executors_;
   std::vector<StepObserver*> observers_;
   std::deque<double> free_slots_;  // [s] times at which the free client slots were freed
   size_t next_ = 0;

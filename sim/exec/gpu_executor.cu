@@ -16,18 +16,12 @@
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/status_macros.h"
 #include "kernels/topb_alloc.cuh"
-#include "sim/studies/config.h"
+#include "sim/engine/step_executor.h"
 #include "sim/exec/cuda_device.h"
+#include "sim/exec/executor_registry.h"
 #include "sim/exec/gpu_timing.cuh"
-#include "sim/results/result_files.h"
-#include "sim/engine/step_observer.h"
 #include "sim/model/time_model.h"
-
-#if __has_include("sim/studies/sweep.h")
-#include "sim/studies/run.h"
-#include "sim/studies/sweep.h"
-#define DSPARK_GPU_POINT_RUNNER 1
-#endif
+#include "sim/results/result_files.h"
 
 namespace dspark::sim {
 
@@ -604,13 +598,17 @@ nlohmann::json GpuMetaJson(int device) {
 
 namespace {
 
-// Writes the per-step series next to run's other files (OUT/gpu_steps.csv).
-class GpuExecutorObserver final : public StepObserver {
+// The GPU executor as a stage of the engine; writes the per-step series next to run's other
+// files (OUT/gpu_steps.csv).
+class GpuStepExecutor final : public StepExecutor {
  public:
-  GpuExecutorObserver(std::unique_ptr<GpuExecutor> executor, std::string out_dir)
+  GpuStepExecutor(std::unique_ptr<GpuExecutor> executor, std::string out_dir)
       : executor_(std::move(executor)), out_dir_(std::move(out_dir)) {}
   absl::string_view name() const override { return "gpu_executor"; }
-  absl::Status OnStep(const StepPlan& plan) override { return executor_->Execute(plan); }
+  // The engine built the arrays already; plan.Arrays() hands the same ones back.
+  absl::Status Execute(const StepPlan& plan, const StepArrays& /*arrays*/) override {
+    return executor_->Execute(plan);
+  }
   absl::Status Finish(nlohmann::json* section) override {
     try {
       *section = executor_->Summary();
@@ -643,35 +641,20 @@ absl::StatusOr<int64_t> FaultAtStepFromEnv() {
   return step;
 }
 
-const RegisterObserverFactory kRegisterGpuExecutor(
-    "gpu-executor", [](const RunConfig& config) -> absl::StatusOr<std::unique_ptr<StepObserver>> {
-      if (config.executor != "gpu") return std::unique_ptr<StepObserver>();
+const RegisterExecutor kRegisterGpuExecutor(
+    "gpu-executor", kGpuExecutorOrder,
+    [](const ExecutorRequest& request) -> absl::StatusOr<std::unique_ptr<StepExecutor>> {
+      if (request.device != "gpu") return std::unique_ptr<StepExecutor>();
       if (absl::Status s = RequireCudaDevice(kGpuExecutorNeedsDevice); !s.ok())
         return absl::Status(s.code(), absl::StrCat("--executor gpu: ", s.message()));
       GpuExecutorOptions options;
-      options.impls = config.impls;
-      options.capacity = CapacityFor(config.scheduler);
-      options.cold_l2 = config.gpu_cold_l2;
+      options.impls = request.impls;
+      options.capacity = CapacityFor(request.scheduler);
+      options.cold_l2 = request.gpu_cold_l2;
       DS_ASSIGN_OR_RETURN(options.fault_at_step, FaultAtStepFromEnv());
       DS_ASSIGN_OR_RETURN(std::unique_ptr<GpuExecutor> executor, GpuExecutor::Create(options));
-      return std::unique_ptr<StepObserver>(std::make_unique<GpuExecutorObserver>(std::move(executor), config.out_dir));
+      return std::unique_ptr<StepExecutor>(std::make_unique<GpuStepExecutor>(std::move(executor), request.out_dir));
     });
-
-#if defined(DSPARK_GPU_POINT_RUNNER)
-// `sweep --executor gpu`: the point's run with every step also through the GPU executor (its
-// implementations are the point's checked ones); the CPU emulated check is skipped, since the
-// executor compares the same outputs exactly on the device's. Its counts are mirrored into the
-// `metadata_check` key the sweep reads.
-const RegisterPointRunner kRegisterGpuPointRunner("gpu", [](const RunConfig& config) -> absl::StatusOr<RunResult> {
-  RunConfig gpu = config;
-  gpu.executor = "gpu";
-  gpu.check = false;
-  DS_ASSIGN_OR_RETURN(RunResult result, ExecuteRun(gpu));
-  if (result.summary.contains("gpu_executor") && !result.summary.contains("metadata_check"))
-    result.summary["metadata_check"] = result.summary["gpu_executor"];
-  return result;
-});
-#endif
 
 }  // namespace
 

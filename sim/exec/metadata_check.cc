@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "kernels/common/status_macros.h"
-#include "sim/studies/config.h"
+#include "sim/exec/executor_registry.h"
 
 namespace dspark::sim {
 
@@ -15,8 +15,8 @@ MetadataCheck::MetadataCheck(std::vector<Impl> impls, ModelConsts consts) : impl
   }
 }
 
-absl::Status MetadataCheck::OnStep(const StepPlan& plan) {
-  DS_ASSIGN_OR_RETURN(const BatchInputs inputs, ToBatchInputs(plan));
+absl::Status MetadataCheck::Execute(const StepPlan& plan, const StepArrays& arrays) {
+  const BatchInputs inputs = ToBatchInputs(plan, arrays);
   const int c = static_cast<int>(plan.step_case);
   const std::string case_name(StepCaseName(plan.step_case));
   for (Impl impl : impls_) {
@@ -105,10 +105,11 @@ absl::Status MetadataCheck::Finish(nlohmann::json* section) {
 
 namespace {
 
-const RegisterObserverFactory kRegisterMetadataCheck(
-    "metadata-check", [](const RunConfig& config) -> absl::StatusOr<std::unique_ptr<StepObserver>> {
-      if (!config.check || config.impls.empty()) return std::unique_ptr<StepObserver>();
-      return std::unique_ptr<StepObserver>(std::make_unique<MetadataCheck>(config.impls));
+const RegisterExecutor kRegisterMetadataCheck(
+    "metadata-check", kCpuExecutorOrder,
+    [](const ExecutorRequest& request) -> absl::StatusOr<std::unique_ptr<StepExecutor>> {
+      if (!request.check || request.impls.empty()) return std::unique_ptr<StepExecutor>();
+      return std::unique_ptr<StepExecutor>(std::make_unique<MetadataCheck>(request.impls));
     });
 
 }  // namespace

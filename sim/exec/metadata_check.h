@@ -13,17 +13,18 @@
 
 #include "absl/status/status.h"
 #include "kernels/suite/suite.h"
-#include "sim/engine/step_observer.h"
+#include "sim/engine/step_executor.h"
 #include "sim/model/step_plan.h"
 
 namespace dspark::sim {
 
-class MetadataCheck : public StepObserver {
+// The CPU executor: every implementation's builders emulated on the host.
+class MetadataCheck : public StepExecutor {
  public:
   explicit MetadataCheck(std::vector<Impl> impls, ModelConsts consts = {});
 
   absl::string_view name() const override { return "metadata_check"; }
-  absl::Status OnStep(const StepPlan& plan) override;
+  absl::Status Execute(const StepPlan& plan, const StepArrays& arrays) override;
   absl::Status Finish(nlohmann::json* section) override;
 
   struct KindCounts {

@@ -6,7 +6,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "sim/studies/config.h"
 #include "sim/engine/engine.h"
 
 namespace dspark::sim {
@@ -470,17 +469,5 @@ absl::Status InvariantChecker::Finish(nlohmann::json* section) {
   out["requests_finished"] = finished_count_;
   return first_;
 }
-
-namespace {
-
-const RegisterObserverFactory kRegisterInvariants(
-    "invariants", [](const RunConfig& config) -> absl::StatusOr<std::unique_ptr<StepObserver>> {
-      if (!config.check_invariants) return std::unique_ptr<StepObserver>();
-      InvariantOptions options;
-      options.rows_every = config.check ? 1 : 0;  // the arrays are built anyway when checked
-      return std::unique_ptr<StepObserver>(std::make_unique<InvariantChecker>(config.scheduler, options));
-    });
-
-}  // namespace
 
 }  // namespace dspark::sim

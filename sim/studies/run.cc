@@ -8,8 +8,11 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <functional>
 #include <memory>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include <boost/program_options.hpp>
 
@@ -20,9 +23,10 @@
 #include "absl/strings/strip.h"
 #include "kernels/common/status_macros.h"
 #include "sim/model/acceptance.h"
-#include "sim/cli/cli_registry.h"
 #include "sim/exec/cuda_device.h"
 #include "sim/engine/engine.h"
+#include "sim/exec/executor_registry.h"
+#include "sim/observe/invariants.h"
 #include "sim/observe/metrics.h"
 #include "sim/options/option_errors.h"
 #include "sim/results/result_files.h"
@@ -224,24 +228,41 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   options.check_kv_each_step = config.check_kv_each_step;
   Engine engine(config.scheduler, workload.requests, acceptance, time_model, options, config.seed);
 
-  MetricsObserver metrics(workload.requests, config.steps_csv_stride);
-  std::unique_ptr<StepLogObserver> step_log;
-  if (!config.step_log.empty()) step_log = std::make_unique<StepLogObserver>();
-  if (config.executor == "gpu" && ObserverFactories().count("gpu-executor") == 0)
+  // Executors first (they do the step's work and may fail it), in their declared order; then the
+  // observers: a step an executor fails never reaches the metrics, so an aborted run's files hold
+  // exactly the steps that completed.
+  if (config.executor == "gpu" && !HasExecutor("gpu-executor"))
     return absl::FailedPreconditionError(
         "--executor gpu: this build has no GPU executor (built without CUDA); rebuild with nvcc, or use "
         "--executor cpu (CPU mode: emulated kernels, calibrated costs)");
-  std::vector<std::unique_ptr<StepObserver>> extra;
-  for (const auto& [name, factory] : ObserverFactories()) {
-    DS_ASSIGN_OR_RETURN(std::unique_ptr<StepObserver> observer, factory(config));
-    if (observer == nullptr) continue;
-    engine.AddObserver(observer.get());
-    extra.push_back(std::move(observer));
+  ExecutorRequest request;
+  request.impls = config.impls;
+  request.check = config.check;
+  request.device = config.executor;
+  request.gpu_cold_l2 = config.gpu_cold_l2;
+  request.scheduler = config.scheduler;
+  request.out_dir = config.out_dir;
+  std::vector<std::unique_ptr<StepExecutor>> executors;
+  for (const ExecutorRegistration& registered : RegisteredExecutors()) {
+    DS_ASSIGN_OR_RETURN(std::unique_ptr<StepExecutor> executor, registered.factory(request));
+    if (executor == nullptr) continue;
+    engine.AddExecutor(executor.get());
+    executors.push_back(std::move(executor));
   }
-  // After the checking observers: a step that one of them fails never reaches the metrics, so an
-  // aborted run's files hold exactly the steps that completed.
+  std::unique_ptr<InvariantChecker> invariants;
+  if (config.check_invariants) {
+    InvariantOptions invariant_options;
+    invariant_options.rows_every = config.check ? 1 : 0;  // the arrays are built anyway when checked
+    invariants = std::make_unique<InvariantChecker>(config.scheduler, invariant_options);
+    engine.AddObserver(invariants.get());
+  }
+  MetricsObserver metrics(workload.requests, config.steps_csv_stride);
   engine.AddObserver(&metrics);
-  if (step_log) engine.AddObserver(step_log.get());
+  std::unique_ptr<StepLogObserver> step_log;
+  if (!config.step_log.empty()) {
+    step_log = std::make_unique<StepLogObserver>();
+    engine.AddObserver(step_log.get());
+  }
 
   const auto t0 = std::chrono::steady_clock::now();
   // A step that fails (a CUDA error, a BUG mismatch) stops the run; the completed steps' results
@@ -287,13 +308,18 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
                     {"peak_kv_blocks", sched.counters().peak_kv_blocks},
                     {"capture_sizes", sched.capture_sizes()}};
   DS_RETURN_IF_ERROR(metrics.Finish(&s["metrics"]));
-  if (config.check && ObserverFactories().count("metadata-check") == 0)
-    s["metadata_check"] = "requested, but this build has no metadata-check observer";
-  for (auto& observer : extra) {
-    const absl::Status finished = observer->Finish(&s[std::string(observer->name())]);
+  if (config.check && !HasExecutor("metadata-check"))
+    s["metadata_check"] = "requested, but this build has no metadata-check executor";
+  // Each section once: an executor's, then the invariant check's.
+  std::vector<std::pair<std::string, std::function<absl::Status(nlohmann::json*)>>> sections;
+  for (auto& executor : executors)
+    sections.emplace_back(executor->name(), [&](nlohmann::json* j) { return executor->Finish(j); });
+  if (invariants) sections.emplace_back(invariants->name(), [&](nlohmann::json* j) { return invariants->Finish(j); });
+  for (auto& [name, finish] : sections) {
+    const absl::Status finished = finish(&s[name]);
     if (finished.ok()) continue;
     if (run_status.ok()) return finished;
-    s[std::string(observer->name())] = {{"error", std::string(finished.message())}};
+    s[name] = {{"error", std::string(finished.message())}};
   }
 
   std::error_code ec;
@@ -309,7 +335,7 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   const nlohmann::json perf = {{"wall_s", wall_s},
                                {"steps", engine.steps()},
                                {"steps_per_s", wall_s > 0 ? engine.steps() / wall_s : 0.0},
-                               {"metadata_check", config.check && !extra.empty()}};
+                               {"metadata_check", config.check && !sections.empty()}};
   DS_RETURN_IF_ERROR(WriteFileAtomically(out / "perf.json", perf.dump(2) + "\n"));
   if (step_log) DS_RETURN_IF_ERROR(WriteFileAtomically(config.step_log, step_log->text()));
   DS_RETURN_IF_ERROR(WriteFileAtomically(out / "summary.json", s.dump(2) + "\n"));
@@ -320,55 +346,5 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
                                         run_status.message(), engine.steps(), config.out_dir));
   return result;
 }
-
-int RunCommand(int argc, char** argv) {
-  std::string help;
-  auto config = ParseRunArgs(argc, argv, &help);
-  if (!config.ok()) {
-    std::fprintf(stderr, "dspark-sim run: %s\n", std::string(config.status().message()).c_str());
-    return 2;
-  }
-  if (!help.empty()) {
-    std::printf("%s", help.c_str());
-    return 0;
-  }
-  if (auto s = config->Validate(); !s.ok()) {
-    std::fprintf(stderr, "dspark-sim run: %s\n", std::string(s.message()).c_str());
-    return 2;
-  }
-  auto result = ExecuteRun(*config);
-  if (!result.ok()) {
-    std::fprintf(stderr, "dspark-sim run: %s\n", std::string(result.status().message()).c_str());
-    return 1;
-  }
-  const nlohmann::json& s = result->summary;
-  const nlohmann::json& m = s["metrics"];
-  std::printf("dspark-sim run: %s, mode %s, time-impl %s, seed %llu\n",
-              s["workload"].value("preset", s["workload"].value("path", std::string())).c_str(),
-              s["config"]["mode"].get<std::string>().c_str(),
-              s["config"]["time_impl"].get<std::string>().c_str(),
-              static_cast<unsigned long long>(config->seed));
-  std::printf("  requests %lld  concurrency %d  steps %lld  preemptions %lld\n",
-              static_cast<long long>(m["completed"].get<int64_t>()),
-              s["workload"]["concurrency"].get<int32_t>(),
-              static_cast<long long>(result->steps),
-              static_cast<long long>(m["preemptions"].get<int64_t>()));
-  std::printf("  TTFT mean %.3f ms  TPOT mean %.3f ms  ITL mean %.3f ms  E2EL mean %.3f ms\n",
-              m["ttft_ms"]["mean"].get<double>(), m["tpot_ms"]["mean"].get<double>(),
-              m["itl_ms"]["mean"].get<double>(), m["e2el_ms"]["mean"].get<double>());
-  std::printf("  output throughput %.1f tok/s  mean acceptance length %.3f\n",
-              m["output_throughput_tok_s"].get<double>(),
-              m["speculative"]["mean_acceptance_length"].get<double>());
-  std::printf("  simulator: %lld steps in %.3f s wall = %.0f steps/s (metadata check %s)\n",
-              static_cast<long long>(result->steps), result->wall_s,
-              result->wall_s > 0 ? result->steps / result->wall_s : 0.0,
-              config->check ? (ObserverFactories().empty() ? "requested, not built" : "on") : "off");
-  std::printf("  wrote %s/{summary.json,steps.csv,requests.csv,perf.json}\n", config->out_dir.c_str());
-  return 0;
-}
-
-namespace {
-const cli::RegisterCommand kRegisterRun("run", "replay a workload through the simulator", RunCommand);
-}  // namespace
 
 }  // namespace dspark::sim

@@ -1,6 +1,7 @@
-// `dspark-sim run`: replays one workload through the simulator and writes summary.json,
-// steps.csv and requests.csv (plus perf.json with wall-clock figures, which are not
-// deterministic and so kept out of the other files).
+// One run (`dspark-sim run`, each sweep point): parses run's options into a RunConfig, assembles
+// the run (workload, acceptance, time model, engine, executors, observers), replays it and
+// writes summary.json, steps.csv and requests.csv (plus perf.json with wall-clock figures, which
+// are not deterministic and so kept out of the other files).
 #pragma once
 
 #include <string>
@@ -23,8 +24,5 @@ struct RunResult {
 
 // Runs a validated config and writes its outputs into config.out_dir.
 absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config);
-
-// The subcommand entry point (registered as "run").
-int RunCommand(int argc, char** argv);
 
 }  // namespace dspark::sim
