@@ -123,6 +123,10 @@ absl::Status RunConfig::Validate() const {
   if (out_dir.empty()) return absl::InvalidArgumentError("--out: expected a directory");
   if (steps_csv_stride < 1)
     return absl::InvalidArgumentError(absl::StrCat("--steps-csv-stride: expected >= 1, got ", steps_csv_stride));
+  // A bound on the dump's size: each step is at most a few MB of arrays at the largest capacity.
+  if (dump_steps_limit < 1 || dump_steps_limit > 1000000)
+    return absl::InvalidArgumentError(
+        absl::StrCat("--dump-steps-limit: expected an integer in [1, 1000000], got ", dump_steps_limit));
   return absl::OkStatus();
 }
 

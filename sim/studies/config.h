@@ -51,6 +51,8 @@ struct RunConfig {
   std::string out_dir = "results/run";
   std::string step_log;            // per-step arrays as text (small runs)
   std::string dump_workload;       // write the built workload as JSONL here
+  std::string dump_steps;          // write every step's arrays and references here (.npy + index.json)
+  int64_t dump_steps_limit = 1000; // [steps] at most this many are dumped
   int64_t steps_csv_stride = 1;    // write every n-th step to steps.csv
   bool check_kv_each_step = false; // full KV consistency check after every step
   bool check_invariants = false;   // sim/invariants.h on every step (section "invariants")

@@ -26,6 +26,7 @@
 #include "sim/exec/cuda_device.h"
 #include "sim/engine/engine.h"
 #include "sim/exec/executor_registry.h"
+#include "sim/exec/step_dump.h"
 #include "sim/observe/invariants.h"
 #include "sim/observe/metrics.h"
 #include "sim/options/option_errors.h"
@@ -79,6 +80,8 @@ po::options_description RunOptions() {
     ("calibration", po::value<std::string>(), "time-model calibration JSON (default: workloads/calibration_h200.json when present)")
     ("step-log", po::value<std::string>(), "write every step's arrays to this text file (small runs)")
     ("dump-workload", po::value<std::string>(), "also write the workload as built (generated or parsed, re-timed, truncated) to this JSONL file")
+    ("dump-steps", po::value<std::string>(), "write every step's device view, host view, sizes and reference outputs to this folder as .npy files plus index.json (workloads/STEP_DUMP.md; replay with scripts/replay_steps.py)")
+    ("dump-steps-limit", po::value<int64_t>()->default_value(kDefaultDumpStepsLimit), "--dump-steps writes at most this many steps (the first ones)")
     ("steps-csv-stride", po::value<int64_t>()->default_value(1), "write every n-th step to steps.csv")
     ("check-kv", po::bool_switch(), "check KV block accounting after every step (slow)")
     ("check-invariants", po::bool_switch(), "independent invariant check of every step: budgets, graph padding, KV partition, each request finished once (sim/invariants.h; O(KV pool) per step)");
@@ -189,6 +192,8 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
                                     : ResolveAgainst(vm["calibration"].as<std::string>(), c.config_file);
   if (vm.count("step-log")) c.step_log = vm["step-log"].as<std::string>();
   if (vm.count("dump-workload")) c.dump_workload = vm["dump-workload"].as<std::string>();
+  if (vm.count("dump-steps")) c.dump_steps = vm["dump-steps"].as<std::string>();
+  c.dump_steps_limit = vm["dump-steps-limit"].as<int64_t>();
   c.steps_csv_stride = vm["steps-csv-stride"].as<int64_t>();
   c.check_kv_each_step = vm["check-kv"].as<bool>();
   c.check_invariants = vm["check-invariants"].as<bool>();
@@ -242,6 +247,10 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   request.gpu_cold_l2 = config.gpu_cold_l2;
   request.scheduler = config.scheduler;
   request.out_dir = config.out_dir;
+  request.dump_dir = config.dump_steps;
+  request.dump_limit = config.dump_steps_limit;
+  request.meta = {{"tool", "dspark-sim run --dump-steps"}, {"argv", config.argv}, {"seed", config.seed}};
+  request.meta.update(GitInfo());
   std::vector<std::unique_ptr<StepExecutor>> executors;
   for (const ExecutorRegistration& registered : RegisteredExecutors()) {
     DS_ASSIGN_OR_RETURN(std::unique_ptr<StepExecutor> executor, registered.factory(request));
