@@ -13,6 +13,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -23,6 +24,7 @@
 #include "sim/cli_registry.h"
 #include "sim/cuda_device.h"
 #include "sim/engine.h"
+#include "sim/input_file.h"
 #include "sim/metrics.h"
 #include "sim/option_errors.h"
 #include "sim/result_files.h"
@@ -48,12 +50,22 @@ po::options_description RunOptions() {
     ("seed", po::value<std::string>()->default_value("0"), "seed of every random draw (lengths, arrivals, acceptance)")
     ("trace", po::value<std::string>(), "replay this trace file (see workloads/TRACE_FORMATS.md)")
     ("workload", po::value<std::string>(), "generate a preset workload: speed-8k, batch1-512, chat")
-    ("trace-format", po::value<std::string>()->default_value("auto"), "auto, azure, vidur, burstgpt, mooncake, jsonl")
-    ("skip-bad-rows", po::bool_switch(), "skip (and count) bad trace rows instead of stopping")
-    ("concurrency", po::value<int32_t>()->default_value(-1), "client limit on requests in flight (0 = none; default: the workload's, batch1-512 is 1)")
-    ("request-rate", po::value<std::string>(), "arrival rate [requests/s] or inf (default inf; a trace keeps its timestamps unless given)")
+    ("trace-format", po::value<std::string>()->default_value("auto"), "auto, azure, vidur, burstgpt, mooncake, jsonl; or burstgpt-lengths: BurstGPT as vLLM's benchmark reads it (GPT-4 rows, lengths only, arrivals from --request-rate)")
+    ("skip-bad-rows", po::bool_switch(), "skip (and count) bad trace rows instead of stopping (over-length rows too: --over-length skip)")
+    ("over-length", po::value<std::string>()->default_value("error"), "trace rows with prompt + output above --max-model-len: error (a bad row, as vLLM rejects it), skip (skipped and counted) or clip (cut to fit, as Vidur does; counted)")
+    ("time-scale", po::value<double>()->default_value(1.0), "multiply a trace's arrival times by F (0.5 replays it twice as fast; the gaps' shape, its burstiness, is kept; 0: all at t=0)")
+    ("concurrency", po::value<int32_t>()->default_value(-1), "client limit on requests in flight (0 = none; default: the workload's, batch1-512 is 1; above the request count it is the request count)")
+    ("max-concurrency", po::value<int32_t>(), "vLLM's name of --concurrency")
+    ("request-rate", po::value<std::string>(), "arrival rate [requests/s]; inf (any spelling: Inf, infinity, 1e999) re-times nothing: a trace keeps its timestamps, generated or length-only requests all arrive at t=0 (default inf)")
     ("burstiness", po::value<double>()->default_value(1.0), "gamma shape of the inter-arrival gaps (1 = Poisson)")
     ("num-requests", po::value<int64_t>()->default_value(-1), "requests to replay (default: preset default, or the whole trace)")
+    ("num-prompts", po::value<int64_t>(), "vLLM's name of --num-requests")
+    ("percentile-metrics", po::value<std::string>()->default_value("ttft,tpot,itl,e2el"), "metrics with mean_/median_/std_/p{N}_ keys in the result: comma list of ttft, tpot, itl, e2el")
+    ("metric-percentiles", po::value<std::string>()->default_value("50,90,99"), "percentiles of those metrics, comma list (vLLM's default is 99)")
+    ("goodput", po::value<std::vector<std::string>>()->multitoken(), "SLOs KEY:VALUE [ms], KEY one of ttft, tpot, e2el (e.g. --goodput ttft:200 tpot:50): request_goodput counts the requests that meet all of them")
+    ("save-result", po::bool_switch(), "also write the result JSON (summary.json's content) to --result-dir/--result-filename, as vllm bench serve does")
+    ("result-dir", po::value<std::string>(), "folder of --save-result's file (default: --out)")
+    ("result-filename", po::value<std::string>(), "name of --save-result's file (default: dspark-sim-{rate}qps[-concurrency{C}]-{workload}.json)")
     ("mode", po::value<std::string>()->default_value("adaptive"), "none, dspark or adaptive (DSpark with adaptive verification)")
     ("spec-k", po::value<int32_t>()->default_value(5), "DSpark speculative length K")
     ("impl", po::value<std::string>()->default_value("all"), "implementations the metadata check runs: comma list of chain, cached, device-chain, fused, fused-suite, or all")
@@ -131,7 +143,7 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   // Read as text: boost's unsigned conversion would wrap "-1" to 2^64 - 1.
   if (const std::string seed = vm["seed"].as<std::string>(); !absl::SimpleAtoi(seed, &c.seed))
     return absl::InvalidArgumentError(
-        absl::StrCat("--seed: expected an integer in [0, 18446744073709551615], got '", seed, "'"));
+        absl::StrCat("--seed: expected an integer in [0, 18446744073709551615], got '", Abbreviate(seed), "'"));
   if (vm.count("trace"))
     c.trace_path = cli_trace ? vm["trace"].as<std::string>()
                              : ResolveAgainst(vm["trace"].as<std::string>(), c.config_file);
@@ -140,15 +152,42 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   if (!format.ok()) return format.status();
   c.trace_format = *format;
   c.skip_bad_rows = vm["skip-bad-rows"].as<bool>();
+  DS_ASSIGN_OR_RETURN(c.over_length, ParseOverLength(vm["over-length"].as<std::string>()));
+  c.time_scale = vm["time-scale"].as<double>();
   c.concurrency = vm["concurrency"].as<int32_t>();
+  // vLLM's names are aliases: either spelling, not both.
+  if (vm.count("max-concurrency")) {
+    if (!vm["concurrency"].defaulted())
+      return absl::InvalidArgumentError("--concurrency and --max-concurrency are the same option: give one");
+    c.concurrency = vm["max-concurrency"].as<int32_t>();
+  }
   if (vm.count("request-rate")) {
+    // Parsed, never compared as text: inf, Inf, INF, infinity and 1e999 are one value, and
+    // every infinite rate means the same (RunConfig::request_rate_given).
     const std::string rate = vm["request-rate"].as<std::string>();
-    c.request_rate_given = rate != "inf";
-    if (c.request_rate_given && !absl::SimpleAtod(rate, &c.request_rate))
-      return absl::InvalidArgumentError(absl::StrCat("--request-rate: expected a number or inf, got '", rate, "'"));
+    if (!absl::SimpleAtod(rate, &c.request_rate))
+      return absl::InvalidArgumentError(
+          absl::StrCat("--request-rate: expected a number or inf, got '", Abbreviate(rate), "'"));
+    c.request_rate_given = !std::isinf(c.request_rate);
   }
   c.burstiness = vm["burstiness"].as<double>();
   c.num_requests = vm["num-requests"].as<int64_t>();
+  if (vm.count("num-prompts")) {
+    if (!vm["num-requests"].defaulted())
+      return absl::InvalidArgumentError("--num-requests and --num-prompts are the same option: give one");
+    c.num_requests = vm["num-prompts"].as<int64_t>();
+  }
+  DS_ASSIGN_OR_RETURN(c.result_spec.percentile_metrics,
+                      ParsePercentileMetrics(vm["percentile-metrics"].as<std::string>()));
+  DS_ASSIGN_OR_RETURN(c.result_spec.metric_percentiles,
+                      ParseMetricPercentiles(vm["metric-percentiles"].as<std::string>()));
+  if (vm.count("goodput")) {
+    DS_ASSIGN_OR_RETURN(c.result_spec.goodput_ms,
+                        ParseGoodput(vm["goodput"].as<std::vector<std::string>>()));
+  }
+  c.save_result = vm["save-result"].as<bool>();
+  if (vm.count("result-dir")) c.result_dir = vm["result-dir"].as<std::string>();
+  if (vm.count("result-filename")) c.result_filename = vm["result-filename"].as<std::string>();
   auto mode = ParseSpecMode(vm["mode"].as<std::string>());
   if (!mode.ok()) return mode.status();
   c.scheduler.mode = *mode;
@@ -167,7 +206,7 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   c.executor = vm["executor"].as<std::string>();
   const std::string gpu_l2 = vm["gpu-l2"].as<std::string>();
   if (gpu_l2 != "cold" && gpu_l2 != "warm")
-    return absl::InvalidArgumentError(absl::StrCat("--gpu-l2: expected cold or warm, got '", gpu_l2, "'"));
+    return absl::InvalidArgumentError(absl::StrCat("--gpu-l2: expected cold or warm, got '", Abbreviate(gpu_l2), "'"));
   c.gpu_cold_l2 = gpu_l2 == "cold";
   if (vm["cuda-graphs"].as<bool>() && vm["no-cuda-graphs"].as<bool>())
     return absl::InvalidArgumentError("--cuda-graphs and --no-cuda-graphs contradict each other");
@@ -225,6 +264,7 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   Engine engine(config.scheduler, workload.requests, acceptance, time_model, options, config.seed);
 
   MetricsObserver metrics(workload.requests, config.steps_csv_stride);
+  metrics.set_result_spec(config.result_spec);
   std::unique_ptr<StepLogObserver> step_log;
   if (!config.step_log.empty()) step_log = std::make_unique<StepLogObserver>();
   if (config.executor == "gpu" && ObserverFactories().count("gpu-executor") == 0)
@@ -287,6 +327,14 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
                     {"peak_kv_blocks", sched.counters().peak_kv_blocks},
                     {"capture_sizes", sched.capture_sizes()}};
   DS_RETURN_IF_ERROR(metrics.Finish(&s["metrics"]));
+  // vLLM's result keys at the top level (sim/serving_result.h), with its setup keys.
+  s.update(metrics.serving_result());
+  s["num_prompts"] = static_cast<int64_t>(workload.requests.size());
+  s["request_rate"] = std::isinf(config.request_rate) ? nlohmann::json("inf")
+                                                      : nlohmann::json(config.request_rate);
+  s["burstiness"] = config.burstiness;
+  s["max_concurrency"] = workload.concurrency > 0 ? nlohmann::json(workload.concurrency) : nlohmann::json();
+  s["backend"] = "dspark-sim";
   if (config.check && ObserverFactories().count("metadata-check") == 0)
     s["metadata_check"] = "requested, but this build has no metadata-check observer";
   for (auto& observer : extra) {
@@ -313,6 +361,15 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   DS_RETURN_IF_ERROR(WriteFileAtomically(out / "perf.json", perf.dump(2) + "\n"));
   if (step_log) DS_RETURN_IF_ERROR(WriteFileAtomically(config.step_log, step_log->text()));
   DS_RETURN_IF_ERROR(WriteFileAtomically(out / "summary.json", s.dump(2) + "\n"));
+  if (config.save_result) {
+    const fs::path dir(config.result_dir.empty() ? config.out_dir : config.result_dir);
+    fs::create_directories(dir, ec);
+    if (ec)
+      return absl::PermissionDeniedError(
+          absl::StrCat("--result-dir: cannot create '", dir.string(), "': ", ec.message()));
+    result.result_file = (dir / config.ResultFilename(workload.concurrency)).string();
+    DS_RETURN_IF_ERROR(WriteFileAtomically(result.result_file, s.dump(2) + "\n"));
+  }
   if (!run_status.ok())
     return absl::Status(run_status.code(),
                         absl::StrFormat("%s [run aborted: the %d completed steps' results are in %s (summary.json "
@@ -343,27 +400,35 @@ int RunCommand(int argc, char** argv) {
   }
   const nlohmann::json& s = result->summary;
   const nlohmann::json& m = s["metrics"];
+  const auto ms = [&](const char* key) { return s.contains(key) ? s[key].get<double>() : 0.0; };
   std::printf("dspark-sim run: %s, mode %s, time-impl %s, seed %llu\n",
               s["workload"].value("preset", s["workload"].value("path", std::string())).c_str(),
               s["config"]["mode"].get<std::string>().c_str(),
               s["config"]["time_impl"].get<std::string>().c_str(),
               static_cast<unsigned long long>(config->seed));
   std::printf("  requests %lld  concurrency %d  steps %lld  preemptions %lld\n",
-              static_cast<long long>(m["completed"].get<int64_t>()),
+              static_cast<long long>(s["completed"].get<int64_t>()),
               s["workload"]["concurrency"].get<int32_t>(),
               static_cast<long long>(result->steps),
               static_cast<long long>(m["preemptions"].get<int64_t>()));
-  std::printf("  TTFT mean %.3f ms  TPOT mean %.3f ms  ITL mean %.3f ms  E2EL mean %.3f ms\n",
-              m["ttft_ms"]["mean"].get<double>(), m["tpot_ms"]["mean"].get<double>(),
-              m["itl_ms"]["mean"].get<double>(), m["e2el_ms"]["mean"].get<double>());
+  std::string latencies;
+  for (const std::string& metric : config->result_spec.percentile_metrics)
+    absl::StrAppendFormat(&latencies, "  %s mean %.3f ms", absl::AsciiStrToUpper(metric),
+                          ms(absl::StrCat("mean_", metric, "_ms").c_str()));
+  if (!latencies.empty()) std::printf("%s\n", latencies.c_str());
   std::printf("  output throughput %.1f tok/s  mean acceptance length %.3f\n",
-              m["output_throughput_tok_s"].get<double>(),
+              s["output_throughput"].get<double>(),
               m["speculative"]["mean_acceptance_length"].get<double>());
+  if (!s["request_goodput"].is_null())
+    std::printf("  request goodput %.3f req/s\n", s["request_goodput"].get<double>());
   std::printf("  simulator: %lld steps in %.3f s wall = %.0f steps/s (metadata check %s)\n",
               static_cast<long long>(result->steps), result->wall_s,
               result->wall_s > 0 ? result->steps / result->wall_s : 0.0,
               config->check ? (ObserverFactories().empty() ? "requested, not built" : "on") : "off");
   std::printf("  wrote %s/{summary.json,steps.csv,requests.csv,perf.json}\n", config->out_dir.c_str());
+  if (!result->result_file.empty()) std::printf("  saved the result to %s\n", result->result_file.c_str());
+  for (const auto& note : s["workload"].value("notes", std::vector<std::string>()))
+    std::printf("  note: %s\n", note.c_str());
   return 0;
 }
 

@@ -19,6 +19,7 @@
 #include "sim/time_model.h"
 #include "sim/option_errors.h"
 #include "sim/option_text.h"
+#include "sim/input_file.h"
 
 namespace dspark::sim {
 namespace po = boost::program_options;
@@ -108,10 +109,10 @@ absl::StatusOr<std::vector<int64_t>> ParseIntList(const std::string& option, con
     } else if (!absl::SimpleAtoi(piece, &v) || v < min_value) {
       return absl::InvalidArgumentError(absl::StrCat("--", option, ": expected a comma list of integers >= ",
                                                      min_value, auto_value ? " or auto" : "", ", got '",
-                                                     piece, "' in '", text, "'"));
+                                                     Abbreviate(piece), "' in '", Abbreviate(text), "'"));
     }
     if (std::find(values.begin(), values.end(), v) != values.end())
-      return absl::InvalidArgumentError(absl::StrCat("--", option, ": '", piece, "' is listed twice in '", text, "'"));
+      return absl::InvalidArgumentError(absl::StrCat("--", option, ": '", Abbreviate(piece), "' is listed twice in '", Abbreviate(text), "'"));
     values.push_back(v);
   }
   return values;
@@ -266,14 +267,14 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
   const std::string shard = vm["shard"].as<std::string>();
   const std::vector<std::string> parts = absl::StrSplit(shard, '/');
   if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &c.shard_index) || !absl::SimpleAtoi(parts[1], &c.shard_count))
-    return absl::InvalidArgumentError(absl::StrCat("--shard: expected i/n (e.g. 0/4), got '", shard, "'"));
+    return absl::InvalidArgumentError(absl::StrCat("--shard: expected i/n (e.g. 0/4), got '", Abbreviate(shard), "'"));
   c.max_points = vm["max-points"].as<int64_t>();
   const std::string progress = vm["progress"].as<std::string>();
   if (progress == "auto") c.progress = ProgressStyle::kAuto;
   else if (progress == "bar") c.progress = ProgressStyle::kBar;
   else if (progress == "lines") c.progress = ProgressStyle::kLines;
   else if (progress == "none") c.progress = ProgressStyle::kNone;
-  else return absl::InvalidArgumentError(absl::StrCat("--progress: expected auto, bar, lines or none, got '", progress, "'"));
+  else return absl::InvalidArgumentError(absl::StrCat("--progress: expected auto, bar, lines or none, got '", Abbreviate(progress), "'"));
   if (auto s = c.Validate(); !s.ok()) return s;
   return c;
 }
