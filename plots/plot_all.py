@@ -352,11 +352,15 @@ def plot_serving(rows, out, sweep_dir):
                     ax.plot(xs, [r[key] for r in sel], ls=style, marker=marker,
                             color=impl_color(impl), ms=4, lw=1.3)
                     metric = PERCENTILES.get(key)
+                    # p50 is the median (older rows have only median_*).
+                    for r in sel:
+                        if metric and r.get(f"p50_{metric}_ms") is None:
+                            r[f"p50_{metric}_ms"] = r.get(f"median_{metric}_ms")
                     if metric and all(r.get(f"p50_{metric}_ms") is not None and r.get(f"p99_{metric}_ms")
                                       is not None for r in sel):
                         ax.fill_between(xs, [r[f"p50_{metric}_ms"] for r in sel],
                                         [r[f"p99_{metric}_ms"] for r in sel], color=impl_color(impl),
-                                        alpha=0.10, lw=0)
+                                        alpha=0.06, lw=0)
                         if all(r.get(f"p90_{metric}_ms") is not None for r in sel):
                             ax.plot(xs, [r[f"p90_{metric}_ms"] for r in sel], ls=":", lw=0.9,
                                     color=impl_color(impl))
@@ -455,12 +459,17 @@ def _by_count(counts):
     return sorted(groups.items(), key=lambda kv: kv[1][0])
 
 
+def _tick_label(v, _=None):
+    """3 significant digits; thousands as k (4k, 200k), never an exponent."""
+    return f"{v / 1000:.3g}k" if v >= 1000 else f"{v:.3g}"
+
+
 def _label_log_axis(ax):
     """Labelled ticks on a log y axis: 1-2-5 steps, or 1..9 when fewer than four of those fit."""
     lo, hi = ax.get_ylim()
     if not (lo > 0 and hi > lo):
         return
-    for leads in ((1, 2, 5), (1, 2, 3, 4, 5, 6, 7, 8, 9)):
+    for leads in ((1, 2, 5), (1, 2, 3, 5, 7), (1, 2, 3, 4, 5, 6, 7, 8, 9)):
         ticks = [lead * 10.0 ** e for e in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1)
                  for lead in leads]
         ticks = [t for t in ticks if lo <= t <= hi]
@@ -469,7 +478,7 @@ def _label_log_axis(ax):
     if len(ticks) < 4:  # less than a factor of 2 in range: evenly spaced values
         ticks = [lo * (hi / lo) ** (i / 4) for i in range(5)]
     ax.yaxis.set_major_locator(FixedLocator(ticks))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}"))
+    ax.yaxis.set_major_formatter(FuncFormatter(_tick_label))
     ax.yaxis.set_minor_formatter(NullFormatter())
 
 
