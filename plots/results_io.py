@@ -37,7 +37,7 @@ MISMATCH_KINDS = ["stale_host", "padding_residue", "bug"]
 
 
 # vLLM `bench serve`'s result keys, the one spelling of summary.json, sweep rows and sweep.csv
-# (sim/serving_result.h ServingColumns(); tests/test_run_conventions.cc checks the two lists are
+# (sim/observe/serving_result.h ServingColumns(); tests/test_run_conventions.cc checks the two lists are
 # equal). Latencies in ms, throughputs per second, duration in s.
 SERVING_COLUMNS = [
     "completed", "failed", "total_input_tokens", "total_output_tokens", "duration",

@@ -11,8 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
-#include "sim/config.h"
-#include "sim/trace.h"
+#include "sim/studies/config.h"
+#include "sim/workload/trace.h"
 
 namespace dspark::sim::catalogue {
 

@@ -1,7 +1,7 @@
-// sim/input_file.h: every input read is bounded. Regular files, FIFOs with a writer, pipes
+// sim/workload/input_file.h: every input read is bounded. Regular files, FIFOs with a writer, pipes
 // (process substitution's /dev/fd/N, /dev/stdin) are read whole; a FIFO with no writer, /dev/zero
 // and /dev/urandom end in an error within a few seconds and the stream limit.
-#include "sim/input_file.h"
+#include "sim/workload/input_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
-#include "sim/cmd_run.h"
-#include "sim/serving_result.h"
-#include "sim/workload.h"
+#include "sim/studies/run.h"
+#include "sim/observe/serving_result.h"
+#include "sim/studies/workload.h"
 #include "tests/temp_folders.h"
 
 namespace dspark::sim {
