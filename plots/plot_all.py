@@ -432,7 +432,7 @@ def plot_serving_vs_chain(rows, out):
             ax.set_xticks([max(c, 0.5) for c in concurrencies])
             ax.set_xticklabels([str(c) if c > 0 else "none" for c in concurrencies])
             ax.set_xlabel("concurrency")
-            ax.set_title(label + (" (lower is better)" if key != "output_throughput_tok_s" else " (higher is better)"),
+            ax.set_title(label + (" (lower is better)" if key != "output_throughput" else " (higher is better)"),
                          fontsize=10)
             ax.grid(alpha=0.3)
         handles = [Line2D([], [], color=impl_color(i), lw=2, label=i) for i in impls]
