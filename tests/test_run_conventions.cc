@@ -11,6 +11,7 @@
 
 #include "nlohmann/json.hpp"
 #include "sim/studies/run.h"
+#include "sim/studies/sweep.h"
 #include "sim/observe/serving_result.h"
 #include "sim/studies/workload.h"
 #include "tests/temp_folders.h"
@@ -202,6 +203,22 @@ TEST(VllmFlags, AliasesMeanTheSameAndCannotBothBeGiven) {
             "--percentile-metrics: expected a comma list of ttft, tpot, itl, e2el, got 'foo'");
   EXPECT_EQ(Parse({"--workload", "chat", "--metric-percentiles", "50,101"}).status().message(),
             "--metric-percentiles: expected a comma list of percentiles in [0, 100], got '101'");
+}
+
+TEST(VllmFlags, SweepTakesTheAliasesForItsAxes) {
+  const auto parse = [](std::vector<std::string> args) {
+    args.insert(args.begin(), "sweep");
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    std::string help;
+    return ParseSweepArgs(static_cast<int>(argv.size()), argv.data(), &help);
+  };
+  auto c = parse({"--max-concurrency", "2,4", "--num-prompts", "6"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->concurrency, (std::vector<int32_t>{2, 4}));
+  EXPECT_EQ(c->num_requests, (std::vector<int64_t>{6}));
+  EXPECT_EQ(parse({"--max-concurrency", "2", "--concurrency", "2"}).status().message(),
+            "--concurrency and --max-concurrency are the same option: give one");
 }
 
 // The "done when": vLLM's flags give a result JSON with vLLM's keys.
