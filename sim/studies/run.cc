@@ -30,6 +30,7 @@
 #include "sim/observe/metrics.h"
 #include "sim/options/option_errors.h"
 #include "sim/results/result_files.h"
+#include "sim/results/source_tree.h"
 #include "sim/observe/step_log.h"
 #include "sim/model/time_model.h"
 #include "sim/options/option_text.h"
@@ -213,9 +214,7 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   }
   const AcceptanceModel acceptance(acceptance_params, spec_k);
 
-  std::string calibration = config.calibration;
-  const std::string bundled = absl::StrCat(DSPARK_SOURCE_DIR, "/workloads/calibration_h200.json");
-  if (calibration.empty() && fs::exists(bundled)) calibration = bundled;
+  const std::string calibration = config.calibration.empty() ? BundledCalibrationPath() : config.calibration;
   TimeModelParams time_params = DefaultTimeModelParams();
   if (!calibration.empty()) {
     DS_ASSIGN_OR_RETURN(time_params, LoadCalibration(calibration));

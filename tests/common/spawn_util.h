@@ -18,6 +18,7 @@
 #include <sstream>
 #include <string>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "tests/common/temp_folders.h"
@@ -44,13 +45,11 @@ inline std::string SimBinary() {
   return std::filesystem::exists(beside, ec) ? beside.string() : "";
 }
 
-// Starts SimBinary() with `args` (argv[1..]) and returns its pid, or -1 when it cannot start.
+// Starts the program argv_s[0] with argv_s and returns its pid, or -1 when it cannot start.
 // `env` entries replace (or add) variables of this process's environment. Its stdout goes to
 // `out_path`; its stderr to `err_path`, or to the same file when that is empty.
-inline pid_t StartSim(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
-                      const std::string& out_path, const std::string& err_path = "") {
-  std::vector<std::string> argv_s = {SimBinary()};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
+inline pid_t StartProgram(std::vector<std::string> argv_s, const std::map<std::string, std::string>& env,
+                          const std::string& out_path, const std::string& err_path = "") {
   std::vector<char*> argv;
   for (std::string& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -79,12 +78,21 @@ inline pid_t StartSim(const std::vector<std::string>& args, const std::map<std::
   return rc == 0 ? pid : -1;
 }
 
-// Runs SimBinary() to the end (see StartSim). `scratch` is a folder for the captured output.
-inline SpawnResult SpawnSim(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
-                            const std::string& scratch) {
+// StartProgram of SimBinary() with `args` (argv[1..]).
+inline pid_t StartSim(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
+                      const std::string& out_path, const std::string& err_path = "") {
+  std::vector<std::string> argv_s = {SimBinary()};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  return StartProgram(std::move(argv_s), env, out_path, err_path);
+}
+
+// Runs the program argv_s[0] to the end (see StartProgram). `scratch` is a folder for the
+// captured output.
+inline SpawnResult SpawnProgram(std::vector<std::string> argv_s, const std::map<std::string, std::string>& env,
+                                const std::string& scratch) {
   SpawnResult r;
   const std::string out_path = scratch + "/child.stdout", err_path = scratch + "/child.stderr";
-  const pid_t pid = StartSim(args, env, out_path, err_path);
+  const pid_t pid = StartProgram(std::move(argv_s), env, out_path, err_path);
   if (pid < 0) return r;
   r.started = true;
   int status = 0;
@@ -96,6 +104,14 @@ inline SpawnResult SpawnSim(const std::vector<std::string>& args, const std::map
   r.out = SlurpFile(out_path);
   r.err = SlurpFile(err_path);
   return r;
+}
+
+// Runs SimBinary() with `args` (argv[1..]) to the end (see SpawnProgram).
+inline SpawnResult SpawnSim(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
+                            const std::string& scratch) {
+  std::vector<std::string> argv_s = {SimBinary()};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  return SpawnProgram(std::move(argv_s), env, scratch);
 }
 
 }  // namespace dspark::testing_util

@@ -15,6 +15,7 @@
 #include "sim/engine/engine.h"
 #include "sim/observe/step_log.h"
 #include "sim/model/time_model.h"
+#include "tests/common/test_paths.h"
 
 namespace dspark::sim {
 namespace {
@@ -51,7 +52,7 @@ std::string RunAndLog(const GoldenCase& g) {
 class GoldenStepLog : public ::testing::TestWithParam<GoldenCase> {};
 
 TEST_P(GoldenStepLog, MatchesTheCommittedLog) {
-  const std::string path = std::string(DSPARK_TEST_DIR) + "/golden/" + GetParam().file;
+  const std::string path = (testing_util::TestDir() / "golden" / GetParam().file).string();
   const std::string got = RunAndLog(GetParam());
   ASSERT_FALSE(got.empty());
   const char* regen = std::getenv("DSPARK_REGEN_GOLDEN");

@@ -15,13 +15,14 @@
 #include "sim/workload/trace.h"
 #include "tests/fuzz/fuzz_targets.h"
 #include "tests/common/temp_folders.h"
+#include "tests/common/test_paths.h"
 
 namespace dspark::fuzz {
 namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kFuzzDir = fs::path(DSPARK_TEST_DIR) / "fuzz";
+const fs::path kFuzzDir = testing_util::TestDir() / "fuzz";
 
 std::vector<fs::path> FilesIn(const fs::path& dir) {
   std::vector<fs::path> files;

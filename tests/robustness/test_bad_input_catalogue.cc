@@ -23,6 +23,7 @@
 #include "sim/studies/config.h"
 #include "sim/workload/trace.h"
 #include "tests/common/temp_folders.h"
+#include "tests/common/test_paths.h"
 
 namespace dspark::sim {
 namespace {
@@ -920,7 +921,7 @@ std::string RenderTable() {
 }
 
 TEST(BadInputCatalogue, ReadmeTableMatchesTheCases) {
-  const std::string readme_path = std::string(DSPARK_TEST_DIR) + "/../README.md";
+  const std::string readme_path = (testing_util::SourceRoot() / "README.md").string();
   const std::string readme = SlurpFile(readme_path);
   ASSERT_FALSE(readme.empty()) << "cannot read " << readme_path;
   const std::string begin = "<!-- bad-input-catalogue:begin -->\n";

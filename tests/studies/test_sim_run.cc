@@ -10,12 +10,13 @@
 #include "sim/studies/run.h"
 #include "sim/observe/metrics.h"
 #include "tests/common/temp_folders.h"
+#include "tests/common/test_paths.h"
 
 namespace dspark::sim {
 namespace {
 
 namespace fs = std::filesystem;
-const std::string kRepo = std::string(DSPARK_TEST_DIR) + "/..";
+const std::string kRepo = testing_util::SourceRoot().string();
 
 absl::StatusOr<RunConfig> Parse(std::vector<std::string> args) {
   args.insert(args.begin(), "run");

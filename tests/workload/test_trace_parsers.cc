@@ -6,11 +6,12 @@
 #include <vector>
 
 #include "sim/workload/trace.h"
+#include "tests/common/test_paths.h"
 
 namespace dspark::sim {
 namespace {
 
-const std::string kFixtures = std::string(DSPARK_TEST_DIR) + "/../workloads/fixtures/";
+const std::string kFixtures = (testing_util::SourceRoot() / "workloads" / "fixtures").string() + "/";
 
 absl::StatusOr<Trace> Parse(const std::string& text, TraceFormat format = TraceFormat::kAuto,
                             bool skip = false) {

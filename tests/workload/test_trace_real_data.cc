@@ -1,21 +1,29 @@
 // Parsers on the real traces in shared/data (never committed; skipped when absent).
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "sim/workload/trace.h"
+#include "tests/common/test_paths.h"
 
 namespace dspark::sim {
 namespace {
 
-const std::string kAzure = std::string(DSPARK_SHARED_DATA_DIR) + "/azure_llm_inference_conv_2023.csv";
-const std::string kVidur = std::string(DSPARK_SHARED_DATA_DIR) + "/vidur_splitwise_conv.csv";
+// Empty names (no data folder found) do not exist, so the tests skip naming what was looked for.
+std::string SharedFile(const char* name) {
+  const std::filesystem::path dir = testing_util::SharedDataDir();
+  return dir.empty() ? std::string() : (dir / name).string();
+}
+const std::string kAzure = SharedFile("azure_llm_inference_conv_2023.csv");
+const std::string kVidur = SharedFile("vidur_splitwise_conv.csv");
+constexpr char kWhere[] = " (looked in $DSPARK_DATA_DIR, <tree>/../shared/data, <tree>/.gpu-data)";
 
 bool Exists(const std::string& path) { return std::ifstream(path).good(); }
 
 TEST(TraceRealData, AzureConversationTraceHas19366Requests) {
-  if (!Exists(kAzure)) GTEST_SKIP() << "shared data absent: " << kAzure;
+  if (!Exists(kAzure)) GTEST_SKIP() << "shared data absent: azure_llm_inference_conv_2023.csv" << kWhere;
   auto t = LoadTrace(kAzure, {});
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_EQ(t->format, TraceFormat::kAzure);
@@ -27,7 +35,8 @@ TEST(TraceRealData, AzureConversationTraceHas19366Requests) {
 }
 
 TEST(TraceRealData, VidurSplitwiseCopyHasTheSameRequestsRowByRow) {
-  if (!Exists(kAzure) || !Exists(kVidur)) GTEST_SKIP() << "shared data absent: " << kVidur;
+  if (!Exists(kAzure) || !Exists(kVidur))
+    GTEST_SKIP() << "shared data absent: azure_llm_inference_conv_2023.csv or vidur_splitwise_conv.csv" << kWhere;
   auto a = LoadTrace(kAzure, {});
   auto v = LoadTrace(kVidur, {});
   ASSERT_TRUE(a.ok()) << a.status();
