@@ -18,7 +18,7 @@ limit=${SANITIZE_TIMEOUT:-400}
 # instrumentation stretches; GpuFaultInjection.* issues a failing CUDA call on purpose;
 # GpuFaults.SizesBeyond* allocates ~42 GiB and GpuFaults.ACapacityBeyond* takes nearly all device
 # memory, which parallel instrumented shards cannot share.
-# For initcheck also InitcheckProbeGpu.* (tests/test_initcheck_probe_gpu.cu), which reproduces
+# For initcheck also InitcheckProbeGpu.* (tests/kernels/test_initcheck_probe_gpu.cu), which reproduces
 # the tool's report on a graph's first replay; it runs apart, below, and its error counts are
 # printed as evidence.
 suites=$(grep -ohE '^(TEST|TEST_P|TEST_F)\((\w+),' tests/*/*.cu | sed -E 's/.*\((\w+),/\1/' | sort -u)

@@ -106,7 +106,7 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   const po::options_description desc = RunOptions();
   po::variables_map vm;
   bool cli_trace = false, cli_calibration = false;
-  // UTF-8 only (options end up in summary.json), nothing that hangs Boost (sim/option_text.h).
+  // UTF-8 only (options end up in summary.json), nothing that hangs Boost (sim/options/option_text.h).
   DS_RETURN_IF_ERROR(CheckOptionArgs(argc, argv));
   try {
     po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);

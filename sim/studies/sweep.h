@@ -37,7 +37,7 @@ inline constexpr int kSweepSchemaVersion = 1;
 // Runs one validated point config and writes `run`'s output files into config.out_dir.
 using PointRunner = std::function<absl::StatusOr<RunResult>(const RunConfig& config)>;
 
-// Keyed by executor name. "cpu" (ExecuteRun) is registered by sim/sweep.cc; a GPU executor
+// Keyed by executor name. "cpu" (ExecuteRun) is registered by sim/studies/sweep.cc; a GPU executor
 // registers "gpu" from its own translation unit with a static RegisterPointRunner.
 std::map<std::string, PointRunner>& PointRunners();
 

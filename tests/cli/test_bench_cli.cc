@@ -44,7 +44,7 @@ TEST(BenchCli, BenchAndCalibrateAreRegisteredInEveryBuild) {
 }
 
 TEST(BenchCli, WithoutAGpuBenchSaysSoAndPointsToCpuMode) {
-  if (GpuUsable()) GTEST_SKIP() << "a CUDA device is present: `bench` would run for real (tests/test_gpu_executor_gpu.cu)";
+  if (GpuUsable()) GTEST_SKIP() << "a CUDA device is present: `bench` would run for real (tests/exec/test_gpu_executor_gpu.cu)";
   const std::string out = (std::filesystem::temp_directory_path() / "dspark_bench_cli_nogpu").string();
   for (const char* command : {"bench", "calibrate"}) {
     testing::internal::CaptureStderr();

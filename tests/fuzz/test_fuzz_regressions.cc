@@ -1,6 +1,6 @@
 // What fuzzing found (tests/fuzz/, scripts/fuzz.sh), one named test per defect with the exact
 // outcome now expected. The crashing inputs themselves are replayed from tests/fuzz/regressions/
-// by tests/test_fuzz_corpus.cc.
+// by tests/fuzz/test_fuzz_corpus.cc.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -208,7 +208,7 @@ TEST(OptionMessages, ConfigFileErrorsNameTheFile) {
             path + ":4: unrecognised option 'seeed' (see dspark-sim run --help)");
 }
 
-// `sweep --config` reads its file as `run --config` does (sim/option_errors.h ReadConfigFile), so
+// `sweep --config` reads its file as `run --config` does (sim/options/option_errors.h ReadConfigFile), so
 // a UTF-8 byte-order mark, which the catalogue accepts for run, is accepted for sweep too.
 TEST(OptionMessages, SweepConfigFileWithAByteOrderMarkReadsLikeRun) {
   const std::string dir = testing_util::ProcessTempDir("fuzz_regressions", "cfg_bom", true);

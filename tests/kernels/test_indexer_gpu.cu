@@ -285,7 +285,7 @@ TEST(IndexerGpuGraph, CapturedChainReplaysTheHostSplit) {
   EXPECT_GT(testing_util::DiffAgainstReference(stale, images[0]).StaleFields(), 0);
 }
 
-// The statistics of sim/gpu_timing.cuh are host code: checked here without a device.
+// The statistics of sim/exec/gpu_timing.cuh are host code: checked here without a device.
 TEST(GpuTimingStats, PercentilesInterpolateBetweenRanksLikeNumpy) {
   const timing::SampleStats s = timing::Summarize({9, 1, 5, 3, 7, 2, 8, 4, 6, 10});
   EXPECT_EQ(s.n, 10);

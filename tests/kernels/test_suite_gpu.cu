@@ -58,7 +58,7 @@ void ExpectSameCounts(const OpCounters& gpu, const OpCounters& cpu, const std::s
   EXPECT_EQ(gpu.Launches(), cpu.Launches()) << what;
 }
 
-// The classification rules of a run (see tests/test_suite.cc for the CPU side).
+// The classification rules of a run (see tests/kernels/test_suite.cc for the CPU side).
 void ExpectClassified(Impl impl, const CaseBatch& b, const std::vector<FieldMismatch>& ms) {
   if (!ReadsHostBoundaries(impl)) {
     EXPECT_TRUE(ms.empty()) << DescribeMismatches(ms);

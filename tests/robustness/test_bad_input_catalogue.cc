@@ -935,7 +935,7 @@ TEST(BadInputCatalogue, ReadmeTableMatchesTheCases) {
       << "them:\n" << expected;
   const std::string got = readme.substr(b + begin.size(), e - b - begin.size());
   EXPECT_EQ(got, expected) << "README.md's bad-input table differs from the cases of "
-                              "tests/test_bad_input_catalogue.cc; paste this between the markers:\n"
+                              "tests/robustness/test_bad_input_catalogue.cc; paste this between the markers:\n"
                            << expected;
 }
 

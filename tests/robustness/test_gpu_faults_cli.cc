@@ -7,7 +7,7 @@
 //
 // Also, without a child process: an aborted run keeps the results of the steps that completed
 // (an observer that fails a chosen step stands in for a failing GPU step; the GPU version with a
-// real CUDA error is tests/test_gpu_faults_gpu.cu).
+// real CUDA error is tests/robustness/test_gpu_faults_gpu.cu).
 #include <gtest/gtest.h>
 
 #include <algorithm>

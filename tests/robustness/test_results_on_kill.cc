@@ -1,4 +1,4 @@
-// Result files under kills: the built `dspark-sim` binary (tests/spawn_util.h) is started as a child
+// Result files under kills: the built `dspark-sim` binary (tests/common/spawn_util.h) is started as a child
 // process and SIGKILLed at pseudo-random moments (fixed seed). At every kill, each result file
 // under its final name parses whole; a killed sweep resumes, loses at most the point it was
 // running, and ends with the results of an uninterrupted sweep. Also: `run` leaves no
@@ -80,7 +80,7 @@ bool SleepOrExit(pid_t pid, int64_t us, int* status) {
 
 // ---- Sweep results ----
 
-// The tiny sweep of tests/sweep_test_util.h as a command line: 16 points, 4 skipped, 12 run.
+// The tiny sweep of tests/common/sweep_test_util.h as a command line: 16 points, 4 skipped, 12 run.
 std::vector<std::string> TinySweepArgs(const std::string& out) {
   return {"sweep", "--workload", "batch1-512", "--concurrency", "1,2", "--batch-size", "2,2000",
           "--num-requests", "2", "--mode", "none,adaptive", "--impl", "chain,fused", "--no-check",

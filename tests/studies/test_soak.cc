@@ -1,4 +1,4 @@
-// The soak (sim/soak.h) at CTest size: two same-seed runs of 20,000+ steps with the invariant
+// The soak (sim/studies/soak.h) at CTest size: two same-seed runs of 20,000+ steps with the invariant
 // checker on every step, identical digests, RSS sampled; and `dspark-sim soak` end to end.
 #include <gtest/gtest.h>
 
