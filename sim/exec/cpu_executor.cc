@@ -1,4 +1,4 @@
-#include "sim/exec/metadata_check.h"
+#include "sim/exec/cpu_executor.h"
 
 #include <nlohmann/json.hpp>
 
