@@ -8,14 +8,14 @@
 
 namespace dspark::sim {
 
-MetadataCheck::MetadataCheck(std::vector<Impl> impls, ModelConsts consts) : impls_(std::move(impls)) {
+CpuExecutor::CpuExecutor(std::vector<Impl> impls, ModelConsts consts) : impls_(std::move(impls)) {
   for (Impl impl : impls_) {
     suites_[impl] = std::make_unique<CpuSuite>(consts);
     stats_[impl] = ImplStats{};
   }
 }
 
-absl::Status MetadataCheck::Execute(const StepPlan& plan, const StepArrays& arrays) {
+absl::Status CpuExecutor::Execute(const StepPlan& plan, const StepArrays& arrays) {
   const BatchInputs inputs = ToBatchInputs(plan, arrays);
   const int c = static_cast<int>(plan.step_case);
   const std::string case_name(StepCaseName(plan.step_case));
@@ -52,7 +52,7 @@ absl::Status MetadataCheck::Execute(const StepPlan& plan, const StepArrays& arra
   return absl::OkStatus();
 }
 
-absl::Status MetadataCheck::Finish(nlohmann::json* section) {
+absl::Status CpuExecutor::Finish(nlohmann::json* section) {
   nlohmann::json& out = *section;
   out["kinds"] = {"stale_host", "padding_residue", "bug"};
   out["units"] = "stale_host / padding_residue / bug and by_case: steps with at least one differing field; "
@@ -105,11 +105,11 @@ absl::Status MetadataCheck::Finish(nlohmann::json* section) {
 
 namespace {
 
-const RegisterExecutor kRegisterMetadataCheck(
+const RegisterExecutor kRegisterCpuExecutor(
     "metadata-check", kCpuExecutorOrder,
     [](const ExecutorRequest& request) -> absl::StatusOr<std::unique_ptr<StepExecutor>> {
       if (!request.check || request.impls.empty()) return std::unique_ptr<StepExecutor>();
-      return std::unique_ptr<StepExecutor>(std::make_unique<MetadataCheck>(request.impls));
+      return std::unique_ptr<StepExecutor>(std::make_unique<CpuExecutor>(request.impls));
     });
 
 }  // namespace

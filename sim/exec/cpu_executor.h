@@ -1,7 +1,8 @@
-// The metadata check (DESIGN.md s.6): every step's inputs go through the CPU reference (built
-// from the device view) and through each selected implementation's emulated builder suite;
-// every output field is compared exactly. Differences are counted per implementation, builder,
-// field, case and kind (stale-host divergence, padding residue, bug), never folded together.
+// The CPU executor, the metadata check (DESIGN.md s.6): every step's inputs go through the CPU
+// reference (built from the device view) and through each selected implementation's emulated
+// builder suite; every output field is compared exactly. Differences are counted per
+// implementation, builder, field, case and kind (stale-host divergence, padding residue, bug),
+// never folded together.
 // A bug stops the run, naming the step, implementation, builder, field and first index.
 #pragma once
 
@@ -18,10 +19,9 @@
 
 namespace dspark::sim {
 
-// The CPU executor: every implementation's builders emulated on the host.
-class MetadataCheck : public StepExecutor {
+class CpuExecutor : public StepExecutor {
  public:
-  explicit MetadataCheck(std::vector<Impl> impls, ModelConsts consts = {});
+  explicit CpuExecutor(std::vector<Impl> impls, ModelConsts consts = {});
 
   absl::string_view name() const override { return "metadata_check"; }
   absl::Status Execute(const StepPlan& plan, const StepArrays& arrays) override;
