@@ -30,6 +30,7 @@
 #include "sim/exec/gpu_timing.cuh"
 #include "sim/studies/metadata_bench.cuh"
 #include "sim/results/result_files.h"
+#include "sim/results/source_tree.h"
 #include "sim/model/time_model.h"
 #include "sim/studies/tpot_loop.cuh"
 #include "sim/studies/workload.h"
@@ -174,9 +175,7 @@ std::string Csv(const ojson& meta, const ojson& rows, const std::vector<std::str
 }
 
 TimeModelParams LoadTimeParams(const std::string& calibration, std::string* source, absl::Status* status) {
-  std::string path = calibration;
-  const std::string bundled = absl::StrCat(DSPARK_SOURCE_DIR, "/workloads/calibration_h200.json");
-  if (path.empty() && fs::exists(bundled)) path = bundled;
+  const std::string path = calibration.empty() ? BundledCalibrationPath() : calibration;
   *source = path.empty() ? "built-in defaults (sim/time_model.cc)" : path;
   if (path.empty()) return DefaultTimeModelParams();
   auto p = LoadCalibration(path);

@@ -1,4 +1,4 @@
-// `dspark-sim sweep`: option parsing and the subcommand; the sweep itself is sim/sweep.cc.
+// `dspark-sim sweep`: option parsing and the subcommand; the sweep itself is sim/studies/sweep.cc.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -165,7 +165,7 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
   po::variables_map vm;
   std::vector<std::string> cli_pass, file_pass;
   bool cli_trace = false;
-  // UTF-8 only (options end up in sweep_meta.json), nothing that hangs Boost (sim/option_text.h).
+  // UTF-8 only (options end up in sweep_meta.json), nothing that hangs Boost (sim/options/option_text.h).
   if (auto s = CheckOptionArgs(argc, argv); !s.ok()) return s;
   try {
     const po::parsed_options parsed = po::command_line_parser(argc, argv).options(all).allow_unregistered().run();

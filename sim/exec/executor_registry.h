@@ -1,5 +1,5 @@
 // The executors a run can use, each registered from its own file (the CPU metadata check in
-// sim/exec/metadata_check.cc; the GPU executor, in CUDA builds, in sim/exec/gpu_executor.cu).
+// sim/exec/cpu_executor.cc; the GPU executor, in CUDA builds, in sim/exec/gpu_executor.cu).
 // A run (sim/studies/run.cc) asks every registered factory, in the declared order, for an
 // executor; a factory returns nullptr when the request does not ask for its executor.
 #pragma once

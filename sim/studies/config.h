@@ -1,5 +1,5 @@
 // Options of `dspark-sim run`, parsed from the command line (and --config FILE, same keys)
-// only in the command function (sim/cmd_run.cc), then checked by Validate().
+// by ParseRunArgs (sim/studies/run.h) for `run` and each sweep point, then checked by Validate().
 #pragma once
 
 #include <cstdint>
@@ -53,7 +53,7 @@ struct RunConfig {
   Impl time_impl = Impl::kFused;
   bool check = true;
   // Where each step's metadata runs: "cpu" (the emulated check above, modelled costs) or "gpu"
-  // (sim/gpu_executor.cu: every step through the kernels on the device, timed and compared).
+  // (sim/exec/gpu_executor.cu: every step through the kernels on the device, timed and compared).
   std::string executor = "cpu";
   bool gpu_cold_l2 = true;  // executor gpu: flush L2 before every timed suite
   std::string calibration;  // time-model calibration JSON; empty: workloads/calibration.json
@@ -73,7 +73,7 @@ struct RunConfig {
   int64_t dump_steps_limit = 1000; // [steps] at most this many are dumped
   int64_t steps_csv_stride = 1;    // write every n-th step to steps.csv
   bool check_kv_each_step = false; // full KV consistency check after every step
-  bool check_invariants = false;   // sim/invariants.h on every step (section "invariants")
+  bool check_invariants = false;   // sim/observe/invariants.h on every step (section "invariants")
 
   absl::Status Validate() const;
   // --save-result's file name: vLLM's "{label}-{rate}qps[-concurrency{C}]-{model}-{date}.json"

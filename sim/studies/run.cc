@@ -32,6 +32,7 @@
 #include "sim/observe/metrics.h"
 #include "sim/options/option_errors.h"
 #include "sim/results/result_files.h"
+#include "sim/results/source_tree.h"
 #include "sim/observe/step_log.h"
 #include "sim/model/time_model.h"
 #include "sim/options/option_text.h"
@@ -120,7 +121,7 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   const po::options_description desc = RunOptions();
   po::variables_map vm;
   bool cli_trace = false, cli_calibration = false;
-  // UTF-8 only (options end up in summary.json), nothing that hangs Boost (sim/option_text.h).
+  // UTF-8 only (options end up in summary.json), nothing that hangs Boost (sim/options/option_text.h).
   DS_RETURN_IF_ERROR(CheckOptionArgs(argc, argv));
   try {
     po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
@@ -257,9 +258,7 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   }
   const AcceptanceModel acceptance(acceptance_params, spec_k);
 
-  std::string calibration = config.calibration;
-  const std::string bundled = absl::StrCat(DSPARK_SOURCE_DIR, "/workloads/calibration_h200.json");
-  if (calibration.empty() && fs::exists(bundled)) calibration = bundled;
+  const std::string calibration = config.calibration.empty() ? BundledCalibrationPath() : config.calibration;
   TimeModelParams time_params = DefaultTimeModelParams();
   if (!calibration.empty()) {
     DS_ASSIGN_OR_RETURN(time_params, LoadCalibration(calibration));

@@ -15,6 +15,7 @@
 #include "sim/engine/engine.h"
 #include "sim/workload/generators.h"
 #include "sim/results/git_info.h"
+#include "sim/results/source_tree.h"
 #include "sim/observe/invariants.h"
 #include "sim/observe/metrics.h"
 #include "sim/workload/rng.h"
@@ -290,9 +291,7 @@ absl::StatusOr<int64_t> ReadVmRssKiB() {
 
 absl::StatusOr<SoakResult> RunSoak(const SoakOptions& o) {
   DS_RETURN_IF_ERROR(o.Validate());
-  std::string calibration = o.calibration;
-  const std::string bundled = absl::StrCat(DSPARK_SOURCE_DIR, "/workloads/calibration_h200.json");
-  if (calibration.empty() && std::filesystem::exists(bundled)) calibration = bundled;
+  const std::string calibration = o.calibration.empty() ? BundledCalibrationPath() : o.calibration;
   TimeModelParams time_params = DefaultTimeModelParams();
   if (!calibration.empty()) {
     DS_ASSIGN_OR_RETURN(time_params, LoadCalibration(calibration));
