@@ -55,6 +55,7 @@ po::options_description RunOptions() {
     ("burstiness", po::value<double>()->default_value(1.0), "gamma shape of the inter-arrival gaps (1 = Poisson)")
     ("num-requests", po::value<int64_t>()->default_value(-1), "requests to replay (default: preset default, or the whole trace)")
     ("mode", po::value<std::string>()->default_value("adaptive"), "none, dspark or adaptive (DSpark with adaptive verification)")
+    ("adaptive-mode", po::value<std::string>()->default_value("varlen"), "adaptive verification: varlen (compact the batch) or masked (pruned drafts become padding)")
     ("spec-k", po::value<int32_t>()->default_value(5), "DSpark speculative length K")
     ("impl", po::value<std::string>()->default_value("all"), "implementations the metadata check runs: comma list of chain, cached, device-chain, fused, fused-suite, or all")
     ("time-impl", po::value<std::string>()->default_value("fused"), "implementation whose metadata cost (and host syncs) time the steps")
@@ -152,6 +153,9 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   auto mode = ParseSpecMode(vm["mode"].as<std::string>());
   if (!mode.ok()) return mode.status();
   c.scheduler.mode = *mode;
+  auto adaptive_mode = ParseAdaptiveMode(vm["adaptive-mode"].as<std::string>());
+  if (!adaptive_mode.ok()) return adaptive_mode.status();
+  c.scheduler.adaptive_mode = *adaptive_mode;
   c.scheduler.spec_k = vm["spec-k"].as<int32_t>();
   c.impl_list = vm["impl"].as<std::string>();
   auto impls = ParseImplKeyList(c.impl_list);
@@ -160,7 +164,6 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   auto time_impl = ParseImplKey(vm["time-impl"].as<std::string>());
   if (!time_impl.ok()) return absl::InvalidArgumentError(absl::StrCat("--time-impl: ", time_impl.status().message()));
   c.time_impl = *time_impl;
-  c.scheduler.cost_impl = c.time_impl;
   if (vm["check"].as<bool>() && vm["no-check"].as<bool>())
     return absl::InvalidArgumentError("--check and --no-check contradict each other");
   c.check = !vm["no-check"].as<bool>();

@@ -140,6 +140,7 @@ nlohmann::json RunConfig::ToJson() const {
       {"burstiness", burstiness},
       {"num_requests", num_requests},
       {"mode", std::string(SpecModeName(scheduler.mode))},
+      {"adaptive_mode", std::string(AdaptiveModeName(scheduler.adaptive_mode))},
       {"spec_k", scheduler.spec_k},
       {"max_num_seqs", scheduler.max_num_seqs},
       {"max_num_batched_tokens", scheduler.max_num_batched_tokens},
