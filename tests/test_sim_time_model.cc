@@ -6,11 +6,11 @@
 #include <fstream>
 #include <string>
 
-#include "sim/acceptance.h"
-#include "sim/engine.h"
-#include "sim/generators.h"
-#include "sim/metrics.h"
-#include "sim/time_model.h"
+#include "sim/model/acceptance.h"
+#include "sim/engine/engine.h"
+#include "sim/workload/generators.h"
+#include "sim/observe/metrics.h"
+#include "sim/model/time_model.h"
 
 namespace dspark::sim {
 namespace {
@@ -33,7 +33,7 @@ double SimulatedTpotMs(SpecMode mode, Impl impl) {
   const std::vector<RequestSpec> reqs = *GeneratePreset(preset, 1000, lengths);
   const AcceptanceModel acceptance(*AcceptancePreset(preset.acceptance_preset, 5), 5);
   // The shipped calibration: the engine's costs were fitted with its metadata costs.
-  const TimeModel time_model(*LoadCalibration(DSPARK_SOURCE_DIR "/workloads/calibration_h200.json"));
+  const TimeModel time_model(*LoadCalibration(DSPARK_TEST_DIR "/../workloads/calibration_h200.json"));
   EngineOptions options;
   options.concurrency = 1;
   options.time_impl = impl;
