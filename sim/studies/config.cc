@@ -151,6 +151,7 @@ nlohmann::json RunConfig::ToJson() const {
       {"bt_stride_pad", scheduler.bt_stride_pad},
       {"acceptance_preset", acceptance_preset},
       {"acceptance_curve", acceptance_curve},
+      {"confidence_concentration", confidence_concentration},
       {"impl", impl_names},
       {"time_impl", std::string(ImplKey(time_impl))},
       {"check", check},

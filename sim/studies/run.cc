@@ -77,6 +77,7 @@ po::options_description RunOptions() {
     ("no-cuda-graphs", po::bool_switch(), "never pad")
     ("acceptance-preset", po::value<std::string>(), "default or repeated-prompt (default: the workload's)")
     ("acceptance-curve", po::value<std::string>(), "conditional acceptance per draft position, p1,...,pK")
+    ("confidence-concentration", po::value<double>(), "kappa of the drafter confidences' Beta distribution (default 2; workloads/README.md)")
     ("calibration", po::value<std::string>(), "time-model calibration JSON (default: workloads/calibration_h200.json when present)")
     ("step-log", po::value<std::string>(), "write every step's arrays to this text file (small runs)")
     ("dump-workload", po::value<std::string>(), "also write the workload as built (generated or parsed, re-timed, truncated) to this JSONL file")
@@ -187,6 +188,12 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   c.scheduler.bt_stride_pad = vm["bt-stride-pad"].as<int32_t>();
   if (vm.count("acceptance-preset")) c.acceptance_preset = vm["acceptance-preset"].as<std::string>();
   if (vm.count("acceptance-curve")) c.acceptance_curve = vm["acceptance-curve"].as<std::string>();
+  if (vm.count("confidence-concentration")) {
+    c.confidence_concentration = vm["confidence-concentration"].as<double>();
+    if (!(c.confidence_concentration > 0.0) || !std::isfinite(c.confidence_concentration))
+      return absl::InvalidArgumentError(absl::StrCat("--confidence-concentration: expected a number > 0, got ",
+                                                     c.confidence_concentration));
+  }
   if (vm.count("calibration"))
     c.calibration = cli_calibration ? vm["calibration"].as<std::string>()
                                     : ResolveAgainst(vm["calibration"].as<std::string>(), c.config_file);
@@ -214,6 +221,7 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
     DS_ASSIGN_OR_RETURN(acceptance_params.curve, ParseAcceptanceCurve(config.acceptance_curve, spec_k));
     acceptance_params.name = "custom";
   }
+  if (config.confidence_concentration > 0.0) acceptance_params.confidence_concentration = config.confidence_concentration;
   const AcceptanceModel acceptance(acceptance_params, spec_k);
 
   std::string calibration = config.calibration;
