@@ -554,15 +554,26 @@ absl::Status Scheduler::Materialize(const StepPlan& plan, StepArrays* out) const
       if (j < static_cast<int32_t>(prefills_.size())) offset += prefills_[j].q_dev;
       tail[j] = offset;
     }
-    std::vector<int32_t> qsl(static_cast<size_t>(r_total) + 1, -99), kept(nd, -99);
+    std::vector<int32_t> qsl(static_cast<size_t>(r_total) + 1, -99), kept(nd, -99),
+        cu(static_cast<size_t>(r_real) + 1, -99);
     TopBAllocParams p{scores_dev_.data(), max_drafts_.data(), tail.empty() ? nullptr : tail.data(),
                       qsl.data(), kept.data(), nd, r_total, k_, draft_budget_, 1};
+    p.cu_num_logits = cu.data();
+    p.num_logit_reqs = r_real;
     if (auto s = CanImplementTopBAlloc(p); !s.ok()) return s;
     EmulateTopBAlloc(p);
     if (qsl != out->qsl_device)
       return absl::InternalError(absl::StrFormat(
           "step %d: emulated topb_alloc kernel wrote qsl [%s], the planned device view is [%s]",
           plan.index, absl::StrJoin(qsl, ","), absl::StrJoin(out->qsl_device, ",")));
+    // compact_batch's cu_num_logits: the planned kept drafts plus one bonus token per request.
+    std::vector<int32_t> planned_cu(1, 0);
+    for (const Entry& e : decodes_) planned_cu.push_back(planned_cu.back() + e.kept + 1);
+    for (size_t j = 0; j < prefills_.size(); ++j) planned_cu.push_back(planned_cu.back() + 1);
+    if (cu != planned_cu)
+      return absl::InternalError(absl::StrFormat(
+          "step %d: emulated topb_alloc kernel wrote cu_num_logits [%s], the plan has [%s]", plan.index,
+          absl::StrJoin(cu, ","), absl::StrJoin(planned_cu, ",")));
     TopBInputs& topb = out->topb;
     topb.present = true;
     topb.scores.assign(scores_dev_.begin(), scores_dev_.begin() + static_cast<size_t>(nd) * k_);
