@@ -79,9 +79,7 @@ absl::StatusOr<std::vector<double>> ParseAcceptanceCurve(absl::string_view text,
 }
 
 AcceptanceModel::AcceptanceModel(const AcceptanceParams& params, int spec_k)
-    : params_(params), k_(spec_k) {
-  for (int i = 0; i < k_; ++i) prior_[i] = static_cast<float>(params_.curve[i]);
-}
+    : params_(params), k_(spec_k) {}
 
 void AcceptanceModel::InitRequest(const RequestSpec& spec, Rng& jitter_rng, float* p_out) const {
   if (!spec.acceptance.empty()) {

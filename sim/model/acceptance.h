@@ -59,8 +59,6 @@ class AcceptanceModel {
 
   int spec_k() const { return k_; }
   const AcceptanceParams& params() const { return params_; }
-  // [K] the population curve as float32: the confidence prior for positions not drafted.
-  const float* prior() const { return prior_.data(); }
 
   // Writes the request's [K] conditional acceptance curve.
   void InitRequest(const RequestSpec& spec, Rng& jitter_rng, float* p_out) const;
@@ -87,7 +85,6 @@ class AcceptanceModel {
  private:
   AcceptanceParams params_;
   int k_;
-  std::array<float, kMaxSpecK> prior_{};
 };
 
 }  // namespace dspark::sim
