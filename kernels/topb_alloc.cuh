@@ -11,7 +11,12 @@
 //
 // where nd = num_decodes and tail_offsets are the host-known cumulative query lengths of the
 // requests after the decodes (prefill chunks, then graph padding with length 0); in a pure
-// decode step they are all 0, so the tail is filled with the total.
+// decode step they are all 0, so the tail is filled with the total. When cu_num_logits is
+// given, it also writes compact_batch's other rewrite (vLLM adaptive_verification.py):
+//
+//   cu_num_logits[r] = sum_{r' < r} (kept[r'] + num_bonus)   for r <= num_logit_reqs
+//
+// over the real requests (decodes first; the others keep no drafts).
 //
 // The scores are float32 computed once on the host in a fixed order and passed in, so CPU
 // emulation and GPU give the same allocation bit for bit (DESIGN.md section 6). Survival scores
@@ -52,6 +57,9 @@ struct TopBAllocParams {
   int32_t max_k;                // [slots] row length of `scores`, in [1, kTopBMaxK]
   int32_t budget;               // B: [tokens] drafts to keep in total, >= 0 (min(B, eligible))
   int32_t base_tokens;          // [tokens] tokens each decode carries besides its kept drafts
+  int32_t* cu_num_logits = nullptr;  // [num_logit_reqs + 1] out, optional
+  int32_t num_logit_reqs = 0;   // [requests] real requests, in [num_decodes, num_reqs]
+  int32_t num_bonus = 1;        // [tokens] logits per request besides its kept drafts
 };
 
 inline absl::Status CanImplementTopBAlloc(const TopBAllocParams& p) {
@@ -73,6 +81,10 @@ inline absl::Status CanImplementTopBAlloc(const TopBAllocParams& p) {
         "topb_alloc: budget=%d and base_tokens=%d must be >= 0", p.budget, p.base_tokens));
   if (p.num_reqs > p.num_decodes && p.tail_offsets == nullptr)
     return absl::InvalidArgumentError("topb_alloc: tail_offsets is required when num_reqs > num_decodes");
+  if (p.cu_num_logits != nullptr && (p.num_logit_reqs < p.num_decodes || p.num_logit_reqs > p.num_reqs || p.num_bonus < 0))
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "topb_alloc: num_logit_reqs=%d must be in [num_decodes=%d, num_reqs=%d] and num_bonus=%d >= 0",
+        p.num_logit_reqs, p.num_decodes, p.num_reqs, p.num_bonus));
   if (p.query_start_loc == nullptr || (p.num_decodes > 0 && (p.scores == nullptr || p.max_drafts == nullptr)))
     return absl::InvalidArgumentError("topb_alloc: scores, max_drafts and query_start_loc are required");
   return absl::OkStatus();
@@ -133,6 +145,9 @@ struct TopBAllocKernel {
         if (p.kept != nullptr) p.kept[r] = n;
       }
     } else {
+      if (p.cu_num_logits != nullptr)
+        for (int32_t r = c.thread; r <= p.num_logit_reqs; r += c.block_dim)
+          p.cu_num_logits[r] = TopBDecodeBoundary(s.kept, 0, r < p.num_decodes ? r : p.num_decodes) + r * p.num_bonus;
       for (int32_t r = c.thread; r <= p.num_reqs; r += c.block_dim) {
         if (r <= p.num_decodes) {
           p.query_start_loc[r] = TopBDecodeBoundary(s.kept, p.base_tokens, r);

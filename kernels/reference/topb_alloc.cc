@@ -7,7 +7,8 @@ namespace dspark::ref {
 
 TopBAllocation TopBAlloc(const std::vector<float>& scores, const std::vector<int32_t>& max_drafts,
                          int32_t max_k, int32_t budget, int32_t base_tokens,
-                         const std::vector<int32_t>& tail_offsets) {
+                         const std::vector<int32_t>& tail_offsets, int32_t num_logit_reqs,
+                         int32_t num_bonus) {
   const int32_t num_decodes = static_cast<int32_t>(max_drafts.size());
   struct Slot {
     float score;
@@ -33,6 +34,11 @@ TopBAllocation TopBAlloc(const std::vector<float>& scores, const std::vector<int
     out.query_start_loc.push_back(out.query_start_loc.back() + out.kept[r] + base_tokens);
   const int32_t decode_total = out.query_start_loc.back();
   for (int32_t offset : tail_offsets) out.query_start_loc.push_back(decode_total + offset);
+  if (num_logit_reqs > 0) {
+    out.cu_num_logits.push_back(0);
+    for (int32_t r = 0; r < num_logit_reqs; ++r)
+      out.cu_num_logits.push_back(out.cu_num_logits.back() + num_bonus + (r < num_decodes ? out.kept[r] : 0));
+  }
   return out;
 }
 

@@ -445,7 +445,6 @@ absl::StatusOr<ojson> RunTpot(const BenchConfig& cfg, std::string* md, std::FILE
         // One schedule for every implementation (the adaptive budget policy prices steps with the
         // fused costs), so that the runs of a sample differ only in their metadata path.
         o.scheduler = rc.scheduler;
-        o.scheduler.cost_impl = Impl::kFused;
         o.acceptance = acceptance;
         o.time_params = time_params;
         o.concurrency = 1;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "kernels/common/status_macros.h"
+#include "sim/model/engine_clock.h"
 
 namespace dspark::sim {
 
@@ -45,21 +46,27 @@ absl::Status Engine::Run() {
   for (StepObserver* o : observers_) o->OnStart(*this);
   ReleaseArrivals();
   StepPlan plan;
+  // The host and GPU timelines (sim/engine_clock.h). now_s_ is when the last step's outputs
+  // exist, the time the scheduler's events happen at; an idle engine waits for an arrival.
+  EngineClock clock(time_model_.params().engine);
+  double idle_until_s = 0.0;
   while (true) {
     if (!scheduler_.HasWork()) {
       if (next_ >= workload_.size()) break;
       now_s_ = std::max(now_s_, workload_[next_].arrival_s);
+      idle_until_s = now_s_;
       ReleaseArrivals();
       continue;
     }
     plan = StepPlan();
     plan.index = steps_;
     DS_RETURN_IF_ERROR(scheduler_.Plan(now_s_, &plan));
-    const StepCost cost = time_model_.Cost(plan, options_.time_impl, spec);
-    plan.start_s = now_s_;
-    plan.end_s = now_s_ + cost.wall_us * 1e-6;
-    plan.gpu_us = cost.gpu_us;
-    plan.host_us = cost.host_us;
+    const StepWork work = time_model_.Work(plan, options_.time_impl, spec);
+    const StepTimes t = clock.Step(work, idle_until_s * 1e6);
+    plan.start_s = t.start_us * 1e-6;
+    plan.end_s = std::max(t.end_us * 1e-6, now_s_);
+    plan.gpu_us = work.meta_gpu_us + work.extra_gpu_us + work.forward_us;
+    plan.host_us = t.host_us;
     if (!executors_.empty()) {
       // An error here is a simulator bug (see StepPlan::Arrays); the executors would all see it.
       absl::StatusOr<const StepArrays*> arrays = plan.Arrays();

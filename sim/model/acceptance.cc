@@ -39,10 +39,11 @@ absl::StatusOr<AcceptanceParams> AcceptancePreset(absl::string_view name, int sp
   AcceptanceParams params;
   params.name = std::string(name);
   if (name == "default") {
-    // Mean acceptance length 3.30 at K=5 as vLLM aggregates it (total accepted / total
-    // verifications, i.e. the harmonic mean of the per-request lengths over the jitter; the
-    // arithmetic mean is 3.34), the seed's SPEED-Bench value at concurrency 1.
-    params.curve = Extend({0.801, 0.761, 0.721, 0.681, 0.641}, spec_k);
+    // Fitted so that `sweep --workload speed-8k --concurrency 1 --mode adaptive` (the issue's
+    // command) gives the seed's 3.29 at concurrency 1, and nothing else: vLLM's aggregate
+    // (total accepted / total verifications, the harmonic mean of the per-request lengths) of
+    // the bare curve is 3.33 with the jitter, 3.38 without it.
+    params.curve = Extend({0.806, 0.766, 0.726, 0.686, 0.646}, spec_k);
     params.request_logit_sigma = 0.3;
   } else if (name == "repeated-prompt") {
     // One repeated prompt with greedy sampling (the seed's batch-1 512/128 TPOT test): every
@@ -79,9 +80,7 @@ absl::StatusOr<std::vector<double>> ParseAcceptanceCurve(absl::string_view text,
 }
 
 AcceptanceModel::AcceptanceModel(const AcceptanceParams& params, int spec_k)
-    : params_(params), k_(spec_k) {
-  for (int i = 0; i < k_; ++i) prior_[i] = static_cast<float>(params_.curve[i]);
-}
+    : params_(params), k_(spec_k) {}
 
 void AcceptanceModel::InitRequest(const RequestSpec& spec, Rng& jitter_rng, float* p_out) const {
   if (!spec.acceptance.empty()) {
@@ -102,18 +101,22 @@ void AcceptanceModel::InitRequest(const RequestSpec& spec, Rng& jitter_rng, floa
 
 int32_t AcceptanceModel::DrawWithConfidences(const float* p, int32_t num_drafts, Rng& rng,
                                              float* conf) const {
-  const float w = static_cast<float>(params_.confidence_weight);
-  const float noise = static_cast<float>(params_.confidence_noise);
+  const double kappa = params_.confidence_concentration;
   int32_t accepted = 0, prefix = 1;
   for (int32_t k = 0; k < num_drafts; ++k) {
-    // One engine call gives the outcome (high 32 bits: u < p_k) and the noise (low 32 bits).
-    const uint64_t x = rng.NextU64();
-    const int32_t acc = static_cast<double>(x >> 32) < static_cast<double>(p[k]) * 0x1.0p32;
-    const float v = static_cast<float>(static_cast<uint32_t>(x)) * 0x1.0p-32f;
+    const double pk = p[k];
+    double q = pk;
+    if (pk > 0.0 && pk < 1.0) {
+      // Beta(a, b) as X / (X + Y) with X ~ Gamma(a), Y ~ Gamma(b).
+      const double x = rng.Gamma(kappa * pk, 1.0), y = rng.Gamma(kappa * (1.0 - pk), 1.0);
+      q = x + y > 0.0 ? x / (x + y) : pk;
+    }
+    const float qf = static_cast<float>(q);
+    // The outcome is Bernoulli of the float32 confidence the drafter reports.
+    const int32_t acc = rng.Uniform() < static_cast<double>(qf);
     prefix &= acc;
     accepted += prefix;
-    const float c = (1.0f - w) * p[k] + w * static_cast<float>(acc) + noise * (v - 0.5f);
-    conf[k] = std::min(0.999f, std::max(0.001f, c));
+    conf[k] = qf;
   }
   return accepted;
 }

@@ -10,14 +10,16 @@
 //  - Each draft step draws, for every drafted position k of request r, an independent outcome
 //    acc_k ~ Bernoulli(p_{r,k}). The verification of k_r drafts then accepts
 //    a_r = min(L_r, k_r), where L_r is the number of leading positions with acc = 1.
-//  - Each drafted position also gets a drafter confidence
-//        c_k = clamp((1 - w) p_{r,k} + w acc_k + noise (v_k - 1/2), 0.001, 0.999)
-//    with v_k ~ U(0, 1), w = confidence_weight, noise = confidence_noise. E[c_k] = p_{r,k}
-//    (calibrated on average) and c_k is correlated with the outcome through w; this is what
-//    adaptive verification ranks. Confidences are only drawn when the run needs them
-//    (adaptive mode), so the other modes pay for no extra draws.
-//  - Acceptance does not depend on concurrency (the seed's decline from 3.29 at c=1 to 2.85 at
-//    c=128 is not modelled).
+//  - Each drafted position k of request r gets a drafter confidence q_{r,k}, drawn fresh at every
+//    draft step from Beta(kappa p_{r,k}, kappa (1 - p_{r,k})) (mean p_{r,k}, variance
+//    p (1 - p) / (kappa + 1); kappa = confidence_concentration), and its outcome is
+//    acc_k ~ Bernoulli(q_{r,k}). So the confidence is calibrated (P(acc | q) = q) and predicts
+//    the outcome exactly as well as a calibrated drafter with that spread does: the share of the
+//    outcome's variance it explains is 1 / (kappa + 1). It never sees the outcome. Marginally
+//    P(acc_k) = p_{r,k}, so modes that do not rank drafts (DrawAcceptedPrefix) see the same
+//    acceptance. Confidences are only drawn when the run needs them (adaptive mode).
+//  - Acceptance does not depend on concurrency by itself: under load it falls only through
+//    what adaptive verification prunes (sim/adaptive.h).
 #pragma once
 
 #include <array>
@@ -37,8 +39,7 @@ inline constexpr int kMaxSpecK = 8;
 struct AcceptanceParams {
   std::vector<double> curve;        // [K] conditional acceptance p_1..p_K, each in [0, 1]
   double request_logit_sigma = 0;   // [logit] per-request jitter of the whole curve
-  double confidence_weight = 0.3;   // share of the outcome in the drafter confidence
-  double confidence_noise = 0.4;    // [probability] width of the uniform confidence noise
+  double confidence_concentration = 2.0;  // kappa of the Beta confidence (workloads/README.md)
   std::string name;                 // preset name or "custom"
 };
 
@@ -58,8 +59,6 @@ class AcceptanceModel {
 
   int spec_k() const { return k_; }
   const AcceptanceParams& params() const { return params_; }
-  // [K] the population curve as float32: the confidence prior for positions not drafted.
-  const float* prior() const { return prior_.data(); }
 
   // Writes the request's [K] conditional acceptance curve.
   void InitRequest(const RequestSpec& spec, Rng& jitter_rng, float* p_out) const;
@@ -78,14 +77,14 @@ class AcceptanceModel {
     return accepted;
   }
 
-  // As DrawAcceptedPrefix, but draws every position's outcome and writes its confidence into
-  // conf[0, num_drafts).
+  // Draws every position's confidence q_k ~ Beta(kappa p_k, kappa (1 - p_k)) into
+  // conf[0, num_drafts) and its outcome ~ Bernoulli(q_k); returns the accepted prefix. Positions
+  // with p_k of 0 or 1 are certain (q_k = p_k).
   int32_t DrawWithConfidences(const float* p, int32_t num_drafts, Rng& rng, float* conf) const;
 
  private:
   AcceptanceParams params_;
   int k_;
-  std::array<float, kMaxSpecK> prior_{};
 };
 
 }  // namespace dspark::sim

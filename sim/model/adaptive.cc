@@ -2,6 +2,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace dspark::sim {
 namespace {
@@ -75,6 +81,116 @@ int32_t TopBAllocator::Allocate(const float* scores, const int32_t* max_drafts,
     kept[r] = n;
   }
   return budget;
+}
+
+}  // namespace dspark::sim
+
+namespace dspark::sim {
+
+absl::Status CheckCostCurve(const CostCurve& curve, absl::string_view what) {
+  if (curve.empty()) return absl::InvalidArgumentError(absl::StrCat(what, ": expected at least one point"));
+  for (size_t i = 0; i < curve.size(); ++i) {
+    if (!(curve[i].first >= 0) || !(curve[i].second >= 0) || !std::isfinite(curve[i].second))
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: point %d: expected a size >= 0 and a finite cost >= 0, got [%g, %g]", what, i,
+          curve[i].first, curve[i].second));
+    if (i > 0 && !(curve[i].first > curve[i - 1].first))
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: point %d: sizes must ascend strictly, got %g after %g", what, i, curve[i].first,
+          curve[i - 1].first));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// vLLM's build_table: running max, np.interp over [0, limit], linear past the last point.
+std::vector<double> BuildTable(int32_t limit, const CostCurve& curve, double floor) {
+  const size_t n = curve.size();
+  std::vector<double> xs(n), ys(n);
+  double running = -std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < n; ++i) {
+    xs[i] = curve[i].first;
+    running = std::max(running, curve[i].second);
+    ys[i] = running;
+  }
+  std::vector<double> out(static_cast<size_t>(std::max(limit, 0)) + 1);
+  size_t seg = 0;  // first point with xs[seg] >= v
+  for (size_t v = 0; v < out.size(); ++v) {
+    const double x = static_cast<double>(v);
+    double y;
+    if (n > 1 && x > xs[n - 1]) {
+      y = ys[n - 1] + (ys[n - 1] - ys[n - 2]) / (xs[n - 1] - xs[n - 2]) * (x - xs[n - 1]);
+    } else if (x <= xs[0]) {
+      y = ys[0];
+    } else if (x >= xs[n - 1]) {
+      y = ys[n - 1];
+    } else {
+      while (xs[seg] < x) ++seg;
+      const double t = (x - xs[seg - 1]) / (xs[seg] - xs[seg - 1]);
+      y = ys[seg - 1] + t * (ys[seg] - ys[seg - 1]);
+    }
+    out[v] = std::max(y, floor);
+  }
+  return out;
+}
+
+}  // namespace
+
+DraftCostTables BuildCostTables(const CostCurve& draft_curve, const CostCurve& verify_curve,
+                                int32_t max_num_reqs, int32_t max_batch_tokens) {
+  return {BuildTable(max_num_reqs, draft_curve, 0.0), BuildTable(max_batch_tokens, verify_curve, 1e-6)};
+}
+
+int32_t ComputeDraftBudget(const BudgetInputs& in, const DraftCostTables& tables,
+                           std::vector<double>* scratch) {
+  std::vector<double>& scores = *scratch;
+  scores.clear();
+  for (int32_t r = 0; r < in.num_decodes; ++r) {
+    double survival = 1.0;
+    const float* row = in.stale_conf + static_cast<size_t>(r) * in.k;
+    for (int32_t k = 0; k < in.valid_drafts[r]; ++k) {
+      survival *= static_cast<double>(row[k]);  // np.cumprod of float32 values cast to float64
+      scores.push_back(survival);
+    }
+  }
+  std::sort(scores.begin(), scores.end(), std::greater<double>());
+  const int32_t max_budget = static_cast<int32_t>(scores.size());
+  // Indices past a table's end cannot occur in a step the scheduler accepted; clamp anyway.
+  const auto verify = [&](int64_t n) {
+    return tables.verify_ms[static_cast<size_t>(std::min<int64_t>(n, static_cast<int64_t>(tables.verify_ms.size()) - 1))];
+  };
+  const double draft = tables.draft_ms[static_cast<size_t>(
+      std::min<int64_t>(in.num_reqs, static_cast<int64_t>(tables.draft_ms.size()) - 1))];
+  int32_t best_b = 0;
+  double expected = in.num_sampling;
+  double best = expected / (draft + verify(in.non_draft_total));
+  for (int32_t b = 1; b <= max_budget; ++b) {
+    expected += scores[static_cast<size_t>(b - 1)];  // np.cumsum: left to right
+    const double value = expected / (draft + verify(static_cast<int64_t>(in.non_draft_total) + b));
+    if (value > best) {  // np.argmax: the first maximum
+      best = value;
+      best_b = b;
+    }
+  }
+  return best_b;
+}
+
+void EvenDraftSplit(const int32_t* caps, int32_t n, int32_t total, int32_t* split) {
+  for (int32_t i = 0; i < n; ++i) split[i] = 0;
+  // Rounds of one draft per request, in order, until the total is placed: the even split with
+  // the remainder on the first requests, none above its cap.
+  int32_t left = total;
+  while (left > 0) {
+    int32_t placed = 0;
+    for (int32_t i = 0; i < n && left > 0; ++i)
+      if (split[i] < caps[i]) {
+        ++split[i];
+        --left;
+        ++placed;
+      }
+    if (placed == 0) break;
+  }
 }
 
 }  // namespace dspark::sim

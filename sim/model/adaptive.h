@@ -5,15 +5,19 @@
 //    EmulateTopBAlloc (the kernel body) and ref::TopBAlloc slot for slot; tests/model/test_sim_adaptive.cc
 //    checks that on many random cases with ties, and every materialised step plan re-runs the
 //    emulated kernel and compares (StepPlan::Arrays);
-//  - PickDraftBudget: the host policy that chooses B from (stale) confidences and a step-cost
-//    function.
+//  - ComputeDraftBudget and BuildCostTables: vLLM's host budget from stale confidences and
+//    per-padded-size step-cost tables.
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace dspark::sim {
 
@@ -49,52 +53,43 @@ class TopBAllocator {
   std::array<int32_t, 2048> bucket_count_{};
 };
 
-// Host budget policy. For B in a candidate set (bucket edges of a 64-bin histogram of the
-// eligible scores, plus 0), the expected output tokens of the iteration are num_decodes + E(B),
-// where E(B) is the sum of the top-B scores (a survival score is the probability that the
-// draft is accepted, so the sum is the expected number of accepted drafts; inside a bin it is
-// interpolated). The policy picks the B maximising (num_decodes + E(B)) / cost_us(B), ties to
-// the smaller B, then grows B while cost_us does not change (CUDA-graph padding tokens are
-// free). cost_us(B) must be > 0. A template so the hot path calls the cost inline, without a
-// std::function allocation.
-template <class CostFn>
-int32_t PickDraftBudget(const float* scores, const int32_t* max_drafts, int32_t num_decodes,
-                        int32_t max_k, int32_t cap, const CostFn& cost_us) {
-  constexpr int kBins = 64;
-  std::array<int32_t, kBins> count{};
-  std::array<double, kBins> sum{};
-  int32_t eligible = 0;
-  for (int32_t r = 0; r < num_decodes; ++r)
-    for (int32_t k = 0; k < max_drafts[r]; ++k) {
-      const float s = std::clamp(scores[r * max_k + k], 0.0f, 1.0f);
-      const int bin = std::min(kBins - 1, static_cast<int>(s * kBins));
-      ++count[bin];
-      sum[bin] += s;
-      ++eligible;
-    }
-  cap = std::clamp(cap, 0, eligible);
-  if (cap == 0) return 0;
+// vLLM's step-cost tables (adaptive_verification.py, build_cost_tables_from_curves): from
+// curves of (size, ms) points, draft_ms[r] for r in [0, max_num_reqs] requests and
+// verify_ms[n] for n in [0, max_batch_tokens] tokens. Each table is the running max of its
+// curve's values, linearly interpolated between points (np.interp: flat below the first), and
+// past the last point extrapolated linearly with the slope of the last two; then draft >= 0
+// and verify >= 1e-6.
+struct DraftCostTables {
+  std::vector<double> draft_ms;   // [max_num_reqs + 1]
+  std::vector<double> verify_ms;  // [max_batch_tokens + 1]
+};
+using CostCurve = std::vector<std::pair<double, double>>;  // (size, ms), sizes ascending
+// The curves must be non-empty with strictly ascending sizes (CheckCostCurve says why not).
+absl::Status CheckCostCurve(const CostCurve& curve, absl::string_view what);
+DraftCostTables BuildCostTables(const CostCurve& draft_curve, const CostCurve& verify_curve,
+                                int32_t max_num_reqs, int32_t max_batch_tokens);
 
-  // Walking the bins from the top, the best `cumulative` slots are whole bins, so their
-  // expected accepted drafts are the running sum; a cap inside a bin takes its share.
-  int32_t best_b = 0;
-  double best = num_decodes / cost_us(0);
-  int32_t cumulative = 0;
-  double expected = 0.0;
-  for (int bin = kBins - 1; bin >= 0 && cumulative < cap; --bin) {
-    if (count[bin] == 0) continue;
-    const int32_t take = std::min(count[bin], cap - cumulative);
-    cumulative += take;
-    expected += sum[bin] * take / count[bin];
-    const double value = (num_decodes + expected) / cost_us(cumulative);
-    if (value > best) {
-      best = value;
-      best_b = cumulative;
-    }
-  }
-  const double chosen_cost = cost_us(best_b);
-  while (best_b < cap && cost_us(best_b + 1) == chosen_cost) ++best_b;
-  return best_b;
-}
+// One step's inputs to vLLM's host budget (AdaptiveVerificationManager._compute_budget).
+struct BudgetInputs {
+  const float* stale_conf = nullptr;      // [num_decodes, k] the staged (stale) confidences
+  const int32_t* valid_drafts = nullptr;  // [num_decodes] drafts that may be verified
+  int32_t num_decodes = 0;                // requests with drafts (the others have none)
+  int32_t k = 0;                          // K: row length of stale_conf
+  int32_t num_reqs = 0;                   // all scheduled requests: draft_ms is read there
+  int32_t num_sampling = 0;               // requests that sample a token this step
+  int32_t non_draft_total = 0;            // [tokens] scheduled tokens that are not drafts
+};
+
+// B = argmax_b (num_sampling + sum of the b best scores) / (draft_ms[num_reqs] +
+// verify_ms[non_draft_total + b]) over b in [0, sum valid], the first index on ties. A score
+// is the float64 cumulative product of a request's stale confidences at a valid step, sorted
+// exactly in descending order. `scratch` is reused between calls.
+int32_t ComputeDraftBudget(const BudgetInputs& in, const DraftCostTables& tables,
+                           std::vector<double>* scratch);
+
+// vLLM's placeholder host split after compaction (the host knows only the total): `total`
+// drafts spread evenly over the decodes in order, the remainder to the first ones, none above
+// its cap; writes split[n].
+void EvenDraftSplit(const int32_t* caps, int32_t n, int32_t total, int32_t* split);
 
 }  // namespace dspark::sim

@@ -26,6 +26,45 @@ absl::StatusOr<SpecMode> ParseSpecMode(absl::string_view name) {
       absl::StrCat("--mode: expected none, dspark or adaptive, got '", Abbreviate(name), "'"));
 }
 
+absl::string_view AdaptiveModeName(AdaptiveMode mode) {
+  return mode == AdaptiveMode::kMasked ? "masked" : "varlen";
+}
+
+absl::StatusOr<AdaptiveMode> ParseAdaptiveMode(absl::string_view name) {
+  for (AdaptiveMode m : {AdaptiveMode::kVarlen, AdaptiveMode::kMasked})
+    if (name == AdaptiveModeName(m)) return m;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--adaptive-mode: expected varlen or masked, got '", name, "'"));
+}
+
+namespace {
+
+// The step-cost curves of the host budget: the time model's (calibration file's) when given,
+// otherwise vLLM's source of them re-created from the forward model: graph timings of dummy
+// batches at every capture size (context of one token per query token, no metadata: the
+// builders run outside the model graphs), verify keyed by tokens and draft by requests
+// (K query tokens each). Units: ms.
+void CostCurves(const TimeModel& tm, const std::vector<int32_t>& capture_sizes, int32_t k,
+                int32_t max_num_batched_tokens, CostCurve* draft, CostCurve* verify) {
+  *draft = tm.params().draft_curve_ms;
+  *verify = tm.params().verify_curve_ms;
+  std::vector<int32_t> sizes = capture_sizes;
+  if (sizes.empty()) sizes = {1, max_num_batched_tokens};
+  if (verify->empty())
+    for (int32_t n : sizes) verify->push_back({n, 1e-3 * tm.ForwardUs(false, n, n, n)});
+  if (draft->empty()) {
+    int32_t last = 0;
+    for (int32_t n : sizes) {
+      const int32_t r = std::max(1, n / (1 + k));
+      if (r <= last) continue;
+      draft->push_back({r, 1e-3 * tm.ForwardUs(true, r * k, static_cast<int64_t>(r) * k, 0.0)});
+      last = r;
+    }
+  }
+}
+
+}  // namespace
+
 int32_t AutoKvBlocks(const SchedulerConfig& c) {
   const int64_t per_req = (c.max_model_len + c.block_size - 1) / c.block_size;
   return static_cast<int32_t>(std::min<int64_t>(per_req * c.max_num_seqs + 1, 1 << 30));
@@ -54,8 +93,13 @@ Scheduler::Scheduler(const SchedulerConfig& config, const std::vector<RequestSpe
     r.output_len = workload[i].output_len;
     if (k_ > 0) {
       acceptance_.InitRequest(workload[i], jitter, r.p.data());
-      for (int k = 0; k < k_; ++k) r.conf[k] = r.conf_host[k] = acceptance_.prior()[k];
+      ResetConfidences(r);
     }
+  }
+  if (config_.mode == SpecMode::kAdaptive) {
+    CostCurve draft, verify;
+    CostCurves(time_model_, capture_sizes_, k_, config_.max_num_batched_tokens, &draft, &verify);
+    cost_tables_ = BuildCostTables(draft, verify, config_.max_num_seqs, config_.max_num_batched_tokens);
   }
   running_.reserve(static_cast<size_t>(config_.max_num_seqs) + 1);
   decodes_.reserve(static_cast<size_t>(config_.max_num_seqs));
@@ -68,8 +112,13 @@ Scheduler::Scheduler(const SchedulerConfig& config, const std::vector<RequestSpe
   kept_host_.reserve(static_cast<size_t>(config_.max_num_seqs));
 }
 
+void Scheduler::ResetConfidences(Req& r) const {
+  for (int k = 0; k < k_; ++k) r.conf[k] = r.conf_host[k] = 1.0f;
+}
+
 void Scheduler::Submit(int32_t req) {
   Req& r = reqs_[req];
+  ResetConfidences(r);
   r.phase = Phase::kWaiting;
   r.prefill_len = r.prompt_len;
   r.blocks.reserve(static_cast<size_t>(kv_.BlocksFor(r.prompt_len + r.output_len + 2 * k_ + 2)));
@@ -108,6 +157,7 @@ void Scheduler::Preempt(int32_t victim, double now_s) {
   v.prefill_len = v.prompt_len + v.generated;
   v.num_drafts = 0;
   v.verified_last = false;
+  ResetConfidences(v);  // re-added to the batch later: add_request again
   v.phase = Phase::kWaiting;
   waiting_.push_front(victim);
   ++counters_.preemptions;
@@ -150,18 +200,16 @@ void Scheduler::PlanTarget(double now_s) {
       // Adaptive: also the draft after it, up to 1 + maxd positions past the host's bound seq.
       const int32_t reserve = adaptive ? seq + 1 + maxd : seq;
       if (!EnsureBlocks(idx, reserve, now_s)) continue;
-      decodes_.push_back({idx, 1 + maxd, 1 + maxd, seq, seq, maxd});
+      decodes_.push_back({idx, 1 + maxd, 1 + maxd, seq, seq, maxd, maxd});
       budget -= 1 + maxd;
     }
   }
-  if (config_.mode == SpecMode::kAdaptive && !decodes_.empty()) {
-    int32_t eligible = 0;
-    for (const Entry& e : decodes_) eligible += e.max_drafts;
-    AllocateAdaptive();
-    budget += eligible - draft_budget_;
-  }
   // vLLM v1 admits no waiting request in a step that preempted one.
-  if (preempted_this_step_) return;
+  if (!preempted_this_step_) AdmitWaiting(budget);
+  if (adaptive && !decodes_.empty()) AllocateAdaptive();
+}
+
+void Scheduler::AdmitWaiting(int32_t budget) {
   while (!waiting_.empty() && budget > 0 &&
          static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
     const int32_t idx = waiting_.front();
@@ -181,43 +229,46 @@ void Scheduler::AllocateAdaptive() {
   const int32_t nd = static_cast<int32_t>(decodes_.size());
   const size_t slots = static_cast<size_t>(nd) * k_;
   scores_dev_.resize(slots);
-  scores_host_.resize(slots);
+  scores_host_.resize(slots);  // the staged (stale) confidences, row by row
   max_drafts_.resize(nd);
   kept_dev_.resize(nd);
   kept_host_.resize(nd);
-  int32_t eligible = 0;
-  int64_t sum_ctx = 0;
+  int32_t eligible = 0, non_draft = nd, sampling = nd;
   for (int32_t i = 0; i < nd; ++i) {
     const Req& r = reqs_[decodes_[i].req];
     SurvivalScores(r.conf.data(), k_, &scores_dev_[static_cast<size_t>(i) * k_]);
-    SurvivalScores(r.conf_host.data(), k_, &scores_host_[static_cast<size_t>(i) * k_]);
+    std::copy(r.conf_host.begin(), r.conf_host.begin() + k_, &scores_host_[static_cast<size_t>(i) * k_]);
     max_drafts_[i] = decodes_[i].max_drafts;
     eligible += decodes_[i].max_drafts;
-    sum_ctx += r.computed + 1;
   }
-  // Cost of one iteration with budget b: this verification and the adaptive draft after it,
-  // both carrying nd + b tokens (graph-padded when they fit a capture size).
-  const bool graphs = config_.cuda_graphs;
-  auto cost_us = [&, graphs](int32_t b) {
-    int32_t n = nd + b;
-    if (graphs && n <= max_capture_) n = *std::lower_bound(capture_sizes_.begin(), capture_sizes_.end(), n);
-    return time_model_.ForwardUs(false, n, sum_ctx + b, static_cast<double>(n)) +
-           time_model_.MetadataGpuUs(config_.cost_impl, StepCase::kAdaptiveVerify, n) +
-           time_model_.ForwardUs(true, n, sum_ctx + n, 0.0) +
-           time_model_.MetadataGpuUs(config_.cost_impl, StepCase::kAdaptiveDraft, n);
-  };
-  const int32_t budget =
-      PickDraftBudget(scores_host_.data(), max_drafts_.data(), nd, k_, eligible, cost_us);
+  for (const Entry& e : prefills_) {
+    non_draft += e.q_dev;
+    sampling += e.seq_dev >= reqs_[e.req].prefill_len;  // num_computed + non_draft >= prefill_len
+  }
+  const BudgetInputs in{scores_host_.data(), max_drafts_.data(), nd, k_,
+                        nd + static_cast<int32_t>(prefills_.size()), sampling, non_draft};
+  int32_t budget = ComputeDraftBudget(in, cost_tables_, &budget_scratch_);
+  const bool masked = config_.adaptive_mode == AdaptiveMode::kMasked;
+  if (!masked) {
+    // compact_batch gets the step's token count: padded up to a capture size when the step
+    // is graph-padded (decode-only, as FinishPlan pads), so the padding becomes drafts.
+    int32_t n = non_draft + budget;
+    if (config_.cuda_graphs && prefills_.empty() && n <= max_capture_)
+      n = *std::lower_bound(capture_sizes_.begin(), capture_sizes_.end(), n);
+    budget = std::min(eligible, n - non_draft);
+  }
   draft_budget_ = allocator_.Allocate(scores_dev_.data(), max_drafts_.data(), nd, k_, budget,
                                       kept_dev_.data());
-  allocator_.Allocate(scores_host_.data(), max_drafts_.data(), nd, k_, budget, kept_host_.data());
+  EvenDraftSplit(max_drafts_.data(), nd, draft_budget_, kept_host_.data());
   for (int32_t i = 0; i < nd; ++i) {
     Entry& e = decodes_[i];
     const int32_t c0 = reqs_[e.req].computed;
+    e.kept = kept_dev_[i];
+    if (masked) continue;  // layout as scheduled: 1 + max_drafts, the pruned slots are padding
     e.q_dev = 1 + kept_dev_[i];
     e.q_host = 1 + kept_host_[i];
     e.seq_dev = c0 + e.q_dev;
-    e.seq_host = c0 + e.q_host;
+    e.seq_host = c0 + 1 + e.max_drafts;  // seq_lens_cpu_upper_bound is pre-compaction
   }
 }
 
@@ -366,9 +417,9 @@ void Scheduler::Commit(double end_s) {
       }
       const int32_t drafts = adaptive ? k_ : e.q_dev;
       if (adaptive) {
+        // stage_confidences: the host's copy moves one round on, the device gets fresh ones.
         r.conf_host = r.conf;
         r.latent_accept = acceptance_.DrawWithConfidences(r.p.data(), drafts, accept_rng_, r.conf.data());
-        for (int32_t k = drafts; k < k_; ++k) r.conf[k] = acceptance_.prior()[k];
       } else {
         r.latent_accept = AcceptanceModel::DrawAcceptedPrefix(r.p.data(), drafts, accept_rng_);
       }
@@ -386,14 +437,16 @@ void Scheduler::Commit(double end_s) {
       r.computed += 1;
       r.computed_host = r.computed;
     } else {
-      const int32_t verified = e.q_dev - 1;
+      const int32_t verified = e.kept;
       const int32_t accepted = std::min(r.latent_accept, verified);
       if (events_ != nullptr) events_->OnVerification(e.req, r.num_drafts, verified, accepted);
       const int32_t c0 = r.computed;
       r.computed = c0 + 1 + accepted;
       r.computed_host = c0 + 1 + e.max_drafts;
       r.last_maxd = e.max_drafts;
-      r.last_kept_dev = verified;
+      // The draft after it re-encodes the verified layout: compacted (varlen) or as
+      // scheduled (masked, and every non-adaptive mode).
+      r.last_kept_dev = e.q_dev - 1;
       r.last_kept_host = e.q_host - 1;
       r.verified_last = true;
       r.num_drafts = 0;
@@ -490,7 +543,11 @@ absl::Status Scheduler::Materialize(const StepPlan& plan, StepArrays* out) const
 
   // The device boundaries of an adaptive verification are what the allocation kernel writes:
   // run its body (CPU emulation) and require the fast planning path to agree exactly.
-  if (!draft_step_ && config_.mode == SpecMode::kAdaptive && !decodes_.empty()) {
+  // Skipped, as compact_batch is, when B covers every draft; masked mode never rewrites them.
+  const bool compacts = !draft_step_ && config_.mode == SpecMode::kAdaptive &&
+                        config_.adaptive_mode == AdaptiveMode::kVarlen && !decodes_.empty() &&
+                        draft_budget_ < plan.eligible_drafts;
+  if (compacts) {
     const int32_t nd = static_cast<int32_t>(decodes_.size());
     std::vector<int32_t> tail(static_cast<size_t>(r_total - nd), 0);
     int32_t offset = 0;
@@ -498,15 +555,26 @@ absl::Status Scheduler::Materialize(const StepPlan& plan, StepArrays* out) const
       if (j < static_cast<int32_t>(prefills_.size())) offset += prefills_[j].q_dev;
       tail[j] = offset;
     }
-    std::vector<int32_t> qsl(static_cast<size_t>(r_total) + 1, -99), kept(nd, -99);
+    std::vector<int32_t> qsl(static_cast<size_t>(r_total) + 1, -99), kept(nd, -99),
+        cu(static_cast<size_t>(r_real) + 1, -99);
     TopBAllocParams p{scores_dev_.data(), max_drafts_.data(), tail.empty() ? nullptr : tail.data(),
                       qsl.data(), kept.data(), nd, r_total, k_, draft_budget_, 1};
+    p.cu_num_logits = cu.data();
+    p.num_logit_reqs = r_real;
     if (auto s = CanImplementTopBAlloc(p); !s.ok()) return s;
     EmulateTopBAlloc(p);
     if (qsl != out->qsl_device)
       return absl::InternalError(absl::StrFormat(
           "step %d: emulated topb_alloc kernel wrote qsl [%s], the planned device view is [%s]",
           plan.index, absl::StrJoin(qsl, ","), absl::StrJoin(out->qsl_device, ",")));
+    // compact_batch's cu_num_logits: the planned kept drafts plus one bonus token per request.
+    std::vector<int32_t> planned_cu(1, 0);
+    for (const Entry& e : decodes_) planned_cu.push_back(planned_cu.back() + e.kept + 1);
+    for (size_t j = 0; j < prefills_.size(); ++j) planned_cu.push_back(planned_cu.back() + 1);
+    if (cu != planned_cu)
+      return absl::InternalError(absl::StrFormat(
+          "step %d: emulated topb_alloc kernel wrote cu_num_logits [%s], the plan has [%s]", plan.index,
+          absl::StrJoin(cu, ","), absl::StrJoin(planned_cu, ",")));
     TopBInputs& topb = out->topb;
     topb.present = true;
     topb.scores.assign(scores_dev_.begin(), scores_dev_.begin() + static_cast<size_t>(nd) * k_);

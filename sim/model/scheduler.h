@@ -17,11 +17,26 @@
 // verifying k_r drafts accepts a_r = min(L_r, k_r) and emits a_r + 1 tokens (the accepted
 // drafts and the bonus token).
 //
-// Adaptive verification. The host picks B (PickDraftBudget) from the survival scores of the
-// confidences it holds, which are one iteration old (the device has the draft step's fresh
-// ones), and from a cost function of the time model. The device keeps the top-B slots of the
-// fresh scores (TopBAllocator == kernels/topb_alloc.cuh); the host view is the same top-B of
-// its stale scores: same total R_d + B, usually a different split.
+// Adaptive verification, as vLLM's adaptive_verification.py computes it:
+//  - Confidences. A request enters (and re-enters after a preemption) at confidence 1.0
+//    everywhere (add_request). Each draft step draws fresh float32 confidences (the device's
+//    _confidence_probs); the host holds those of the draft round before (stage_confidences'
+//    two staged copies, one round behind).
+//  - Host budget (ComputeDraftBudget) once the whole step is scheduled, prefill chunks
+//    included: B = argmax over b of (sampling requests + best b stale survival scores) /
+//    (draft_ms[requests] + verify_ms[non-draft tokens + b]), with the tables of
+//    BuildCostTables. The scheduler's token budget counted every eligible draft, as vLLM's
+//    does; pruning does not give tokens back to admissions.
+//  - Token cap (allocate_draft_token_budget): varlen passes the step's token count, which is
+//    the graph-padded one when the step is padded, so B = min(eligible, N_padded - non-draft)
+//    (padding slots are filled with drafts); masked passes none, B stays.
+//  - Device allocation: the top-B slots of the fresh float32 survival scores (TopBAllocator ==
+//    kernels/topb_alloc.cuh), skipped when B covers every draft or is 0.
+//  - Varlen: compact_batch rewrites the device qsl (1 + kept per decode, prefill chunks after);
+//    the host holds vLLM's placeholder split (EvenDraftSplit of B) and the pre-compaction
+//    seq_lens upper bound (num_computed + 1 + eligible).
+//  - Masked (mask_batch): the layout and host metadata stay as scheduled (1 + eligible tokens
+//    per decode); the pruned drafts are padding inside it and cannot be accepted.
 //
 // Draft step. After a verification only the device knows a_r, so the host's context length
 // is an upper bound (vLLM's seq_lens_cpu_upper_bound): as if every verifiable draft had been
@@ -29,7 +44,8 @@
 // seq_len = true context + K, host seq_len = upper bound + K. Adaptive draft: the drafter
 // re-encodes what the device verification kept, 1 + kept_r query tokens per request (device
 // counts; the host knows the total R + B but holds its stale split); requests fresh from
-// prefill take K. Either way the drafter proposes K drafts per request.
+// prefill take K. After a masked verification the layout was not compacted, so the draft
+// re-encodes 1 + eligible tokens per request, known to the host. Either way the drafter proposes K drafts per request.
 //
 // Completion. A request that completes during a verification has its finish time at that
 // step's end, but stays in the following draft step (the host learns acceptance counts only
@@ -72,6 +88,10 @@ namespace dspark::sim {
 enum class SpecMode { kNone, kDSpark, kAdaptive };
 absl::string_view SpecModeName(SpecMode mode);
 absl::StatusOr<SpecMode> ParseSpecMode(absl::string_view name);
+// vLLM's two adaptive verification managers: varlen compacts the batch, masked pads it.
+enum class AdaptiveMode { kVarlen, kMasked };
+absl::string_view AdaptiveModeName(AdaptiveMode mode);
+absl::StatusOr<AdaptiveMode> ParseAdaptiveMode(absl::string_view name);
 
 struct SchedulerConfig {
   SpecMode mode = SpecMode::kAdaptive;
@@ -83,7 +103,7 @@ struct SchedulerConfig {
   int32_t num_kv_blocks = 0;             // [blocks] incl. the null block 0; 0 = auto
   bool cuda_graphs = true;               // pad decode-only steps to capture sizes
   int32_t bt_stride_pad = 0;             // [int32] block-table row stride - width
-  Impl cost_impl = Impl::kFused;         // implementation the adaptive cost function assumes
+  AdaptiveMode adaptive_mode = AdaptiveMode::kVarlen;
 };
 
 // Auto KV pool: room for max_num_seqs requests of max_model_len tokens, plus the null block.
@@ -170,8 +190,8 @@ class Scheduler final : public StepMaterializer {
     bool verified_last = false;  // the last target step verified it (vs completed a prefill)
     Phase phase = Phase::kPending;
     std::array<float, kMaxSpecK> p{};          // conditional acceptance per position
-    std::array<float, kMaxSpecK> conf{};       // confidences of the last draft (device)
-    std::array<float, kMaxSpecK> conf_host{};  // confidences the host holds (one draft older)
+    std::array<float, kMaxSpecK> conf{};       // confidences of the last draft (device, fresh)
+    std::array<float, kMaxSpecK> conf_host{};  // staged confidences the host holds (one round older)
     std::vector<int32_t> blocks;               // KV block ids
   };
   struct Entry {
@@ -179,6 +199,7 @@ class Scheduler final : public StepMaterializer {
     int32_t q_dev = 0, q_host = 0;      // [tokens] query length, device / host view
     int32_t seq_dev = 0, seq_host = 0;  // [tokens] context incl. query
     int32_t max_drafts = 0;             // verification: eligible drafts
+    int32_t kept = 0;                   // verification: drafts the device verifies (<= max_drafts)
   };
 
   int32_t VerifyCap(const Req& r) const;
@@ -191,8 +212,12 @@ class Scheduler final : public StepMaterializer {
   bool EnsureBlocks(int32_t req, int32_t tokens, double now_s);
   void Preempt(int32_t victim, double now_s);
   void PlanTarget(double now_s);
+  // FCFS admission of waiting requests (chunked prefill) into the `budget` tokens left.
+  void AdmitWaiting(int32_t budget);
   void PlanDraft(double now_s);
   void AllocateAdaptive();
+  // Confidence 1.0 at every position, fresh and staged (vLLM's add_request).
+  void ResetConfidences(Req& r) const;
   void FinishPlan(StepPlan* plan);
   void Release(int32_t req);
   void CompactRunning();
@@ -223,7 +248,9 @@ class Scheduler final : public StepMaterializer {
   // Adaptive scratch: [num_decodes, K] device and host survival scores, per-request counts.
   std::vector<float> scores_dev_, scores_host_;
   std::vector<int32_t> max_drafts_, kept_dev_, kept_host_;
+  std::vector<double> budget_scratch_;
   TopBAllocator allocator_;
+  DraftCostTables cost_tables_;  // adaptive mode: the host budget's step costs
   StepArrays arrays_;  // built on demand by Materialize
 };
 

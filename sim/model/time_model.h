@@ -1,10 +1,12 @@
-// Step time model: forward-pass cost + metadata cost of one implementation + host overhead.
+// Step time model: forward-pass cost + metadata cost of one implementation + host overhead,
+// placed on the engine's host and GPU clocks by sim/engine_clock.h:
 //
-//   gpu_us  = forward_us + metadata_gpu_us(impl, case, N) + adaptive_gpu_us (adaptive steps)
-//   host_us = sched_us + sched_us_per_req * R_real + spec_host_us (DSpark modes)
-//             + metadata_host_us(impl) + metadata_host_us_per_req(impl) * R_real
-//             + adaptive_host_us (adaptive steps)
-//   wall_us = serializes_host(impl) ? host_us + gpu_us : max(host_us, gpu_us)
+//   host_pre_us = sched_us + sched_us_per_req * R_real + spec_host_us (DSpark modes)
+//                 + metadata_host_us(impl) + metadata_host_us_per_req(impl) * R_real
+//                 + adaptive_host_us (adaptive verification: the budget)
+//   builders    = launches(impl, case) eager launches of metadata_gpu_us(impl, case, N) in all,
+//                 host_syncs(impl) syncs
+//   forward     = forward_us + adaptive_gpu_us (adaptive steps)
 //
 // forward_us = fixed + per_token * N + per_ctx_token * sum(seq_lens) + per_attn_pair * pairs,
 // with separate coefficients for the target model (prefill, decode, verification) and the
@@ -28,6 +30,8 @@
 
 #include "absl/status/statusor.h"
 #include "kernels/suite/suite.h"
+#include "sim/model/adaptive.h"
+#include "sim/model/engine_clock.h"
 #include "sim/model/step_plan.h"
 
 namespace dspark::sim {
@@ -51,8 +55,10 @@ struct ImplCost {
   double gpu_us_per_token = 0;                 // [us per token] above the seed's batch 16
   double host_us = 0;                          // [us] host metadata preparation per step
   double host_us_per_req = 0;                  // [us per request]
-  bool serializes_host = false;                // host syncs / eager host-interleaved chain
+  bool serializes_host = false;                // reads host boundaries (reported, not timed)
   bool estimated = false;                      // no measurement behind the default
+  std::array<int32_t, kNumStepCases> launches{};  // eager launches + copies per suite, by case
+  int32_t host_syncs = 0;                      // host syncs per suite
 };
 
 struct TimeModelParams {
@@ -65,6 +71,9 @@ struct TimeModelParams {
   double adaptive_gpu_us = 0;   // [us] extra GPU work per adaptive step (scores, allocation)
   int32_t reference_tokens = 96;  // [tokens] N at which gpu_us was measured (batch 16 x 6)
   std::array<ImplCost, kNumImpls> impls;  // indexed by static_cast<int>(Impl)
+  EngineCostParams engine;                // the engine's host costs (engine_clock.h)
+  CostCurve draft_curve_ms;               // adaptive budget's draft curve; empty: derived
+  CostCurve verify_curve_ms;              // ... verify curve; empty: derived (scheduler.cc)
   std::string source = "default";         // "default" or the calibration file
   std::string source_device;              // calibration file's meta.gpu / driver / date
 };
@@ -84,7 +93,10 @@ class TimeModel {
   explicit TimeModel(TimeModelParams params) : p_(std::move(params)) {}
   const TimeModelParams& params() const { return p_; }
 
+  // One step alone (a fresh engine clock): wall_us is its start-to-output time.
   StepCost Cost(const StepPlan& plan, Impl impl, bool spec_mode) const;
+  // The step's work on the engine clocks.
+  StepWork Work(const StepPlan& plan, Impl impl, bool spec_mode) const;
 
   // The forward part alone.
   double ForwardUs(bool draft_step, int32_t num_tokens, int64_t sum_seq_lens,

@@ -133,6 +133,7 @@ class InvariantChecker final : public StepObserver {
   int64_t preempted_while_planning_ = -1;  // first request id preempted since the last plan
   int64_t last_index_ = -1;              // index of the last plan seen
   double last_end_s_ = 0.0;              // [s]
+  double last_start_s_ = 0.0;            // [s]
 
   // Ownership scratch of CheckKv: owner_[b] is valid when stamp_[b] == stamp.
   std::vector<int64_t> stamp_;           // [num_blocks]

@@ -46,6 +46,7 @@ struct RunConfig {
   SchedulerConfig scheduler;
   std::string acceptance_preset;  // empty: the workload's
   std::string acceptance_curve;   // "p1,...,pK": overrides the preset's curve
+  double confidence_concentration = 0;  // kappa of the confidence Beta; 0: the preset's
 
   // Metadata implementations: checked each step (when `check`), and the one that times steps.
   std::string impl_list = "all";

@@ -73,6 +73,7 @@ po::options_description RunOptions() {
     ("result-dir", po::value<std::string>(), "folder of --save-result's file (default: --out)")
     ("result-filename", po::value<std::string>(), "name of --save-result's file (default: dspark-sim-{rate}qps[-concurrency{C}]-{workload}.json)")
     ("mode", po::value<std::string>()->default_value("adaptive"), "none, dspark or adaptive (DSpark with adaptive verification)")
+    ("adaptive-mode", po::value<std::string>()->default_value("varlen"), "adaptive verification: varlen (compact the batch) or masked (pruned drafts become padding)")
     ("spec-k", po::value<int32_t>()->default_value(5), "DSpark speculative length K")
     ("impl", po::value<std::string>()->default_value("all"), "implementations the metadata check runs: comma list of chain, cached, device-chain, fused, fused-suite, or all")
     ("time-impl", po::value<std::string>()->default_value("fused"), "implementation whose metadata cost (and host syncs) time the steps")
@@ -90,6 +91,7 @@ po::options_description RunOptions() {
     ("no-cuda-graphs", po::bool_switch(), "never pad")
     ("acceptance-preset", po::value<std::string>(), "default or repeated-prompt (default: the workload's)")
     ("acceptance-curve", po::value<std::string>(), "conditional acceptance per draft position, p1,...,pK")
+    ("confidence-concentration", po::value<double>(), "kappa of the drafter confidences' Beta distribution (default 2; workloads/README.md)")
     ("calibration", po::value<std::string>(), "time-model calibration JSON (default: workloads/calibration_h200.json when present)")
     ("step-log", po::value<std::string>(), "write every step's arrays to this text file (small runs)")
     ("dump-workload", po::value<std::string>(), "also write the workload as built (generated or parsed, re-timed, truncated) to this JSONL file")
@@ -199,6 +201,9 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   auto mode = ParseSpecMode(vm["mode"].as<std::string>());
   if (!mode.ok()) return mode.status();
   c.scheduler.mode = *mode;
+  auto adaptive_mode = ParseAdaptiveMode(vm["adaptive-mode"].as<std::string>());
+  if (!adaptive_mode.ok()) return adaptive_mode.status();
+  c.scheduler.adaptive_mode = *adaptive_mode;
   c.scheduler.spec_k = vm["spec-k"].as<int32_t>();
   c.impl_list = vm["impl"].as<std::string>();
   auto impls = ParseImplKeyList(c.impl_list);
@@ -207,7 +212,6 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   auto time_impl = ParseImplKey(vm["time-impl"].as<std::string>());
   if (!time_impl.ok()) return absl::InvalidArgumentError(absl::StrCat("--time-impl: ", time_impl.status().message()));
   c.time_impl = *time_impl;
-  c.scheduler.cost_impl = c.time_impl;
   if (vm["check"].as<bool>() && vm["no-check"].as<bool>())
     return absl::InvalidArgumentError("--check and --no-check contradict each other");
   c.check = !vm["no-check"].as<bool>();
@@ -227,6 +231,12 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   c.scheduler.bt_stride_pad = vm["bt-stride-pad"].as<int32_t>();
   if (vm.count("acceptance-preset")) c.acceptance_preset = vm["acceptance-preset"].as<std::string>();
   if (vm.count("acceptance-curve")) c.acceptance_curve = vm["acceptance-curve"].as<std::string>();
+  if (vm.count("confidence-concentration")) {
+    c.confidence_concentration = vm["confidence-concentration"].as<double>();
+    if (!(c.confidence_concentration > 0.0) || !std::isfinite(c.confidence_concentration))
+      return absl::InvalidArgumentError(absl::StrCat("--confidence-concentration: expected a number > 0, got ",
+                                                     c.confidence_concentration));
+  }
   if (vm.count("calibration"))
     c.calibration = cli_calibration ? vm["calibration"].as<std::string>()
                                     : ResolveAgainst(vm["calibration"].as<std::string>(), c.config_file);
@@ -256,6 +266,7 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
     DS_ASSIGN_OR_RETURN(acceptance_params.curve, ParseAcceptanceCurve(config.acceptance_curve, spec_k));
     acceptance_params.name = "custom";
   }
+  if (config.confidence_concentration > 0.0) acceptance_params.confidence_concentration = config.confidence_concentration;
   const AcceptanceModel acceptance(acceptance_params, spec_k);
 
   const std::string calibration = config.calibration.empty() ? BundledCalibrationPath() : config.calibration;

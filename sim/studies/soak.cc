@@ -150,7 +150,6 @@ RunConfig BatchConfig(const SoakOptions& o, uint64_t seed) {
   c.scheduler = o.scheduler;
   c.impls = {Impl::kFused};
   c.time_impl = Impl::kFused;
-  c.scheduler.cost_impl = Impl::kFused;
   c.check = false;
   c.out_dir = "-";
   return c;

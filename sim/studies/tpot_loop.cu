@@ -39,22 +39,6 @@ Clock::time_point After(Clock::time_point t, double us) {
   return t + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::micro>(us));
 }
 
-bool AdaptiveStep(const StepPlan& p) {
-  return p.step_case == StepCase::kAdaptiveVerify || p.step_case == StepCase::kAdaptiveDraft || p.draft_budget >= 0;
-}
-
-// [µs] the time model's host time of a step outside the metadata (see TimeModel::Cost).
-double SchedHostUs(const TimeModelParams& p, const StepPlan& plan, bool spec) {
-  return p.sched_us + p.sched_us_per_req * plan.num_reqs_real + (spec ? p.spec_host_us : 0.0) +
-         (AdaptiveStep(plan) ? p.adaptive_host_us : 0.0);
-}
-
-// [µs] the time model's host metadata time of `impl`.
-double ImplHostUs(const TimeModelParams& p, const StepPlan& plan, Impl impl) {
-  const ImplCost& c = p.impls[static_cast<int>(impl)];
-  return c.host_us + c.host_us_per_req * plan.num_reqs_real;
-}
-
 // The scheduler's request events, with the step that produced them (their time is that step's
 // completion, known only once its event has completed).
 class EventLog final : public SchedulerEvents {
@@ -344,12 +328,16 @@ absl::StatusOr<TpotLoopResult> TpotLoop::Run(const TpotLoopOptions& opt, const s
   double host_us_sum = 0, forward_us_sum = 0;
   int64_t launches = 0;
   cudaEvent_t prev_done = nullptr;
-  int64_t step = 0;
+  int64_t step = 0, last_draft_step = -1;
+  const EngineCostParams& engine = opt.time_params.engine;
   for (; sched.HasWork() || client.more(); ++step) {
     if (!sched.HasWork()) {
       submit_at(now_s());
       if (!sched.HasWork()) return absl::InternalError("TPOT loop: requests left but no free client slot");
     }
+    // Async scheduling: at most inflight_steps steps queued (sim/model/engine_clock.h, step 1).
+    if (opt.model_host && step >= engine.inflight_steps)
+      if (absl::Status r = clock.WaitFor(step - engine.inflight_steps); !r.ok()) return fail(step, "inflight wait", r);
     const Clock::time_point t_step = Clock::now();
     StepPlan plan;
     plan.index = step;
@@ -359,7 +347,10 @@ absl::StatusOr<TpotLoopResult> TpotLoop::Run(const TpotLoopOptions& opt, const s
     if (!arrays.ok()) return fail(step, "step arrays", arrays.status());
     const StepArrays& a = **arrays;
     const BatchInputs in = StagedInputs(plan, a);
-    if (opt.model_host) SpinUntil(After(t_step, SchedHostUs(opt.time_params, plan, spec)));
+    // The CPU time model's terms of this step, charged for real here (engine_clock.h).
+    const StepWork work = time_model.Work(plan, impl, spec);
+    if (opt.model_host) SpinUntil(After(t_step, work.host_pre_us));
+    const Clock::time_point t_builders = Clock::now();
 
     const int s = static_cast<int>(step % 2);
     GpuSuite& suite = *st.suites[s];
@@ -388,14 +379,24 @@ absl::StatusOr<TpotLoopResult> TpotLoop::Run(const TpotLoopOptions& opt, const s
     const OpCounters& c = suite.last_counters(impl);
     res.impl_host_syncs += c.host_syncs;
     launches += c.Launches();
-    if (opt.model_host) SpinUntil(After(Clock::now(), ImplHostUs(opt.time_params, plan, impl)));
-    const double forward_us =
-        time_model.ForwardUs(plan.draft_step, plan.num_tokens, plan.sum_seq_lens, plan.attn_pairs) +
-        (AdaptiveStep(plan) ? opt.time_params.adaptive_gpu_us : 0.0);
+    // A Python engine dispatches each eager launch of the builders (and of compact_batch) at
+    // dispatch_us_per_launch: the host is busy until then, whatever the C++ launches took.
+    const int32_t eager = work.launches + work.extra_launches;
+    if (opt.model_host) SpinUntil(After(t_builders, eager * engine.dispatch_us_per_launch + engine.graph_launch_us));
+    // The launch gaps of those eager kernels ride on the forward stand-in.
+    const double forward_us = work.forward_us + (opt.model_host ? eager * engine.gpu_gap_us_per_launch : 0.0);
     if (absl::Status r = LaunchForwardStandIn(forward_us, stream); !r.ok()) return fail(step, "forward stand-in", r);
     auto done = clock.Record(step, stream);
     if (!done.ok()) return fail(step, "step event", done.status());
     prev_done = *done;
+    if (opt.model_host && work.stage_sync) {
+      // stage_confidences: event.synchronize() on the copy the previous draft step queued.
+      if (last_draft_step >= 0)
+        if (absl::Status r = clock.WaitFor(last_draft_step); !r.ok()) return fail(step, "stage_confidences sync", r);
+      ++res.stage_syncs;
+      SpinUntil(After(Clock::now(), engine.sync_us + engine.stage_launches * engine.dispatch_us_per_launch));
+      last_draft_step = step;
+    }
     forward_us_sum += forward_us;
     const double host_us = std::chrono::duration<double, std::micro>(Clock::now() - t_step).count();
     host_us_sum += host_us;

@@ -4,10 +4,13 @@
 // TTFT, TPOT, ITL and throughput come from real wall-clock time, as `vllm bench serve`
 // defines them (sim/observe/metrics.h), so an implementation's syncs cost what they cost.
 //
-// Per step i, on the host:
+// Per step i, on the host, with the CPU time model's terms (TimeModel::Work and
+// sim/model/engine_clock.h, charged here for real when model_host is on):
+//   0. async scheduling's depth: wait for step i - inflight_steps's event;
 //   1. Scheduler::Plan and the step's arrays (real host work), then, with model_host, a host
-//      spin up to the time model's scheduling time of the step (sched + per request + DSpark +
-//      adaptive host terms: what a Python engine spends there), counted from the step's start;
+//      spin up to the time model's pre-builder host time of the step (sched + per request +
+//      DSpark + adaptive budget: what a Python engine spends there), counted from the step's
+//      start;
 //   2. GpuSuite::Stage into suite i % 2 (two suites, as an engine double-buffers its pinned
 //      input staging: Stage waits only for step i - 2). The suite's stream then waits for step
 //      i - 1's forward (an event), so the device runs the steps strictly in order;
@@ -15,9 +18,12 @@
 //   4. the metadata: a graph replay when the step is padded and the implementation is
 //      graph-capturable, else the eager suite (chain / cached: GpuSuite::Run synchronizes the
 //      stream first, i.e. waits for step i - 1's forward, as a host-boundary path must);
-//      then, with model_host, a host spin of the implementation's modelled metadata host time;
+//      then, with model_host, a host spin until the Python dispatch of its eager launches (and
+//      compact_batch's) plus the graph launch would be done;
 //   5. the forward stand-in kernel (forward_us of the time model, plus adaptive_gpu_us on
-//      adaptive steps), then an event marking the step's outputs;
+//      adaptive steps, plus the eager launches' GPU gaps), then an event marking the step's
+//      outputs; an adaptive draft step then syncs on the previous draft step's event
+//      (stage_confidences) and spins its sync and ops;
 //   6. Scheduler::Commit: the step's outcome is simulated, so the host may plan step i + 1
 //      while the device still runs step i.
 // Token times are the completion times of their step's event (engine timestamps; the client's
@@ -73,6 +79,7 @@ struct TpotLoopResult {
   int64_t impl_host_syncs = 0;     // syncs the implementation's ops issued (OpCounters)
   int64_t staging_syncs = 0;       // GpuSuite::Run's sync before an eager host-boundary suite
   int64_t client_syncs = 0;        // waits for a finished request's step (closed-loop client)
+  int64_t stage_syncs = 0;         // adaptive draft steps' stage_confidences event syncs
   int64_t graph_replays = 0;
   int64_t eager_runs = 0;
   int64_t late_captures = 0;       // graphs captured inside the timed loop (0 after warm-up)

@@ -302,7 +302,7 @@ TEST(TpotLoop, CompletesEveryRequestWithoutCapturesInsideTheTiming) {
   for (Impl impl : {Impl::kChain, Impl::kFused}) {
     TpotLoopOptions o;
     o.impl = impl;
-    o.scheduler = sc;  // cost_impl stays fused: the same schedule for both implementations
+    o.scheduler = sc;  // the same schedule for both implementations
     o.acceptance = *preset;
     o.time_params = DefaultTimeModelParams();
     o.concurrency = 1;

@@ -23,15 +23,17 @@ struct AllocCase {
 };
 
 struct AllocOut {
-  std::vector<int32_t> kept, qsl;
+  std::vector<int32_t> kept, qsl, cu_num_logits;
 };
 
 AllocOut RunKernel(const AllocCase& c) {
   const int32_t nd = static_cast<int32_t>(c.max_drafts.size());
   const int32_t r = nd + static_cast<int32_t>(c.tail.size());
-  AllocOut out{std::vector<int32_t>(nd, -99), std::vector<int32_t>(r + 1, -99)};
+  AllocOut out{std::vector<int32_t>(nd, -99), std::vector<int32_t>(r + 1, -99), std::vector<int32_t>(r + 1, -99)};
   TopBAllocParams p{c.scores.data(), c.max_drafts.data(), c.tail.empty() ? nullptr : c.tail.data(),
                     out.qsl.data(),   out.kept.data(),     nd, r, c.max_k, c.budget, 1};
+  p.cu_num_logits = out.cu_num_logits.data();
+  p.num_logit_reqs = r;
   EXPECT_TRUE(CanImplementTopBAlloc(p).ok()) << CanImplementTopBAlloc(p);
   EmulateTopBAlloc(p);
   return out;
@@ -40,9 +42,10 @@ AllocOut RunKernel(const AllocCase& c) {
 void ExpectMatchesReference(const AllocCase& c) {
   const AllocOut got = RunKernel(c);
   const ref::TopBAllocation want =
-      ref::TopBAlloc(c.scores, c.max_drafts, c.max_k, c.budget, 1, c.tail);
+      ref::TopBAlloc(c.scores, c.max_drafts, c.max_k, c.budget, 1, c.tail, static_cast<int32_t>(got.qsl.size()) - 1);
   EXPECT_EQ(got.kept, want.kept) << c.name;
   EXPECT_EQ(got.qsl, want.query_start_loc) << c.name;
+  if (got.qsl.size() > 1) EXPECT_EQ(got.cu_num_logits, want.cu_num_logits) << c.name;
 }
 
 // Survival-score rows (non-increasing along k), values drawn from a small set so that ties
@@ -192,6 +195,26 @@ INSTANTIATE_TEST_SUITE_P(
       return "nd" + std::to_string(info.param.num_decodes) + "_k" +
              std::to_string(info.param.max_k) + (info.param.ties ? "_ties" : "_distinct");
     });
+
+// compact_batch's cu_num_logits by hand: kept drafts + 1 bonus per request, decodes first;
+// the prefill after them keeps none.
+TEST(TopBAlloc, CuNumLogitsCountsKeptDraftsAndTheBonus) {
+  const std::vector<float> scores = {0.9f, 0.8f, 0.1f, 0.7f, 0.2f, 0.05f};
+  const std::vector<int32_t> max_drafts = {3, 3};
+  const std::vector<int32_t> tail = {40};  // one prefill chunk of 40 tokens
+  std::vector<int32_t> qsl(4, -99), kept(2, -99), cu(4, -99);
+  TopBAllocParams p{scores.data(), max_drafts.data(), tail.data(), qsl.data(), kept.data(), 2, 3, 3, 3, 1};
+  p.cu_num_logits = cu.data();
+  p.num_logit_reqs = 3;
+  ASSERT_TRUE(CanImplementTopBAlloc(p).ok());
+  EmulateTopBAlloc(p);
+  EXPECT_EQ(kept, (std::vector<int32_t>{2, 1}));  // 0.9, 0.8 | 0.7
+  EXPECT_EQ(qsl, (std::vector<int32_t>{0, 3, 5, 45}));
+  EXPECT_EQ(cu, (std::vector<int32_t>{0, 3, 5, 6}));
+  EXPECT_EQ(ref::TopBAlloc(scores, max_drafts, 3, 3, 1, tail, 3).cu_num_logits, cu);
+  p.num_logit_reqs = 4;  // more than the requests
+  EXPECT_FALSE(CanImplementTopBAlloc(p).ok());
+}
 
 }  // namespace
 }  // namespace dspark

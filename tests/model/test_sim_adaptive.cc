@@ -92,36 +92,75 @@ INSTANTIATE_TEST_SUITE_P(Scores, FastAllocatorIdentity, ::testing::Values(0, 1, 
                                                                 : "confidence_products");
                          });
 
-TEST(PickDraftBudget, FlatCostKeepsEverythingAndSteepCostKeepsNothing) {
-  const std::vector<float> scores = {0.9f, 0.5f, 0.2f, 0.8f, 0.1f, 0.05f};
-  const std::vector<int32_t> max_drafts = {3, 3};
-  EXPECT_EQ(PickDraftBudget(scores.data(), max_drafts.data(), 2, 3, 6, [](int32_t) { return 100.0; }), 6);
-  EXPECT_EQ(PickDraftBudget(scores.data(), max_drafts.data(), 2, 3, 6,
-                            [](int32_t b) { return 100.0 + 1e6 * b; }),
-            0);
-  // The cap wins over a flat cost.
-  EXPECT_EQ(PickDraftBudget(scores.data(), max_drafts.data(), 2, 3, 4, [](int32_t) { return 1.0; }), 4);
+// vLLM's build_cost_tables_from_curves by hand: running max, np.interp (flat below the first
+// point), linear extrapolation past the last with the slope of the last two, floors.
+TEST(BuildCostTables, RunningMaxInterpolationAndExtrapolation) {
+  const CostCurve draft = {{2, 1.0}, {4, 3.0}};
+  const CostCurve verify = {{2, 4.0}, {4, 2.0}, {6, 6.0}};  // 2.0 is raised to the running max 4.0
+  const DraftCostTables t = BuildCostTables(draft, verify, 6, 9);
+  EXPECT_EQ(t.draft_ms, (std::vector<double>{1.0, 1.0, 1.0, 2.0, 3.0, 4.0, 5.0}));
+  EXPECT_EQ(t.verify_ms, (std::vector<double>{4.0, 4.0, 4.0, 4.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0}));
+  // A falling extrapolation is floored: draft at 0, verify at 1e-6.
+  const DraftCostTables f = BuildCostTables({{0, 1.0}, {1, 1.0}}, {{0, 0.0}}, 2, 1);
+  EXPECT_EQ(f.draft_ms, (std::vector<double>{1.0, 1.0, 1.0}));
+  EXPECT_EQ(f.verify_ms, (std::vector<double>{1e-6, 1e-6}));
 }
 
-TEST(PickDraftBudget, KeepsDraftsWorthTheirMarginalCost) {
-  // Two decodes; cost 100 + 10 per draft. A draft with score s is worth keeping while
-  // (2 + E + s) / (100 + 10 (B + 1)) > (2 + E) / (100 + 10 B).
-  const std::vector<float> scores = {0.95f, 0.9f, 0.02f, 0.93f, 0.85f, 0.01f};
-  const std::vector<int32_t> max_drafts = {3, 3};
-  const int32_t b = PickDraftBudget(scores.data(), max_drafts.data(), 2, 3, 6,
-                                    [](int32_t n) { return 100.0 + 10.0 * n; });
-  EXPECT_EQ(b, 4);
+TEST(CheckCostCurve, RejectsEmptyUnsortedAndNegative) {
+  EXPECT_FALSE(CheckCostCurve({}, "x").ok());
+  EXPECT_FALSE(CheckCostCurve({{4, 1.0}, {4, 2.0}}, "x").ok());
+  EXPECT_FALSE(CheckCostCurve({{4, -1.0}}, "x").ok());
+  EXPECT_TRUE(CheckCostCurve({{1, 0.5}, {8, 2.0}}, "x").ok());
 }
 
-TEST(PickDraftBudget, GrowsIntoFreePaddingTokens) {
-  // Cost is a step function of the padded size (multiples of 6 tokens with 2 decodes).
-  const std::vector<float> scores = {0.9f, 0.001f, 0.0005f, 0.9f, 0.001f, 0.0005f};
-  const std::vector<int32_t> max_drafts = {3, 3};
-  auto padded_cost = [](int32_t b) { return 100.0 + 50.0 * ((2 + b + 5) / 6); };
-  const int32_t b = PickDraftBudget(scores.data(), max_drafts.data(), 2, 3, 6, padded_cost);
-  // Only the two good drafts are worth a candidate (B = 2, 4 tokens of a 6-token size); the
-  // 2 slots left in that size cost nothing, so B grows to 4, and not into the next size.
-  EXPECT_EQ(b, 4);
+// A flat table: step cost does not depend on b, so every valid draft is kept; a very steep
+// one keeps none; ties go to the first (smallest) b.
+TEST(ComputeDraftBudget, FlatKeepsEverySteepKeepsNoneTiesTakeTheFirst) {
+  const std::vector<float> conf = {0.9f, 0.5f, 0.2f, 0.8f, 0.1f, 0.05f};
+  const std::vector<int32_t> valid = {3, 2};
+  std::vector<double> scratch;
+  BudgetInputs in{conf.data(), valid.data(), 2, 3, 2, 2, 2};
+  const DraftCostTables flat{{1.0, 1.0, 1.0}, std::vector<double>(16, 10.0)};
+  EXPECT_EQ(ComputeDraftBudget(in, flat, &scratch), 5);  // capped at the 5 valid drafts
+  DraftCostTables steep{{1.0, 1.0, 1.0}, {}};
+  for (int n = 0; n < 16; ++n) steep.verify_ms.push_back(n <= 2 ? 1.0 : 1e9);
+  EXPECT_EQ(ComputeDraftBudget(in, steep, &scratch), 0);
+  // Zero-score drafts add nothing at no cost: the first maximum is the smaller b.
+  const std::vector<float> zeros = {1.0f, 0.0f, 0.0f};
+  const std::vector<int32_t> three = {3};
+  BudgetInputs z{zeros.data(), three.data(), 1, 3, 1, 1, 1};
+  EXPECT_EQ(ComputeDraftBudget(z, flat, &scratch), 1);
+}
+
+// Scores are float64 products of the stale confidences, sorted: here
+// {0.9, 0.45, 0.09, 0.8, 0.08}. With cost 10 + n per token count n and a base of 2 sampling
+// requests, 2 non-draft tokens: the ratio (2 + E(b)) / (12 + b) peaks at b = 3
+// (0.9 + 0.8 + 0.45: 4.15 / 15 = 0.2767 beats 4.24 / 16 = 0.265 and 3.7 / 14 = 0.264).
+TEST(ComputeDraftBudget, ArgmaxOfExpectedTokensPerCost) {
+  const std::vector<float> conf = {0.9f, 0.5f, 0.2f, 0.8f, 0.1f, 0.5f};
+  const std::vector<int32_t> valid = {3, 2};
+  DraftCostTables t{{0.0, 0.0, 0.0}, {}};
+  for (int n = 0; n < 16; ++n) t.verify_ms.push_back(10.0 + n);
+  std::vector<double> scratch;
+  EXPECT_EQ(ComputeDraftBudget({conf.data(), valid.data(), 2, 3, 2, 2, 2}, t, &scratch), 3);
+  // More sampling requests raise the value of the base: then no draft is worth its cost.
+  EXPECT_EQ(ComputeDraftBudget({conf.data(), valid.data(), 2, 3, 2, 40, 2}, t, &scratch), 0);
+  // The draft cost is read at the request count (prefills included): a large one makes each
+  // draft's marginal verify cost small, so every draft is kept.
+  t.draft_ms = {0.0, 0.0, 1000.0};
+  EXPECT_EQ(ComputeDraftBudget({conf.data(), valid.data(), 2, 3, 2, 2, 2}, t, &scratch), 5);
+  EXPECT_EQ(ComputeDraftBudget({conf.data(), valid.data(), 2, 3, 1, 2, 2}, t, &scratch), 3);
+}
+
+TEST(EvenDraftSplit, EvenRemainderFirstCapped) {
+  const std::vector<int32_t> caps = {5, 1, 5, 5};
+  std::vector<int32_t> split(4);
+  EvenDraftSplit(caps.data(), 4, 10, split.data());
+  EXPECT_EQ(split, (std::vector<int32_t>{3, 1, 3, 3}));
+  EvenDraftSplit(caps.data(), 4, 5, split.data());
+  EXPECT_EQ(split, (std::vector<int32_t>{2, 1, 1, 1}));
+  EvenDraftSplit(caps.data(), 4, 0, split.data());
+  EXPECT_EQ(split, (std::vector<int32_t>{0, 0, 0, 0}));
 }
 
 }  // namespace

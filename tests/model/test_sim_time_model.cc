@@ -11,6 +11,7 @@
 #include "sim/workload/generators.h"
 #include "sim/observe/metrics.h"
 #include "sim/model/time_model.h"
+#include "tests/common/test_paths.h"
 
 namespace dspark::sim {
 namespace {
@@ -32,11 +33,11 @@ double SimulatedTpotMs(SpecMode mode, Impl impl) {
   // 1000 requests: the sampling error of the acceptance length is then ~0.2%.
   const std::vector<RequestSpec> reqs = *GeneratePreset(preset, 1000, lengths);
   const AcceptanceModel acceptance(*AcceptancePreset(preset.acceptance_preset, 5), 5);
-  const TimeModel time_model(DefaultTimeModelParams());
+  // The shipped calibration: the engine's costs were fitted with its metadata costs.
+  const TimeModel time_model(*LoadCalibration((testing_util::SourceRoot() / "workloads" / "calibration_h200.json").string()));
   EngineOptions options;
   options.concurrency = 1;
   options.time_impl = impl;
-  c.cost_impl = impl;
   Engine engine(c, reqs, acceptance, time_model, options, 0);
   MetricsObserver metrics(reqs);
   engine.AddObserver(&metrics);
@@ -48,12 +49,12 @@ double SimulatedTpotMs(SpecMode mode, Impl impl) {
 
 class Batch1Calibration : public ::testing::TestWithParam<CalibrationPoint> {};
 
-// "Before" in the seed is `chain`, "After" is `fused`. The defaults reproduce each figure to
-// within 1%.
+// "Before" in the seed is `chain`, "After" is `fused`. The fit (workloads/README.md, "Time
+// model") reproduces each figure to within 3%.
 TEST_P(Batch1Calibration, ReproducesTheSeedTpot) {
   const CalibrationPoint p = GetParam();
   const double tpot = SimulatedTpotMs(p.mode, p.impl);
-  EXPECT_NEAR(tpot, p.seed_tpot_ms, 0.01 * p.seed_tpot_ms) << "simulated " << tpot << " ms";
+  EXPECT_NEAR(tpot, p.seed_tpot_ms, 0.03 * p.seed_tpot_ms) << "simulated " << tpot << " ms";
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -66,8 +67,26 @@ INSTANTIATE_TEST_SUITE_P(
                       CalibrationPoint{SpecMode::kAdaptive, Impl::kFused, 1.457, "adaptive_after"}),
     [](const ::testing::TestParamInfo<CalibrationPoint>& info) { return info.param.name; });
 
-TEST(TimeModel, SerialisingImplementationsAddHostTimeOthersOverlapIt) {
-  const TimeModel model(DefaultTimeModelParams());
+// The issue's criterion: the batch-1 TPOT reduction of each mode within 3 percentage points of
+// the seed's 5.8 / 15.1 / 18.2 %, in that order.
+TEST(Batch1Reductions, PerModeWithinThreePointsOfTheSeed) {
+  const struct { SpecMode mode; double seed_pct; } rows[] = {
+      {SpecMode::kNone, 5.82}, {SpecMode::kDSpark, 15.07}, {SpecMode::kAdaptive, 18.20}};
+  for (const auto& r : rows) {
+    const double pct = 100.0 * (1.0 - SimulatedTpotMs(r.mode, Impl::kFused) / SimulatedTpotMs(r.mode, Impl::kChain));
+    EXPECT_NEAR(pct, r.seed_pct, 3.0) << SpecModeName(r.mode);
+  }
+}
+
+// Eager launches are host dispatch and GPU work; with nothing queued the host's dispatch is on
+// the critical path, so a step alone costs the host's pre-launch work, the dispatch (or the
+// GPU's share, the larger per launch), the graph launch and the forward.
+TEST(TimeModel, AStepAloneChargesDispatchGapsAndForward) {
+  TimeModelParams params = DefaultTimeModelParams();
+  params.engine.dispatch_us_per_launch = 10.0;
+  params.engine.gpu_gap_us_per_launch = 1.0;
+  params.engine.graph_launch_us = 5.0;
+  const TimeModel model(params);
   StepPlan plan;
   plan.step_case = StepCase::kDecode;
   plan.num_reqs_real = plan.num_reqs = 1;
@@ -75,12 +94,75 @@ TEST(TimeModel, SerialisingImplementationsAddHostTimeOthersOverlapIt) {
   plan.sum_seq_lens = 600;
   const StepCost chain = model.Cost(plan, Impl::kChain, false);
   const StepCost fused = model.Cost(plan, Impl::kFused, false);
-  EXPECT_DOUBLE_EQ(chain.wall_us, chain.host_us + chain.gpu_us);
-  EXPECT_DOUBLE_EQ(fused.wall_us, std::max(fused.host_us, fused.gpu_us));
+  const double host_pre = params.sched_us + params.sched_us_per_req;
+  const double forward = model.ForwardUs(false, 1, 600, 0.0);
+  // chain: 102 launches of 10 us dispatch; the last one's GPU share (191.10 / 102 + 1 us)
+  // ends before the graph launch (5 us) is dispatched. fused: 8 launches, and the last one's
+  // share (46.27 / 8 + 1 us) outlasts the graph launch.
+  EXPECT_NEAR(chain.wall_us, host_pre + 102 * 10.0 + 5.0 + forward, 1e-6);
+  EXPECT_NEAR(fused.wall_us, host_pre + 8 * 10.0 + (46.27 / 8 + 1.0) + forward, 1e-6);
   EXPECT_DOUBLE_EQ(chain.gpu_us - fused.gpu_us, 191.10 - 46.27);
   // Metadata GPU cost grows with tokens above the reference size.
   EXPECT_DOUBLE_EQ(model.MetadataGpuUs(Impl::kFused, StepCase::kDecode, 96), 46.27);
   EXPECT_DOUBLE_EQ(model.MetadataGpuUs(Impl::kFused, StepCase::kDecode, 1096), 46.27 + 2.5);
+}
+
+// Async scheduling: the host prepares step i + 1 while step i runs, but never more than
+// inflight_steps steps are queued.
+TEST(EngineClock, AsyncSchedulingOverlapsUpToTheInflightDepth) {
+  EngineCostParams p;
+  p.inflight_steps = 2;
+  StepWork w;
+  w.host_pre_us = 100;
+  w.forward_us = 1000;
+  EngineClock clock(p);
+  StepTimes a = clock.Step(w, 0), b = clock.Step(w, 0), c = clock.Step(w, 0);
+  EXPECT_EQ(a.start_us, 0);
+  EXPECT_EQ(a.end_us, 1100);
+  EXPECT_EQ(b.start_us, 100);   // overlaps step a's forward
+  EXPECT_EQ(b.end_us, 2100);
+  EXPECT_EQ(c.start_us, 1100);  // waits for step a: two steps queued at most
+  EXPECT_EQ(c.end_us, 3100);
+  p.inflight_steps = 1;
+  EngineClock serial(p);
+  serial.Step(w, 0);
+  StepTimes s = serial.Step(w, 0);
+  EXPECT_EQ(s.start_us, 1100);
+  EXPECT_EQ(s.end_us, 2200);
+}
+
+// stage_confidences waits for the copy the previous draft step queued: with a deep queue, that
+// is a stall to the end of the previous step's GPU work.
+TEST(EngineClock, StageConfidencesSyncStallsToThePreviousCopy) {
+  EngineCostParams p;
+  p.inflight_steps = 4;
+  p.sync_us = 5;
+  StepWork w;
+  w.host_pre_us = 100;
+  w.forward_us = 1000;
+  w.stage_sync = true;
+  EngineClock clock(p);
+  StepTimes a = clock.Step(w, 0), b = clock.Step(w, 0), c = clock.Step(w, 0);
+  EXPECT_EQ(a.stall_us, 0);
+  EXPECT_EQ(b.start_us, 105);
+  EXPECT_EQ(b.stall_us, 1100 - 205);  // until step a's copy (its GPU end)
+  EXPECT_EQ(c.start_us, 1105);
+  EXPECT_EQ(b.end_us, 2100);
+}
+
+// An eager launch costs the host its dispatch and the GPU its share plus a launch gap; the
+// GPU runs a launch only once it is dispatched.
+TEST(EngineClock, EagerLaunchesRunAfterTheirDispatch) {
+  EngineCostParams p;
+  p.dispatch_us_per_launch = 10;
+  p.gpu_gap_us_per_launch = 2;
+  StepWork w;
+  w.launches = 4;
+  w.meta_gpu_us = 80;  // 20 per launch + 2 gap: slower than the dispatch
+  EngineClock clock(p);
+  const StepTimes t = clock.Step(w, 0);
+  EXPECT_EQ(t.end_us, 10 + 4 * 22);
+  EXPECT_EQ(t.host_us, 40);
 }
 
 TEST(TimeModel, ImplNames) {

@@ -298,11 +298,15 @@ TEST(InvariantSteps, NumberingAndTimeMustAdvance) {
   p.index = 0;
   ASSERT_TRUE(back_in_time.OnStep(p).ok());
   p.index = 1;
-  p.start_s = 2.25;  // before the previous end, 2.5
+  p.start_s = 2.25;  // before the previous end, 2.5: async scheduling overlaps them
   p.end_s = 3.0;
+  EXPECT_TRUE(back_in_time.OnStep(p).ok());
+  p.index = 2;
+  p.start_s = 2.5;
+  p.end_s = 2.75;  // outputs before the previous step's
   EXPECT_EQ(back_in_time.OnStep(p).message(),
-            "invariant violated at step 1: start_s = 2.250000000, end_s = 3.000000000; the previous step ended "
-            "at 2.500000000");
+            "invariant violated at step 2: start_s = 2.500000000, end_s = 2.750000000; the previous step started "
+            "at 2.250000000 and ended at 3.000000000");
 }
 
 // KV: 8 blocks, block 0 the null page; free 5..7, request 10 holds 1, 2; request 11 holds 3, 4.
