@@ -205,7 +205,7 @@ TEST(OptionMessages, ConfigFileErrorsNameTheFile) {
                    "line' (see dspark-sim sweep --help)");
   std::ofstream(path) << "workload = chat\nspec-k = 4\nspec-k = 5\nseeed = 1\n";
   EXPECT_EQ(RunArgs({"--config", path}).status().message(),
-            path + ":4: unrecognised option 'seeed' (see dspark-sim run --help)");
+            path + ":4: unrecognised option 'seeed'; did you mean seed? (see dspark-sim run --help)");
 }
 
 // `sweep --config` reads its file as `run --config` does (sim/options/option_errors.h ReadConfigFile), so

@@ -43,7 +43,7 @@ double SimulatedTpotMs(SpecMode mode, Impl impl) {
   EXPECT_TRUE(engine.Run().ok());
   nlohmann::json s;
   EXPECT_TRUE(metrics.Finish(&s).ok());
-  return s["tpot_ms"]["mean"].get<double>();
+  return metrics.serving_result()["mean_tpot_ms"].get<double>();
 }
 
 class Batch1Calibration : public ::testing::TestWithParam<CalibrationPoint> {};

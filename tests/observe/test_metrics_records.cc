@@ -44,6 +44,7 @@ TEST(MetricsRecords, StrideKeepsEveryNthStepAndTheSameSummary) {
   ASSERT_TRUE(every.Finish(&a).ok());
   ASSERT_TRUE(seventh.Finish(&b).ok());
   EXPECT_EQ(a.dump(), b.dump());  // bit-identical, including the per-case step aggregates
+  EXPECT_EQ(every.serving_result().dump(), seventh.serving_result().dump());
   EXPECT_EQ(b["steps"]["total"].get<int64_t>(), steps);
 }
 

@@ -20,170 +20,19 @@
 #include "absl/strings/str_replace.h"
 #include "sim/cli/cmd_run.h"
 #include "sim/studies/run.h"
+#include "sim/studies/sweep.h"
 #include "sim/studies/config.h"
 #include "sim/workload/trace.h"
 #include "tests/common/temp_folders.h"
 #include "tests/common/test_paths.h"
+#include "tests/robustness/bad_input_catalogue.h"
 
 namespace dspark::sim {
 namespace {
 
 namespace fs = std::filesystem;
 
-enum class Kind {
-  kTrace,       // `text` is a trace file, parsed by LoadTrace with `options`
-  kRunArgs,     // `args` after `dspark-sim run`: ParseRunArgs, then RunConfig::Validate
-  kConfigFile,  // `text` is a --config file, then `args`; ParseRunArgs, then Validate
-  kCommand,     // `dspark-sim run` itself: its exit code and the line it prints on stderr
-};
-
-struct Case {
-  std::string name;    // the test's name
-  std::string input;   // README: what was tried (markdown)
-  std::string format;  // README: trace format, or which part of `dspark-sim run`
-  Kind kind = Kind::kTrace;
-  std::string text;               // trace or config file contents
-  bool absent = false;            // the file named by "<file>" does not exist
-  std::vector<std::string> args;  // kRunArgs, kConfigFile, kCommand; "<file>": the temp file
-  TraceOptions options;           // kTrace
-  std::function<void(RunConfig*)> edit;  // kRunArgs: a change no option can make
-  // The exact error, with the temp file's path written "<file>". For an accepted trace with
-  // skipped rows: the first skipped row's message.
-  std::string error;
-  int exit_code = 0;  // kCommand
-  // Accepted inputs: what the README says happens, and what the parse must give.
-  std::string accepted;
-  std::vector<RequestSpec> requests;  // kTrace: exactly these (id, arrival, lengths)
-  int64_t skipped = 0;                // kTrace: rows skipped under --skip-bad-rows
-  int64_t failed = 0;                 // kTrace: BurstGPT failed requests
-  std::string same_config_as;         // kConfigFile: a config text that must parse the same
-};
-
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
-
-// ---- the well-formed base of each format: two requests, arrivals exact in binary
-
-const std::string kAzureHeader = "TIMESTAMP,ContextTokens,GeneratedTokens\n";
-const std::string kVidurHeader = "arrived_at,num_prefill_tokens,num_decode_tokens\n";
-const std::string kBurstHeader =
-    "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n";
-
-const std::string kAzureLf = kAzureHeader +
-                             "2023-11-16 18:15:46.0000000,374,44\n"
-                             "2023-11-16 18:15:50.5000000,396,109\n";
-const std::string kVidurLf = kVidurHeader + "0.0,374,44\n4.5,396,109\n";
-const std::string kBurstLf = kBurstHeader +
-                             "5,ChatGPT,374,44,418,Conversation log\n"
-                             "9.5,GPT-4,396,109,505,API log\n";
-const std::string kMooncakeLf =
-    "{\"timestamp\": 0, \"input_length\": 374, \"output_length\": 44, \"hash_ids\": [0, 1]}\n"
-    "{\"timestamp\": 4500, \"input_length\": 396, \"output_length\": 109, \"hash_ids\": [0]}\n";
-const std::string kJsonlLf =
-    "{\"id\": 0, \"arrival_s\": 0.0, \"prompt_len\": 374, \"output_len\": 44}\n"
-    "{\"id\": 1, \"arrival_s\": 4.5, \"prompt_len\": 396, \"output_len\": 109}\n";
-
-// What every base (and each of its accepted variants) parses to.
-const std::vector<RequestSpec> kBase = {{0, 0.0, 374, 44, {}}, {1, 4.5, 396, 109, {}}};
-
-std::string Crlf(const std::string& lf) { return absl::StrReplaceAll(lf, {{"\n", "\r\n"}}); }
-std::string Bom(const std::string& text) { return "\xEF\xBB\xBF" + text; }
-std::string NoFinalNewline(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-  return text;
-}
-
-// ---- case builders
-
-Case TraceError(std::string name, std::string input, std::string format, std::string text,
-                std::string error, TraceOptions options = {}) {
-  Case c;
-  c.name = std::move(name);
-  c.input = std::move(input);
-  c.format = std::move(format);
-  c.kind = Kind::kTrace;
-  c.text = std::move(text);
-  c.error = std::move(error);
-  c.options = options;
-  return c;
-}
-
-Case TraceAccepted(std::string name, std::string input, std::string format, std::string text,
-                   std::string accepted, std::vector<RequestSpec> requests,
-                   TraceOptions options = {}) {
-  Case c;
-  c.name = std::move(name);
-  c.input = std::move(input);
-  c.format = std::move(format);
-  c.kind = Kind::kTrace;
-  c.text = std::move(text);
-  c.accepted = std::move(accepted);
-  c.requests = std::move(requests);
-  c.options = options;
-  return c;
-}
-
-Case RunArgs(std::string name, std::vector<std::string> args, std::string error) {
-  Case c;
-  c.name = std::move(name);
-  c.input = absl::StrCat("`", absl::StrJoin(args, " "), "`");
-  c.format = "run option";
-  c.kind = Kind::kRunArgs;
-  c.args = {"--workload", "chat"};
-  c.args.insert(c.args.end(), args.begin(), args.end());
-  c.error = std::move(error);
-  return c;
-}
-
-Case ConfigFile(std::string name, std::string input, std::string text, std::string error) {
-  Case c;
-  c.name = std::move(name);
-  c.input = std::move(input);
-  c.format = "run --config file";
-  c.kind = Kind::kConfigFile;
-  c.text = std::move(text);
-  c.args = {"--config", "<file>"};
-  c.error = std::move(error);
-  return c;
-}
-
-Case Command(std::string name, std::string input, std::string text, std::vector<std::string> args,
-             int exit_code, std::string error) {
-  Case c;
-  c.name = std::move(name);
-  c.input = std::move(input);
-  c.format = "dspark-sim run";
-  c.kind = Kind::kCommand;
-  c.text = std::move(text);
-  c.args = std::move(args);
-  c.exit_code = exit_code;
-  c.error = std::move(error);
-  return c;
-}
-
-TraceOptions Forced(TraceFormat format) {
-  TraceOptions o;
-  o.format = format;
-  return o;
-}
-
-TraceOptions MaxModelLen(int32_t tokens, bool skip = false) {
-  TraceOptions o;
-  o.max_model_len = tokens;
-  o.skip_bad_rows = skip;
-  return o;
-}
-
-TraceOptions Skip() {
-  TraceOptions o;
-  o.skip_bad_rows = true;
-  return o;
-}
-
-const std::string kHeaderExpected =
-    "field '(header)': expected a CSV header with TIMESTAMP,ContextTokens,GeneratedTokens "
-    "(azure), arrived_at,num_prefill_tokens,num_decode_tokens (vidur) or Timestamp,Model,"
-    "Request tokens,Response tokens,Total tokens,Log Type (burstgpt), or JSON objects "
-    "(mooncake, jsonl), got ";
+using namespace catalogue;  // NOLINT: the case builders
 
 std::vector<Case> Cases() {
   std::vector<Case> v;
@@ -700,7 +549,7 @@ std::vector<Case> Cases() {
   // ---- the --config file
   v.push_back(ConfigFile("ConfigUnknownKey", "`spec_k = 3` (underscore)",
                          "workload = chat\nspec_k = 3\n",
-                         "<file>:2: unrecognised option 'spec_k' (see dspark-sim run --help)"));
+                         "<file>:2: unrecognised option 'spec_k'; did you mean spec-k? (see dspark-sim run --help)"));
   v.push_back(ConfigFile("ConfigBadValue", "`spec-k = five`", "workload = chat\nspec-k = five\n",
                          "<file>:2: key 'spec-k': expected an integer in [-2147483648, "
                          "2147483647], got 'five'"));
@@ -762,6 +611,7 @@ std::vector<Case> Cases() {
                       {"--workload", "chat", "--seed", "-1"}, 2,
                       "dspark-sim run: --seed: expected an integer in [0, 18446744073709551615], "
                       "got '-1'"));
+  for (Case& c : InputCases()) v.push_back(std::move(c));
   return v;
 }
 
@@ -774,7 +624,10 @@ using testing_util::SlurpFile;
 std::string WriteTemp(const Case& c, const std::string& text, const std::string& suffix) {
   const std::string path =
       testing_util::ProcessTempDir("catalogue", c.name + suffix, true) + "/input";
-  if (!c.absent) std::ofstream(path, std::ios::binary) << text;
+  if (c.prepare)
+    c.prepare(path);
+  else if (!c.absent)
+    std::ofstream(path, std::ios::binary) << text;
   return path;
 }
 
@@ -882,6 +735,18 @@ TEST_P(BadInputCatalogue, GetsExactlyItsOutcome) {
       EXPECT_EQ(code, c.exit_code);
       EXPECT_EQ(Placeholder(err, path), c.error + "\n");
       EXPECT_EQ(out, "");
+      return;
+    }
+    case Kind::kSweep: {
+      const std::string path = WriteTemp(c, c.text, "");
+      std::vector<std::string> args = WithPath(c.args, path);
+      args.insert(args.begin(), "sweep");
+      std::vector<char*> argv = Argv(args);
+      std::string help;
+      const absl::StatusOr<SweepConfig> config =
+          ParseSweepArgs(static_cast<int>(argv.size()), argv.data(), &help);
+      ASSERT_FALSE(config.ok()) << "accepted, but expected: " << c.error;
+      EXPECT_EQ(Placeholder(std::string(config.status().message()), path), c.error);
       return;
     }
   }

@@ -124,12 +124,12 @@ TEST(Run, WritesSummaryStepsRequestsWithMeta) {
   EXPECT_TRUE(s["meta"]["argv"].is_array());
   EXPECT_TRUE(s["meta"].contains("git_sha"));
   EXPECT_TRUE(s["meta"].contains("git_dirty"));
-  EXPECT_EQ(s["metrics"]["completed"], 20);
-  EXPECT_GT(s["metrics"]["output_throughput_tok_s"].get<double>(), 0.0);
+  EXPECT_EQ(s["completed"], 20);
+  EXPECT_EQ(s["failed"], 0);
+  EXPECT_GT(s["output_throughput"].get<double>(), 0.0);
   EXPECT_GT(s["metrics"]["speculative"]["mean_acceptance_length"].get<double>(), 2.0);
-  for (const char* key : {"ttft_ms", "tpot_ms", "itl_ms", "e2el_ms"})
-    for (const char* stat : {"mean", "median", "p90", "p99"})
-      EXPECT_TRUE(s["metrics"][key].contains(stat)) << key << "." << stat;
+  for (const std::string& key : ServingColumns()) EXPECT_TRUE(s.contains(key)) << key;
+  EXPECT_FALSE(s["metrics"].contains("ttft_ms")) << "one spelling: vLLM's keys at the top level";
   const std::string steps = SlurpFile(fs::path(out) / "steps.csv");
   const std::string requests = SlurpFile(fs::path(out) / "requests.csv");
   EXPECT_EQ(std::count(steps.begin(), steps.end(), '\n'), r->steps + 1);
@@ -161,7 +161,7 @@ TEST(Run, BundledDefaultWorkloadConfig) {
   const std::string out = TempDir("default");
   auto r = RunWith({"--config", kRepo + "/workloads/default.cfg", "--out", out, "--no-check"});
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->summary["metrics"]["completed"], 64);
+  EXPECT_EQ(r->summary["completed"], 64);
   EXPECT_EQ(r->summary["workload"]["format"], "jsonl");
 }
 
@@ -177,7 +177,7 @@ TEST(Run, TraceWithBadRowsStopsOrIsSkippedAndReported) {
   auto skip = RunWith({"--trace", trace, "--skip-bad-rows", "--out", dir + "/o2", "--no-check"});
   ASSERT_TRUE(skip.ok()) << skip.status();
   EXPECT_EQ(skip->summary["workload"]["skipped_bad_rows"], 1);
-  EXPECT_EQ(skip->summary["metrics"]["completed"], 2);
+  EXPECT_EQ(skip->summary["completed"], 2);
 }
 
 TEST(Run, FixtureTracesOfEveryFormatRun) {
@@ -186,7 +186,7 @@ TEST(Run, FixtureTracesOfEveryFormatRun) {
     auto r = RunWith({"--trace", kRepo + "/workloads/fixtures/" + f, "--out", TempDir("fx"),
                       "--no-check", "--max-num-seqs", "4", "--max-num-batched-tokens", "1024"});
     ASSERT_TRUE(r.ok()) << f << ": " << r.status();
-    EXPECT_GT(r->summary["metrics"]["completed"].get<int64_t>(), 0) << f;
+    EXPECT_GT(r->summary["completed"].get<int64_t>(), 0) << f;
   }
 }
 
@@ -216,17 +216,29 @@ TEST(Metrics, TpotTtftItlFollowVllmDefinitions) {
   m.OnFinished(1, 2.25);
   m.OnVerification(0, 5, 5, 1);
   m.OnVerification(0, 5, 2, 0);
+  ResultSpec spec;
+  spec.metric_percentiles = {50, 100};
+  spec.goodput_ms = {{"ttft", 400}, {"tpot", 200}};
+  m.set_result_spec(spec);
   nlohmann::json s;
   ASSERT_TRUE(m.Finish(&s).ok());
-  EXPECT_DOUBLE_EQ(s["ttft_ms"]["mean"].get<double>(), (500.0 + 250.0) / 2);
-  EXPECT_DOUBLE_EQ(s["tpot_ms"]["mean"].get<double>(), 500.0 / 3);  // single-token request excluded
-  EXPECT_EQ(s["tpot_ms"]["count"], 1);
-  EXPECT_EQ(s["itl_ms"]["count"], 2);
-  EXPECT_NEAR(s["itl_ms"]["mean"].get<double>(), 250.0, 1e-4);
-  EXPECT_DOUBLE_EQ(s["e2el_ms"]["max"].get<double>(), 1000.0);
-  EXPECT_DOUBLE_EQ(s["duration_s"].get<double>(), 1.25);
-  EXPECT_DOUBLE_EQ(s["output_throughput_tok_s"].get<double>(), 5 / 1.25);
+  const nlohmann::json& v = m.serving_result();
+  EXPECT_DOUBLE_EQ(v["mean_ttft_ms"].get<double>(), (500.0 + 250.0) / 2);
+  EXPECT_DOUBLE_EQ(v["std_ttft_ms"].get<double>(), 125.0);  // numpy's population std
+  EXPECT_DOUBLE_EQ(v["mean_tpot_ms"].get<double>(), 500.0 / 3);  // single-token request excluded
+  EXPECT_NEAR(v["mean_itl_ms"].get<double>(), 250.0, 1e-4);
+  EXPECT_DOUBLE_EQ(v["p100_e2el_ms"].get<double>(), 1000.0);
+  EXPECT_DOUBLE_EQ(v["p50_e2el_ms"].get<double>(), v["median_e2el_ms"].get<double>());
+  EXPECT_DOUBLE_EQ(v["duration"].get<double>(), 1.25);
+  EXPECT_DOUBLE_EQ(v["output_throughput"].get<double>(), 5 / 1.25);
+  EXPECT_DOUBLE_EQ(v["request_throughput"].get<double>(), 2 / 1.25);
+  EXPECT_EQ(v["total_input_tokens"], 20);
+  // Goodput: request 0 misses ttft <= 400 ms (500); request 1 (TTFT 250, one token: TPOT 0)
+  // meets both SLOs.
+  EXPECT_DOUBLE_EQ(v["request_goodput"].get<double>(), 1 / 1.25);
   EXPECT_DOUBLE_EQ(s["speculative"]["mean_acceptance_length"].get<double>(), 1.5);
+  // vLLM's per-position rate: accepted at position k over drafts: one of two accepted position 0.
+  EXPECT_EQ(s["speculative"]["per_position_acceptance_rate"], nlohmann::json({0.5}));
 }
 
 }  // namespace

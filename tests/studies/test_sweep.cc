@@ -357,12 +357,12 @@ TEST(SweepRows, DedupePrefersOkThenSkippedThenFailedAndOrdersByIndex) {
 TEST(SweepRows, CsvHasFixedColumnsAndQuotesText) {
   std::vector<ojson> rows = {
       {{"point_id", "p"}, {"index", 0}, {"status", "skipped"}, {"reason", "needs \"x\", got y"}, {"concurrency", 8}},
-      {{"point_id", "q"}, {"index", 1}, {"status", "ok"}, {"tpot_ms_mean", 2.5}, {"stale_host", nullptr}}};
+      {{"point_id", "q"}, {"index", 1}, {"status", "ok"}, {"mean_tpot_ms", 2.5}, {"stale_host", nullptr}}};
   const std::string csv = SweepCsv(rows);
   const std::string header = csv.substr(0, csv.find('\n'));
   EXPECT_EQ(header.rfind("point_id,index,group,status,reason,error,workload,trace,concurrency,", 0), 0u) << header;
-  for (const char* col : {",ttft_ms_mean,", ",tpot_ms_p99,", ",itl_ms_median,", ",e2el_ms_p90,",
-                          ",output_throughput_tok_s,", ",mean_acceptance_length,", ",preemptions,", ",steps,",
+  for (const char* col : {",mean_ttft_ms,", ",p99_tpot_ms,", ",median_itl_ms,", ",p90_e2el_ms,",
+                          ",output_throughput,", ",request_goodput,", ",mean_acceptance_length,", ",preemptions,", ",steps,",
                           ",stale_host,", ",padding_residue,", ",bug,", ",wall_s,"})
     EXPECT_NE(header.find(col), std::string::npos) << col;
   EXPECT_NE(csv.find("p,0,,skipped,\"needs \"\"x\"\", got y\",,,,8,"), std::string::npos) << csv;
