@@ -23,9 +23,9 @@
 #include "sim/studies/sweep.h"
 #include "sim/studies/config.h"
 #include "sim/workload/trace.h"
+#include "tests/robustness/bad_input_catalogue.h"
 #include "tests/common/temp_folders.h"
 #include "tests/common/test_paths.h"
-#include "tests/robustness/bad_input_catalogue.h"
 
 namespace dspark::sim {
 namespace {

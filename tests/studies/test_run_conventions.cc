@@ -262,7 +262,7 @@ TEST(VllmFlags, GoodputIsNullWithoutSlos) {
 
 // plots/results_io.py reads the same keys: its SERVING_COLUMNS equals ServingColumns().
 TEST(ServingColumns, PlotsReadTheSameKeys) {
-  const std::string py = SlurpFile(testing_util::SourceRoot() / "plots" / "results_io.py");
+  const std::string py = SlurpFile((testing_util::SourceRoot() / "plots" / "results_io.py").string());
   const size_t at = py.find("SERVING_COLUMNS = [");
   ASSERT_NE(at, std::string::npos) << "plots/results_io.py has no SERVING_COLUMNS list";
   const std::string list = py.substr(at, py.find(']', at) - at);
