@@ -56,7 +56,7 @@ po::options_description RunOptions() {
     ("num-requests", po::value<int64_t>()->default_value(-1), "requests to replay (default: preset default, or the whole trace)")
     ("mode", po::value<std::string>()->default_value("adaptive"), "none, dspark or adaptive (DSpark with adaptive verification)")
     ("spec-k", po::value<int32_t>()->default_value(5), "DSpark speculative length K")
-    ("impl", po::value<std::string>()->default_value("all"), "implementations the metadata check runs: comma list of chain, cached, device-chain, fused, fused-suite, or all")
+    ("impl", po::value<std::string>()->default_value("all"), absl::StrCat("implementations the metadata check runs: a comma list, or all, of\n", ImplHelpText()).c_str())
     ("time-impl", po::value<std::string>()->default_value("fused"), "implementation whose metadata cost (and host syncs) time the steps")
     ("check", po::bool_switch(), "run every step's metadata through the implementations (default)")
     ("no-check", po::bool_switch(), "do not run the metadata check")

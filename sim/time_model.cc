@@ -90,6 +90,16 @@ TimeModelParams DefaultTimeModelParams() {
   suite.host_us_per_req = 0.0;
   suite.estimated = true;
   At(p, Impl::kFusedSuite) = suite;
+  // Any other registered implementation (a user's own file) starts from the After's costs,
+  // marked estimated until a calibration file measures it.
+  for (Impl impl : AllImpls()) {
+    if (impl == Impl::kChain || impl == Impl::kCached || impl == Impl::kDeviceChain || impl == Impl::kFused ||
+        impl == Impl::kFusedSuite)
+      continue;
+    ImplCost own = At(p, Impl::kFused);
+    own.estimated = true;
+    At(p, impl) = own;
+  }
   return p;
 }
 

@@ -32,12 +32,11 @@
 
 namespace dspark::sim {
 
-// Names of the impl axis as the CLI spells them (kernels/suite/suite.h declares the enum).
+// Names of the impl axis as the CLI spells them (kernels/suite/impl_registry.h).
 absl::string_view ImplKey(Impl impl);
 absl::StatusOr<Impl> ParseImplKey(absl::string_view name);
 // Comma-separated list; "all" means every implementation. Keeps the given order, no repeats.
 absl::StatusOr<std::vector<Impl>> ParseImplKeyList(absl::string_view list);
-inline constexpr int kNumImpls = 5;
 
 struct ForwardCoeffs {
   double fixed_us = 0;          // [us] per step
@@ -64,7 +63,7 @@ struct TimeModelParams {
   double adaptive_host_us = 0;  // [us] extra host work per adaptive step (budget, bookkeeping)
   double adaptive_gpu_us = 0;   // [us] extra GPU work per adaptive step (scores, allocation)
   int32_t reference_tokens = 96;  // [tokens] N at which gpu_us was measured (batch 16 x 6)
-  std::array<ImplCost, kNumImpls> impls;  // indexed by static_cast<int>(Impl)
+  std::vector<ImplCost> impls = std::vector<ImplCost>(NumImpls());  // by Impl::index(), every registered impl
   std::string source = "default";         // "default" or the calibration file
   std::string source_device;              // calibration file's meta.gpu / driver / date
 };
