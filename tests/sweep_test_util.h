@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "sim/sweep.h"
+#include "sim/studies/sweep.h"
 
 namespace dspark::testing_util {
 

@@ -18,9 +18,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
-#include "sim/cmd_run.h"
-#include "sim/config.h"
-#include "sim/trace.h"
+#include "sim/cli/cmd_run.h"
+#include "sim/studies/run.h"
+#include "sim/studies/config.h"
+#include "sim/workload/trace.h"
 #include "tests/temp_folders.h"
 
 namespace dspark::sim {

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/cli_registry.h"
-#include "sim/cmd_run.h"
-#include "sim/config.h"
+#include "sim/cli/cli_registry.h"
+#include "sim/studies/run.h"
+#include "sim/studies/config.h"
 
 #if defined(DSPARK_HAVE_CUDA)
 #include <cuda_runtime.h>

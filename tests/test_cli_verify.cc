@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/cli_registry.h"
+#include "sim/cli/cli_registry.h"
 
 namespace dspark {
 namespace {

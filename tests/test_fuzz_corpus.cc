@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/trace.h"
+#include "sim/workload/trace.h"
 #include "tests/fuzz/fuzz_targets.h"
 #include "tests/temp_folders.h"
 

@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "sim/acceptance.h"
-#include "sim/cmd_run.h"
-#include "sim/sweep.h"
-#include "sim/trace.h"
-#include "sim/utf8.h"
+#include "sim/model/acceptance.h"
+#include "sim/studies/run.h"
+#include "sim/studies/sweep.h"
+#include "sim/workload/trace.h"
+#include "sim/workload/utf8.h"
 #include "tests/spawn_util.h"
 #include "tests/temp_folders.h"
 

@@ -25,13 +25,13 @@
 
 #include "kernels/common/device_buffer.cuh"
 #include "kernels/reference/topb_alloc.h"
-#include "sim/acceptance.h"
-#include "sim/cmd_bench.cuh"
-#include "sim/engine.h"
-#include "sim/gpu_executor.cuh"
-#include "sim/metadata_bench.cuh"
-#include "sim/time_model.h"
-#include "sim/tpot_loop.cuh"
+#include "sim/model/acceptance.h"
+#include "sim/cli/cmd_bench.cuh"
+#include "sim/engine/engine.h"
+#include "sim/exec/gpu_executor.cuh"
+#include "sim/studies/metadata_bench.cuh"
+#include "sim/model/time_model.h"
+#include "sim/studies/tpot_loop.cuh"
 #include "tests/gpu_test_util.cuh"
 
 namespace dspark::sim {

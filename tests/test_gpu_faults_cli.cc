@@ -22,9 +22,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
-#include "sim/cmd_run.h"
-#include "sim/config.h"
-#include "sim/step_observer.h"
+#include "sim/studies/run.h"
+#include "sim/studies/config.h"
+#include "sim/engine/step_executor.h"
+#include "sim/exec/executor_registry.h"
 #include "tests/spawn_util.h"
 #include "tests/temp_folders.h"
 
@@ -98,15 +99,15 @@ INSTANTIATE_TEST_SUITE_P(Commands, NoDeviceCli, ::testing::ValuesIn(NoGpuCases()
 
 // ---------------------------------------------------------------- aborted runs keep their steps
 
-// Fails the step whose index is `fail_at` with a status standing in for a GPU error; registered
-// for every run but active only for runs whose --out is a folder of this test.
+// An executor that fails the step whose index is `fail_at` with a status standing in for a GPU
+// error; registered for every run but active only for runs whose --out is a folder of this test.
 constexpr char kAbortMarker[] = "gpu_faults_cli_abort_";
 
-class FailAtStep final : public StepObserver {
+class FailAtStep final : public StepExecutor {
  public:
   explicit FailAtStep(int64_t fail_at) : fail_at_(fail_at) {}
   absl::string_view name() const override { return "test_fail_at_step"; }
-  absl::Status OnStep(const StepPlan& plan) override {
+  absl::Status Execute(const StepPlan& plan, const StepArrays& /*arrays*/) override {
     if (plan.index == fail_at_)
       return absl::InternalError(absl::StrCat("step ", plan.index, ": test failure standing in for a CUDA error"));
     ++seen_;
@@ -122,11 +123,11 @@ class FailAtStep final : public StepObserver {
   int64_t seen_ = 0;
 };
 
-const RegisterObserverFactory kRegisterFailAtStep(
-    "test-fail-at-step", [](const RunConfig& c) -> absl::StatusOr<std::unique_ptr<StepObserver>> {
-      const std::string name = fs::path(c.out_dir).filename().string();
-      if (name.rfind(kAbortMarker, 0) != 0) return std::unique_ptr<StepObserver>();
-      return std::unique_ptr<StepObserver>(std::make_unique<FailAtStep>(std::stoll(name.substr(strlen(kAbortMarker)))));
+const RegisterExecutor kRegisterFailAtStep(
+    "test-fail-at-step", 100, [](const ExecutorRequest& r) -> absl::StatusOr<std::unique_ptr<StepExecutor>> {
+      const std::string name = fs::path(r.out_dir).filename().string();
+      if (name.rfind(kAbortMarker, 0) != 0) return std::unique_ptr<StepExecutor>();
+      return std::unique_ptr<StepExecutor>(std::make_unique<FailAtStep>(std::stoll(name.substr(strlen(kAbortMarker)))));
     });
 
 TEST(AbortedRun, KeepsTheCompletedStepsMarkedAborted) {

@@ -25,12 +25,12 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/common/byte_math.h"
 #include "kernels/common/device_buffer.cuh"
-#include "sim/acceptance.h"
-#include "sim/cmd_run.h"
-#include "sim/config.h"
-#include "sim/engine.h"
-#include "sim/gpu_executor.cuh"
-#include "sim/time_model.h"
+#include "sim/model/acceptance.h"
+#include "sim/studies/run.h"
+#include "sim/studies/config.h"
+#include "sim/engine/engine.h"
+#include "sim/exec/gpu_executor.cuh"
+#include "sim/model/time_model.h"
 #include "tests/gpu_test_util.cuh"
 #include "tests/spawn_util.h"
 #include "tests/temp_folders.h"
@@ -236,7 +236,7 @@ TEST(GpuFaultInjection, CudaErrorInStep5NamesStepAndCallAndKeepsTheFiveCompleted
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInternal) << r.status();
   const std::string msg(r.status().message());
   EXPECT_EQ(msg.rfind("gpu executor, step 5 (", 0), 0u) << msg;
-  for (const char* part : {"injected fault (testing aid DSPARK_GPU_FAULT_AT_STEP=5): ", "sim/gpu_executor.cu:",
+  for (const char* part : {"injected fault (testing aid DSPARK_GPU_FAULT_AT_STEP=5): ", "sim/exec/gpu_executor.cu:",
                            ": cudaMemcpyAsync(nullptr, src, sizeof(int32_t), cudaMemcpyDeviceToDevice, stream) failed: ",
                            "[run aborted: the 5 completed steps' results are in "})
     ExpectContains(msg, part);

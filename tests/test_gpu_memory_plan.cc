@@ -19,7 +19,7 @@
 #include "kernels/common/byte_math.h"
 #include "kernels/suite/gpu_memory_plan.h"
 #include "kernels/suite/suite.h"
-#include "sim/config.h"
+#include "sim/studies/config.h"
 
 namespace dspark {
 namespace {

@@ -11,7 +11,7 @@
 #include "kernels/common/backend_gpu.cuh"
 #include "kernels/indexer_decode.cuh"
 #include "kernels/indexer_impls.h"
-#include "sim/gpu_timing.cuh"
+#include "sim/exec/gpu_timing.cuh"
 #include "tests/gpu_test_util.cuh"
 #include "tests/metadata_cases.h"
 

@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "sim/acceptance.h"
-#include "sim/cmd_run.h"
-#include "sim/engine.h"
-#include "sim/invariants.h"
-#include "sim/time_model.h"
-#include "sim/workload.h"
+#include "sim/model/acceptance.h"
+#include "sim/studies/run.h"
+#include "sim/engine/engine.h"
+#include "sim/observe/invariants.h"
+#include "sim/model/time_model.h"
+#include "sim/studies/workload.h"
 #include "temp_folders.h"
 
 namespace dspark::sim {

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "sim/acceptance.h"
-#include "sim/engine.h"
-#include "sim/generators.h"
-#include "sim/metrics.h"
-#include "sim/time_model.h"
+#include "sim/model/acceptance.h"
+#include "sim/engine/engine.h"
+#include "sim/workload/generators.h"
+#include "sim/observe/metrics.h"
+#include "sim/model/time_model.h"
 
 namespace dspark::sim {
 namespace {

@@ -1,7 +1,7 @@
 // sim/result_files: the whole-file write is atomic (old or new, never a part, no temporary left),
 // errors name the path, the durable append adds whole lines, stale temporaries are found; and
 // the test helpers that judge result files (tests/result_file_checks.h) reject cut files.
-#include "sim/result_files.h"
+#include "sim/results/result_files.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

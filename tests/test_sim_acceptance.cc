@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "sim/acceptance.h"
+#include "sim/model/acceptance.h"
 
 namespace dspark::sim {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "kernels/reference/topb_alloc.h"
 #include "kernels/topb_alloc.cuh"
-#include "sim/adaptive.h"
+#include "sim/model/adaptive.h"
 
 namespace dspark::sim {
 namespace {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "sim/generators.h"
+#include "sim/workload/generators.h"
 
 namespace dspark::sim {
 namespace {

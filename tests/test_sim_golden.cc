@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "sim/acceptance.h"
-#include "sim/engine.h"
-#include "sim/step_log.h"
-#include "sim/time_model.h"
+#include "sim/model/acceptance.h"
+#include "sim/engine/engine.h"
+#include "sim/observe/step_log.h"
+#include "sim/model/time_model.h"
 
 namespace dspark::sim {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "sim/kv_cache.h"
+#include "sim/model/kv_cache.h"
 
 namespace dspark::sim {
 namespace {

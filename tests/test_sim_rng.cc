@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "sim/rng.h"
+#include "sim/workload/rng.h"
 
 namespace dspark::sim {
 namespace {

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/cmd_run.h"
-#include "sim/metrics.h"
+#include "sim/studies/run.h"
+#include "sim/observe/metrics.h"
 #include "tests/temp_folders.h"
 
 namespace dspark::sim {

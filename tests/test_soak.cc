@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
-#include "sim/cli_registry.h"
-#include "sim/soak.h"
+#include "sim/cli/cli_registry.h"
+#include "sim/studies/soak.h"
 #include "temp_folders.h"
 
 namespace dspark::sim {

@@ -11,10 +11,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "sim/sweep.h"
+#include "sim/studies/sweep.h"
 #include "tests/sweep_test_util.h"
 #include "tests/temp_folders.h"
-#include "sim/time_model.h"
+#include "sim/model/time_model.h"
 
 namespace dspark::sim {
 namespace {

@@ -15,7 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "sim/sweep.h"
+#include "sim/studies/sweep.h"
 #include "tests/sweep_test_util.h"
 #include "tests/temp_folders.h"
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/trace.h"
+#include "sim/workload/trace.h"
 
 namespace dspark::sim {
 namespace {

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <string>
 
-#include "sim/trace.h"
+#include "sim/workload/trace.h"
 
 namespace dspark::sim {
 namespace {

@@ -24,12 +24,12 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "nlohmann/json.hpp"
-#include "sim/acceptance.h"
-#include "sim/cmd_run.h"
-#include "sim/config.h"
-#include "sim/rng.h"
-#include "sim/sweep.h"
-#include "sim/trace.h"
+#include "sim/model/acceptance.h"
+#include "sim/studies/run.h"
+#include "sim/studies/config.h"
+#include "sim/workload/rng.h"
+#include "sim/studies/sweep.h"
+#include "sim/workload/trace.h"
 
 namespace dspark::fuzz {
 namespace {

@@ -1,0 +1,81 @@
+// `dspark-sim bench`: the seed's tables on the local GPU (DESIGN.md sections 5 and 8).
+//
+//  (a) Metadata table: the eight seed cases at batch 16 (kernels/suite/cases.h) x every
+//      implementation; GPU µs per builder suite (median, p10, p90 over --reps samples) by the
+//      graph method and the eager method (sim/metadata_bench.cuh), speedup against chain in the
+//      same case and method, launches per suite, the three kinds of difference from the
+//      reference, and the empty-kernel floor of each method measured beside every case.
+//  (b) Batch-1 TPOT table: batch1-512 (512 in / 128 out, repeated-prompt acceptance) in modes
+//      none / dspark / adaptive, per implementation, from the TPOT loop (sim/tpot_loop.cuh):
+//      --tpot-samples single-request runs per (mode, implementation), interleaved across the
+//      implementations; TPOT / TTFT / ITL are medians over the samples of each run's mean,
+//      throughput is all output tokens over all run durations.
+//  (c) --full-run: a speed-8k workload with adaptive verification through the GPU executor
+//      (`run --executor gpu`), reporting stale-host divergence, padding residue and bugs per
+//      implementation.
+// Output: markdown on stdout, DIR/bench.json (schema in plots/README.md and below),
+// DIR/bench_metadata.csv and DIR/bench_tpot.csv (a "# meta: {json}" first line, then the rows),
+// DIR/full_run/ (run's files) with --full-run.
+//
+// bench.json: {"meta": {...}, "floor_us": {"graph": µs, "eager": µs},
+//   "metadata": [{"case", "impl", "method": "graph"|"eager", "gpu_us_median", "gpu_us_p10",
+//                 "gpu_us_p90", "samples", "launches", "speedup_vs_chain", "stale_host",
+//                 "padding_residue", "bug", ...detail}],
+//   "tpot": [{"mode": "none"|"dspark"|"adaptive", "impl", "tpot_ms", "ttft_ms", "itl_ms",
+//             "output_tok_s", ...detail}], ...}
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kernels/suite/cases.h"
+#include "kernels/suite/suite.h"
+#include "nlohmann/json.hpp"
+#include "sim/model/scheduler.h"
+
+namespace dspark::sim {
+
+inline constexpr int kBenchSchemaVersion = 1;
+
+struct BenchConfig {
+  std::vector<std::string> argv;
+  std::string out_dir = "results/bench";
+  bool cold_l2 = true;
+  int reps = 200;    // [samples] per metadata row
+  int warmup = 10;   // [samples] dropped first
+  std::vector<Impl> impls{std::begin(kAllImpls), std::end(kAllImpls)};
+  std::vector<SeedCase> cases{std::begin(kAllSeedCases), std::end(kAllSeedCases)};
+  int32_t batch = 16;   // [requests] of the metadata cases
+  uint64_t seed = 1;
+  bool metadata = true;
+  bool tpot = true;
+  int tpot_samples = 4;  // single-request runs per (mode, implementation)
+  std::vector<SpecMode> tpot_modes = {SpecMode::kNone, SpecMode::kDSpark, SpecMode::kAdaptive};
+  bool model_host = true;   // TPOT loop host stand-in
+  std::string calibration;  // time model of the TPOT loop; empty: workloads/calibration.json if present
+  bool full_run = false;
+  int64_t full_run_requests = 16;
+  int32_t full_run_concurrency = 16;
+  int device = 0;
+
+  absl::Status Validate() const;
+};
+
+// argv[0] is "bench". With --help, returns a config and sets *help.
+absl::StatusOr<BenchConfig> ParseBenchArgs(int argc, char** argv, std::string* help);
+
+struct BenchOutcome {
+  nlohmann::ordered_json json;  // what bench.json holds
+  std::string markdown;
+  std::vector<std::string> bugs;  // rows / runs with a difference that is a bug, described
+  std::vector<std::string> warnings;
+};
+
+// Runs the bench on the current machine's GPU and writes the files into config.out_dir.
+// FailedPrecondition without a CUDA device.
+absl::StatusOr<BenchOutcome> RunBench(const BenchConfig& config);
+
+}  // namespace dspark::sim

@@ -1,0 +1,327 @@
+// `dspark-sim sweep`: option parsing and the subcommand; the sweep itself is sim/sweep.cc.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include <boost/program_options.hpp>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "sim/cli/cli_registry.h"
+#include "sim/workload/generators.h"
+#include "sim/studies/sweep.h"
+#include "sim/model/time_model.h"
+#include "sim/options/option_errors.h"
+#include "sim/options/option_text.h"
+
+namespace dspark::sim {
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr char kEpilogue[] = R"(
+Every other option is given as is to each point's `dspark-sim run` (see dspark-sim run --help),
+e.g. --no-check, --spec-k 4, --max-num-batched-tokens 32768, --acceptance-preset, --calibration.
+Not allowed there: --max-num-seqs (use --batch-size), --time-impl (the --impl axis sets it),
+--step-log and --dump-workload (per-run files: run one point alone with the command line that
+sweep_meta.json lists for it). In a --config file, `flag = true` passes --flag.
+
+Points. The grid is workload x batch size x request count x concurrency x mode x impl (impl
+innermost). A combination that `run` rejects (e.g. adaptive mode with --batch-size above the
+top-B block limit) is recorded as "skipped" with the reason, and the sweep goes on. A point's id
+is a slug of its axes plus a hash of its whole run config; OUT/points/<id>/ holds its run.
+
+Results. OUT/sweep.jsonl gets one row per finished point, written and fsync'ed when the point
+ends; OUT/sweep.csv is rewritten from it at the end; OUT/sweep_meta.json has meta (argv, git SHA,
+schema version), the axes and every planned point with its `run` command line.
+
+Resume. A killed sweep loses only the point it was running: rerun the same command with
+--resume; points whose row says ok or skipped are not run again (failed ones are), and a last
+line cut short by the kill is dropped.
+
+Shards. --shard i/n runs the comparison groups g with g % n == i; a group is the points that
+differ only in --impl, so one shard (one GPU) measures every implementation of its groups side
+by side. Give each shard its own --out, then merge:
+  one node, one process per GPU:
+    for i in 0 1 2 3; do CUDA_VISIBLE_DEVICES=$i dspark-sim sweep ... --executor gpu \
+        --shard $i/4 --out results/sweep.$i > sweep.$i.log 2>&1 & done; wait
+  Slurm array (sbatch --array=0-7 --gpus=1):
+    dspark-sim sweep ... --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT \
+        --out results/sweep.$SLURM_ARRAY_TASK_ID --resume
+  merge (rows deduplicated by point id, point folders copied, missing points listed):
+    dspark-sim sweep --merge results/sweep.* --out results/sweep
+)";
+
+po::options_description VisibleOptions() {
+  po::options_description d("dspark-sim sweep: run `dspark-sim run` over a grid of axes");
+  // clang-format off
+  d.add_options()
+    ("help,h", "print this help")
+    ("config", po::value<std::string>(), "read options from FILE (key = value lines, same keys; the command line wins; relative trace/calibration paths are relative to FILE)")
+    ("seed", po::value<uint64_t>()->default_value(0), "seed of every point's run")
+    ("workload", po::value<std::string>(), "axis: comma list of presets (speed-8k, batch1-512, chat); default speed-8k when no --trace is given")
+    ("trace", po::value<std::vector<std::string>>()->multitoken(), "axis: trace files (repeat the option or list several), after the presets")
+    ("concurrency", po::value<std::string>()->default_value("1,8,128,1024"), "axis: client concurrency values (0 = no limit)")
+    ("batch-size", po::value<std::string>()->default_value("256"), "axis: max_num_seqs values")
+    ("num-requests", po::value<std::string>()->default_value("auto"), "axis: request counts; auto = max(32, 2 x concurrency) as the seed ran, or run's default at concurrency 0")
+    ("mode", po::value<std::string>()->default_value("none,dspark,adaptive"), "axis: none, dspark, adaptive")
+    ("impl", po::value<std::string>()->default_value("all"), absl::StrCat("axis: implementations that time the steps (run --time-impl): a comma list, or all, of\n", ImplHelpText()).c_str())
+    ("check-impl", po::value<std::string>()->default_value("same"), "implementations each point's metadata check runs (run --impl): same (the point's) or a list")
+    ("executor", po::value<std::string>()->default_value("cpu"), "what runs a point: cpu (the simulator) or gpu (when built with the GPU executor)")
+    ("out", po::value<std::string>()->default_value("results/sweep"), "output directory")
+    ("resume", po::bool_switch(), "continue the sweep in --out, skipping points already recorded")
+    ("shard", po::value<std::string>()->default_value("0/1"), "i/n: run only comparison groups g with g % n == i")
+    ("merge", po::value<std::vector<std::string>>()->multitoken(), "merge these sweep folders into --out instead of running")
+    ("progress", po::value<std::string>()->default_value("auto"), "auto (a bar on a terminal, lines otherwise), bar, lines, none");
+  // clang-format on
+  return d;
+}
+
+po::options_description HiddenOptions() {
+  po::options_description d;
+  d.add_options()("max-points", po::value<int64_t>()->default_value(-1),
+                  "tests: stop after this many points were run, as if killed");
+  return d;
+}
+
+std::string ResolveAgainst(const std::string& path, const std::string& config_file) {
+  if (path.empty() || fs::path(path).is_absolute() || config_file.empty()) return path;
+  return (fs::path(config_file).parent_path() / path).lexically_normal().string();
+}
+
+// Comma list of integers >= min_value (and "auto" when auto_value is given), no repeats.
+absl::StatusOr<std::vector<int64_t>> ParseIntList(const std::string& option, const std::string& text,
+                                                 int64_t min_value, const int64_t* auto_value = nullptr) {
+  std::vector<int64_t> values;
+  for (absl::string_view piece : absl::StrSplit(text, ',')) {
+    piece = absl::StripAsciiWhitespace(piece);
+    int64_t v = 0;
+    if (auto_value != nullptr && piece == "auto") {
+      v = *auto_value;
+    } else if (!absl::SimpleAtoi(piece, &v) || v < min_value) {
+      return absl::InvalidArgumentError(absl::StrCat("--", option, ": expected a comma list of integers >= ",
+                                                     min_value, auto_value ? " or auto" : "", ", got '",
+                                                     piece, "' in '", text, "'"));
+    }
+    if (std::find(values.begin(), values.end(), v) != values.end())
+      return absl::InvalidArgumentError(absl::StrCat("--", option, ": '", piece, "' is listed twice in '", text, "'"));
+    values.push_back(v);
+  }
+  return values;
+}
+
+absl::StatusOr<std::vector<int32_t>> ParseInt32List(const std::string& option, const std::string& text,
+                                                   int32_t min_value) {
+  auto wide = ParseIntList(option, text, min_value);
+  if (!wide.ok()) return wide.status();
+  std::vector<int32_t> values;
+  for (int64_t v : *wide) {
+    if (v > std::numeric_limits<int32_t>::max())
+      return absl::OutOfRangeError(absl::StrCat("--", option, ": ", v, " is too large"));
+    values.push_back(static_cast<int32_t>(v));
+  }
+  return values;
+}
+
+std::string OptionName(const std::string& token) {
+  if (token.rfind("--", 0) != 0) return "";
+  return token.substr(2, token.find('=') == std::string::npos ? std::string::npos : token.find('=') - 2);
+}
+
+absl::Status CheckPassThrough(const std::vector<std::string>& tokens) {
+  for (const std::string& token : tokens) {
+    const std::string name = OptionName(token);
+    if (name == "max-num-seqs")
+      return absl::InvalidArgumentError("--max-num-seqs: sweep sets it per point; use the --batch-size axis");
+    if (name == "time-impl")
+      return absl::InvalidArgumentError("--time-impl: sweep sets it per point from the --impl axis");
+    if (name == "step-log" || name == "dump-workload")
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", name, " writes one file per run; run a single point with dspark-sim run instead "
+          "(sweep_meta.json lists each point's run command line)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* help) {
+  SweepConfig c;
+  for (int i = 0; i < argc; ++i) c.argv.emplace_back(argv[i]);
+  const po::options_description visible = VisibleOptions();
+  po::options_description all;
+  all.add(visible).add(HiddenOptions());
+  po::variables_map vm;
+  std::vector<std::string> cli_pass, file_pass;
+  bool cli_trace = false;
+  // UTF-8 only (options end up in sweep_meta.json), nothing that hangs Boost (sim/option_text.h).
+  if (auto s = CheckOptionArgs(argc, argv); !s.ok()) return s;
+  try {
+    const po::parsed_options parsed = po::command_line_parser(argc, argv).options(all).allow_unregistered().run();
+    cli_pass = po::collect_unrecognized(parsed.options, po::include_positional);
+    po::store(parsed, vm);
+    cli_trace = vm.count("trace") > 0;
+    if (vm.count("config")) {
+      c.config_file = vm["config"].as<std::string>();
+      absl::StatusOr<std::string> text = ReadConfigFile(c.config_file);
+      if (!text.ok()) return text.status();
+      if (auto s = CheckOptionFile(*text, c.config_file); !s.ok()) return s;
+      std::istringstream in(*text);
+      // Boost's messages do not say that they are about the file.
+      try {
+        const po::parsed_options from_file = po::parse_config_file(in, all, /*allow_unregistered=*/true);
+        std::set<std::string> cli_names;
+        for (const std::string& t : cli_pass) cli_names.insert(OptionName(t));
+        for (const po::option& o : from_file.options) {
+          if (!o.unregistered || cli_names.count(o.string_key)) continue;
+          const std::string value = o.value.empty() ? "" : o.value.front();
+          if (value == "false") continue;
+          file_pass.push_back("--" + o.string_key);
+          if (value != "true" && !value.empty())
+            file_pass.push_back(o.string_key == "calibration" ? ResolveAgainst(value, c.config_file) : value);
+        }
+        po::store(from_file, vm);
+      } catch (const po::error& e) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(c.config_file, ": ", e.what(), " (see dspark-sim sweep --help)"));
+      }
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return absl::InvalidArgumentError(absl::StrCat(e.what(), " (see dspark-sim sweep --help)"));
+  }
+  if (vm.count("help")) {
+    std::ostringstream text;
+    text << visible << kEpilogue;
+    *help = text.str();
+    return c;
+  }
+  c.run_args = file_pass;
+  c.run_args.insert(c.run_args.end(), cli_pass.begin(), cli_pass.end());
+  if (auto s = CheckPassThrough(c.run_args); !s.ok()) return s;
+  c.out_dir = vm["out"].as<std::string>();
+
+  if (vm.count("merge")) {
+    c.merge_inputs = vm["merge"].as<std::vector<std::string>>();
+    for (const char* name : {"workload", "trace", "concurrency", "batch-size", "num-requests", "mode",
+                             "impl", "check-impl", "shard", "max-points"})
+      if (vm.count(name) && !vm[name].defaulted())
+        return absl::InvalidArgumentError(absl::StrCat("--merge takes only the folders and --out; got --", name));
+    if (vm["resume"].as<bool>()) return absl::InvalidArgumentError("--merge takes only the folders and --out; got --resume");
+    if (!c.run_args.empty())
+      return absl::InvalidArgumentError(absl::StrCat("--merge takes only the folders and --out; got ",
+                                                     absl::StrJoin(c.run_args, " ")));
+    if (auto s = c.Validate(); !s.ok()) return s;
+    return c;
+  }
+
+  c.seed = vm["seed"].as<uint64_t>();
+  c.workloads.clear();
+  if (vm.count("workload"))
+    for (absl::string_view w : absl::StrSplit(vm["workload"].as<std::string>(), ',', absl::SkipWhitespace()))
+      c.workloads.emplace_back(absl::StripAsciiWhitespace(w));
+  if (vm.count("trace"))
+    for (const std::string& t : vm["trace"].as<std::vector<std::string>>())
+      c.traces.push_back(cli_trace ? t : ResolveAgainst(t, c.config_file));
+  if (c.workloads.empty() && c.traces.empty()) c.workloads = {"speed-8k"};
+  for (const std::string& w : c.workloads)
+    if (auto preset = FindWorkloadPreset(w); !preset.ok())
+      return absl::InvalidArgumentError(absl::StrCat("--workload: ", preset.status().message()));
+
+  auto conc = ParseInt32List("concurrency", vm["concurrency"].as<std::string>(), 0);
+  if (!conc.ok()) return conc.status();
+  c.concurrency = *conc;
+  auto batch = ParseInt32List("batch-size", vm["batch-size"].as<std::string>(), 1);
+  if (!batch.ok()) return batch.status();
+  c.batch_sizes = *batch;
+  const int64_t auto_requests = SweepConfig::kAutoRequests;
+  auto requests = ParseIntList("num-requests", vm["num-requests"].as<std::string>(), 1, &auto_requests);
+  if (!requests.ok()) return requests.status();
+  c.num_requests = *requests;
+  c.modes.clear();
+  for (absl::string_view m : absl::StrSplit(vm["mode"].as<std::string>(), ',')) {
+    auto mode = ParseSpecMode(absl::StripAsciiWhitespace(m));
+    if (!mode.ok()) return mode.status();
+    if (std::find(c.modes.begin(), c.modes.end(), *mode) != c.modes.end())
+      return absl::InvalidArgumentError(absl::StrCat("--mode: '", m, "' is listed twice"));
+    c.modes.push_back(*mode);
+  }
+  auto impls = ParseImplKeyList(vm["impl"].as<std::string>());
+  if (!impls.ok()) return absl::InvalidArgumentError(absl::StrCat("--impl: ", impls.status().message()));
+  c.impls = *impls;
+  c.check_impls = vm["check-impl"].as<std::string>();
+  if (c.check_impls != "same") {
+    auto checked = ParseImplKeyList(c.check_impls);
+    if (!checked.ok()) return absl::InvalidArgumentError(absl::StrCat("--check-impl: ", checked.status().message()));
+  }
+  c.executor = vm["executor"].as<std::string>();
+  c.resume = vm["resume"].as<bool>();
+  const std::string shard = vm["shard"].as<std::string>();
+  const std::vector<std::string> parts = absl::StrSplit(shard, '/');
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &c.shard_index) || !absl::SimpleAtoi(parts[1], &c.shard_count))
+    return absl::InvalidArgumentError(absl::StrCat("--shard: expected i/n (e.g. 0/4), got '", shard, "'"));
+  c.max_points = vm["max-points"].as<int64_t>();
+  const std::string progress = vm["progress"].as<std::string>();
+  if (progress == "auto") c.progress = ProgressStyle::kAuto;
+  else if (progress == "bar") c.progress = ProgressStyle::kBar;
+  else if (progress == "lines") c.progress = ProgressStyle::kLines;
+  else if (progress == "none") c.progress = ProgressStyle::kNone;
+  else return absl::InvalidArgumentError(absl::StrCat("--progress: expected auto, bar, lines or none, got '", progress, "'"));
+  if (auto s = c.Validate(); !s.ok()) return s;
+  return c;
+}
+
+int SweepCommand(int argc, char** argv) {
+  std::string help;
+  auto config = ParseSweepArgs(argc, argv, &help);
+  if (!config.ok()) {
+    std::fprintf(stderr, "dspark-sim sweep: %s\n", std::string(config.status().message()).c_str());
+    return 2;
+  }
+  if (!help.empty()) {
+    std::printf("%s", help.c_str());
+    return 0;
+  }
+  if (!config->merge_inputs.empty()) {
+    auto merged = MergeSweeps(config->merge_inputs, config->out_dir, config->argv);
+    if (!merged.ok()) {
+      std::fprintf(stderr, "dspark-sim sweep --merge: %s\n", std::string(merged.status().message()).c_str());
+      return 1;
+    }
+    std::printf("dspark-sim sweep --merge: %lld points from %zu folders (%lld duplicate rows dropped) into %s\n",
+                static_cast<long long>(merged->rows), config->merge_inputs.size(),
+                static_cast<long long>(merged->duplicates), config->out_dir.c_str());
+    if (!merged->missing.empty())
+      std::fprintf(stderr, "dspark-sim sweep --merge: warning: %zu planned points have no row: %s\n",
+                   merged->missing.size(), absl::StrJoin(merged->missing, " ").c_str());
+    return 0;
+  }
+  auto outcome = RunSweep(*config, stderr);
+  if (!outcome.ok()) {
+    std::fprintf(stderr, "dspark-sim sweep: %s\n", std::string(outcome.status().message()).c_str());
+    return outcome.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  std::printf("dspark-sim sweep: %lld points planned, %lld in shard %d/%d: %lld already done, %lld run "
+              "(%lld failed), %lld invalid combinations skipped%s\n",
+              static_cast<long long>(outcome->planned), static_cast<long long>(outcome->in_shard),
+              config->shard_index, config->shard_count, static_cast<long long>(outcome->already_done),
+              static_cast<long long>(outcome->ran), static_cast<long long>(outcome->failed),
+              static_cast<long long>(outcome->skipped_invalid),
+              outcome->stopped_early ? "; stopped early (--max-points)" : "");
+  std::printf("  wrote %s/{sweep.jsonl,sweep.csv,sweep_meta.json,points/}\n", config->out_dir.c_str());
+  return outcome->failed > 0 ? 1 : 0;
+}
+
+namespace {
+const cli::RegisterCommand kRegisterSweep("sweep", "run a grid of points (concurrency, batch, impl, mode, workload)",
+                                          SweepCommand);
+}  // namespace
+
+}  // namespace dspark::sim

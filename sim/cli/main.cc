@@ -1,0 +1,44 @@
+// dspark-sim: one executable, subcommands registered in sim/cmd_*.cc.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "sim/cli/cli_registry.h"
+#include "sim/options/option_text.h"
+
+namespace {
+
+void PrintUsage() {
+  std::printf("usage: dspark-sim <command> [options]   (dspark-sim <command> --help)\n\ncommands:\n");
+  for (const auto& [name, info] : dspark::cli::Registry())
+    std::printf("  %-10s %s\n", name.c_str(), info.summary.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    PrintUsage();
+    return argc < 2 ? 2 : 0;
+  }
+  auto& registry = dspark::cli::Registry();
+  auto it = registry.find(argv[1]);
+  if (it == registry.end()) {
+    std::fprintf(stderr, "dspark-sim: unknown command '%s'\n\n", argv[1]);
+    PrintUsage();
+    return 2;
+  }
+  // Boost.Program_options 1.74 loops forever formatting an error about an option that holds one
+  // of its message placeholders (%value%, ...): every command's arguments are checked first.
+  if (const absl::Status s = dspark::sim::CheckOptionArgs(argc - 1, argv + 1); !s.ok()) {
+    std::fprintf(stderr, "dspark-sim %s: %s\n", argv[1], std::string(s.message()).c_str());
+    return 2;
+  }
+  try {
+    return it->second.fn(argc - 1, argv + 1);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dspark-sim %s: error: %s\n", argv[1], e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,105 @@
+#include "sim/engine/engine.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "kernels/common/status_macros.h"
+
+namespace dspark::sim {
+
+Engine::Engine(const SchedulerConfig& scheduler_config, const std::vector<RequestSpec>& workload,
+               const AcceptanceModel& acceptance, const TimeModel& time_model,
+               const EngineOptions& options, uint64_t seed)
+    : workload_(workload),
+      time_model_(time_model),
+      options_(options),
+      scheduler_(scheduler_config, workload, acceptance, time_model, seed) {
+  scheduler_.set_events(this);
+  for (int32_t i = 0; i < options_.concurrency; ++i) free_slots_.push_back(0.0);
+}
+
+void Engine::ReleaseArrivals() {
+  while (next_ < workload_.size() && workload_[next_].arrival_s <= now_s_) {
+    double submit = workload_[next_].arrival_s;
+    if (options_.concurrency > 0) {
+      if (free_slots_.empty()) break;
+      submit = std::max(submit, free_slots_.front());
+      free_slots_.pop_front();
+    }
+    ++in_flight_;
+    const int32_t req = static_cast<int32_t>(next_++);
+    scheduler_.Submit(req);
+    for (StepObserver* o : observers_) o->OnArrival(req, submit);
+  }
+}
+
+absl::Status Engine::Run() {
+  for (size_t i = 1; i < workload_.size(); ++i)
+    if (workload_[i].arrival_s < workload_[i - 1].arrival_s)
+      return absl::InvalidArgumentError("engine: workload must be sorted by arrival time");
+  const bool spec = scheduler_.config().mode != SpecMode::kNone;
+  now_s_ = 0.0;
+  for (StepObserver* o : observers_) o->OnStart(*this);
+  ReleaseArrivals();
+  StepPlan plan;
+  while (true) {
+    if (!scheduler_.HasWork()) {
+      if (next_ >= workload_.size()) break;
+      now_s_ = std::max(now_s_, workload_[next_].arrival_s);
+      ReleaseArrivals();
+      continue;
+    }
+    plan = StepPlan();
+    plan.index = steps_;
+    DS_RETURN_IF_ERROR(scheduler_.Plan(now_s_, &plan));
+    const StepCost cost = time_model_.Cost(plan, options_.time_impl, spec);
+    plan.start_s = now_s_;
+    plan.end_s = now_s_ + cost.wall_us * 1e-6;
+    plan.gpu_us = cost.gpu_us;
+    plan.host_us = cost.host_us;
+    if (!executors_.empty()) {
+      // An error here is a simulator bug (see StepPlan::Arrays); the executors would all see it.
+      absl::StatusOr<const StepArrays*> arrays = plan.Arrays();
+      if (!arrays.ok())
+        return absl::Status(arrays.status().code(),
+                            absl::StrFormat("step %d (%s): building the step's arrays: %s", plan.index,
+                                            StepCaseName(plan.step_case), arrays.status().message()));
+      for (StepExecutor* e : executors_) DS_RETURN_IF_ERROR(e->Execute(plan, **arrays));
+    }
+    for (StepObserver* o : observers_) DS_RETURN_IF_ERROR(o->OnStep(plan));
+    scheduler_.Commit(plan.end_s);
+    now_s_ = plan.end_s;
+    ++steps_;
+    if (options_.check_kv_each_step) DS_RETURN_IF_ERROR(scheduler_.CheckKvConsistency());
+    ReleaseArrivals();
+  }
+  if (finished_ != static_cast<int64_t>(workload_.size()))
+    return absl::InternalError(absl::StrFormat("engine: %d of %d requests finished", finished_,
+                                               workload_.size()));
+  DS_RETURN_IF_ERROR(scheduler_.CheckKvConsistency());
+  if (scheduler_.kv().num_used() != 0)
+    return absl::InternalError(absl::StrFormat("engine: %d KV blocks still held after the run",
+                                               scheduler_.kv().num_used()));
+  return absl::OkStatus();
+}
+
+void Engine::OnTokens(int32_t req, double time_s, int32_t tokens) {
+  for (StepObserver* o : observers_) o->OnTokens(req, time_s, tokens);
+}
+
+void Engine::OnVerification(int32_t req, int32_t proposed, int32_t verified, int32_t accepted) {
+  for (StepObserver* o : observers_) o->OnVerification(req, proposed, verified, accepted);
+}
+
+void Engine::OnFinished(int32_t req, double time_s) {
+  ++finished_;
+  --in_flight_;
+  if (options_.concurrency > 0) free_slots_.push_back(time_s);
+  for (StepObserver* o : observers_) o->OnFinished(req, time_s);
+}
+
+void Engine::OnPreempted(int32_t req, double time_s) {
+  for (StepObserver* o : observers_) o->OnPreempted(req, time_s);
+}
+
+}  // namespace dspark::sim

@@ -1,0 +1,27 @@
+// Executors are the stage of a step that does its main work: they run the step's metadata
+// through implementations (the CPU emulation, the GPU) and may fail it. The engine builds each
+// step's arrays once, runs the executors in the order they were added, then shows the step to
+// the observers (which only listen), then commits it. A step an executor fails is never shown
+// to the observers, so the metrics of an aborted run hold exactly the completed steps.
+#pragma once
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "nlohmann/json.hpp"
+#include "sim/model/step_plan.h"
+
+namespace dspark::sim {
+
+class StepExecutor {
+ public:
+  virtual ~StepExecutor() = default;
+  // Key of this executor's section in summary.json.
+  virtual absl::string_view name() const = 0;
+  // Once per step, after it was planned and timed; `arrays` are the step's arrays, built once
+  // by the engine for every executor. A non-OK status stops the run with that error.
+  virtual absl::Status Execute(const StepPlan& plan, const StepArrays& arrays) = 0;
+  // End of the run: fill this executor's section of summary.json. Non-OK fails the run.
+  virtual absl::Status Finish(nlohmann::json* /*section*/) { return absl::OkStatus(); }
+};
+
+}  // namespace dspark::sim

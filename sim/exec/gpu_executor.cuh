@@ -1,0 +1,169 @@
+// The GPU executor (DESIGN.md sections 5 and 6): the simulator's step plans through the real
+// kernels on the device, timed and checked exactly, step by step.
+//
+// Per step (GpuExecutor::Execute):
+//   1. Stage the plan into the GpuSuite's persistent inputs (one pinned copy). In an adaptive
+//      verification the staged query_start_loc is the HOST's (what an engine uploads), and
+//      DeviceTopB then runs kernels/topb_alloc.cuh on the device, which rewrites it into the
+//      device truth; the executor downloads it (outside any timed region) and requires it to
+//      equal the plan's device view, so the host copy the chains read is really stale.
+//   2. Run every selected implementation's builder suite the way an engine would: the
+//      graph-capturable ones (device-chain, fused, fused-suite) in a CUDA graph per padded size
+//      (captured once, on the suite's non-default stream after a warm-up run, then replayed)
+//      when the scheduler padded the step, eagerly otherwise (vLLM runs unpadded mixed and
+//      prefill batches without a graph); chain and cached always eagerly.
+//      Each suite is timed with CUDA events: cold L2 flushes before it (outside the window); an
+//      eager suite starts after the flush completes, so its host work and launch latency fall
+//      inside the window (sim/gpu_timing.cuh).
+//   3. Download every implementation's outputs (after all timing) and compare them exactly with
+//      the CPU reference built from the device truth (GpuSuite::Download). Any "bug" mismatch
+//      fails the step with step, case, implementation, builder, field and first index;
+//      stale-host divergence and padding residue of chain / cached are counted, separately.
+//
+// Every function returns absl::Status; CUDA failures name the call, file and line.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kernels/common/device_buffer.cuh"
+#include "kernels/suite/gpu_memory_plan.h"
+#include "kernels/suite/gpu_suite.cuh"
+#include "kernels/suite/suite.h"
+#include "nlohmann/json.hpp"
+#include "sim/model/scheduler.h"
+#include "sim/model/step_plan.h"
+
+namespace dspark::sim {
+
+// The device side of adaptive verification: one step's TopBInputs uploaded with one pinned
+// copy, then kernels/topb_alloc.cuh on a stream, rewriting a device query_start_loc in place.
+// This object owns device and pinned allocations that are freed exactly once.
+class DeviceTopB {
+ public:
+  static absl::StatusOr<std::unique_ptr<DeviceTopB>> Create(int32_t max_reqs);
+  // [bytes] Create allocates for `max_reqs`, on the device and again pinned on the host.
+  static size_t Bytes(int32_t max_reqs);
+  size_t device_bytes() const { return bytes_; }
+
+  // Enqueues the upload and the kernel on `stream`; `qsl` is device memory [num_reqs + 1].
+  // The pinned staging is reused: the caller makes sure the previous Launch's copy finished
+  // (GpuSuite::Stage synchronizes the stream, which suffices).
+  absl::Status Launch(const TopBInputs& in, int32_t num_reqs, int32_t* qsl, cudaStream_t stream);
+
+  // Waits for `stream`, downloads qsl [num_reqs + 1] and the kernel's kept counts, and requires
+  // them to equal `expected_qsl` (the plan's device view) and its per-request differences.
+  absl::Status Verify(const TopBInputs& in, const std::vector<int32_t>& expected_qsl, const int32_t* qsl,
+                      cudaStream_t stream, int64_t step) const;
+
+  int64_t launches() const { return launches_; }
+
+ private:
+  DeviceTopB() = default;
+  int32_t max_reqs_ = 0;
+  size_t scores_off_ = 0, max_drafts_off_ = 0, tail_off_ = 0, kept_off_ = 0, bytes_ = 0;
+  DeviceBuffer<uint8_t> device_;
+  PinnedBuffer<uint8_t> pinned_;
+  int64_t launches_ = 0;
+};
+
+// Persistent buffers for every step a scheduler with `config` can plan: capacity
+// max(max_num_batched_tokens, largest capture size), requests max(max_num_seqs, largest capture
+// size) (graph padding pads the request count to N / q), block-table stride width + pad
+// (computed in 64 bits, saturated at the int32 maximum, which no device holds).
+GpuSuiteCapacity CapacityFor(const SchedulerConfig& config);
+
+// Testing aid: the environment variable `run --executor gpu` and `sweep --executor gpu` read into
+// GpuExecutorOptions::fault_at_step.
+inline constexpr char kGpuFaultAtStepEnv[] = "DSPARK_GPU_FAULT_AT_STEP";
+
+struct GpuExecutorOptions {
+  std::vector<Impl> impls;     // implementations run every step, in this order
+  GpuSuiteCapacity capacity;
+  ModelConsts consts;
+  bool cold_l2 = true;         // flush L2 before every timed suite
+  bool time_steps = true;      // CUDA events around every suite
+  bool check = true;           // download and compare every step
+  int device = -1;              // CUDA device ordinal; -1: the current device
+  // Testing aid: at the step whose index (StepPlan::index, 0-based, steps.csv's `step`) equals
+  // this, after staging, issue a CUDA call that really fails (a device-to-device cudaMemcpyAsync
+  // into a null pointer: cudaErrorInvalidValue, not sticky) through the checked path, so the
+  // step fails as a CUDA fault does. -1: never.
+  int64_t fault_at_step = -1;
+};
+
+// Everything Create allocates: PlanGpuSuiteMemory for the distinct implementations, the top-B
+// block (device and pinned), and the L2 flush buffer of a device whose L2 holds `l2_bytes` when
+// steps are timed with a cold L2. Create checks it against the free device memory first.
+absl::StatusOr<GpuMemoryPlan> PlanGpuExecutorMemory(const GpuExecutorOptions& options, size_t l2_bytes);
+
+// Per implementation, over the steps executed.
+struct ExecutorImplStats {
+  int64_t steps = 0;
+  int64_t graph_replays = 0;     // padded steps of a graph-capturable implementation
+  int64_t eager_runs = 0;
+  int64_t captures = 0;          // graphs captured: one per distinct graph key
+  int64_t distinct_keys = 0;     // distinct graph keys among the replays (== captures)
+  int64_t graph_nodes = 0;       // nodes of the replayed graphs, summed over replays
+  OpCounters counters;           // what the suites issued, summed (replays count the captured ops)
+  int64_t staging_syncs = 0;     // GpuSuite::Run's sync before an eager host-boundary suite
+  std::vector<double> gpu_us;    // [µs] per timed step: CUDA events around the suite
+  std::vector<double> host_us;   // [µs] per step: host time of the Run / Replay call
+  std::array<std::vector<double>, kNumStepCases> gpu_us_by_case;
+  std::array<int64_t, kNumStepCases> steps_by_case{};
+  std::array<int64_t, kNumStepCases> launches_by_case{};
+  // By MismatchKind (stale-host, padding-residue, bug): steps with one, differing cells.
+  std::array<int64_t, 3> mismatch_steps{};
+  std::array<int64_t, 3> mismatch_cells{};
+  std::array<std::array<int64_t, 3>, kNumStepCases> mismatch_steps_by_case{};
+  std::map<std::string, std::array<int64_t, 3>> cells_by_field;  // "builder.field"
+  std::string first_stale_host;  // the first stale-host divergence, described
+};
+
+class GpuExecutor {
+ public:
+  // FailedPrecondition without a device; ResourceExhausted, before any allocation, when
+  // PlanGpuExecutorMemory does not fit in the free device memory (the message names the total,
+  // the largest buffers, the free memory and the options to lower).
+  static absl::StatusOr<std::unique_ptr<GpuExecutor>> Create(const GpuExecutorOptions& options);
+  ~GpuExecutor();
+  GpuExecutor(const GpuExecutor&) = delete;
+  GpuExecutor& operator=(const GpuExecutor&) = delete;
+
+  // Runs one step. A failure (a CUDA error, a BUG mismatch) is returned as "gpu executor, step
+  // <index> (<case>, R=, N=): <what>: <file>:<line>: <call> failed: ..." and leaves every count,
+  // series and row exactly as the previous steps left them (steps() completed steps).
+  absl::Status Execute(const StepPlan& plan);
+
+  const ExecutorImplStats& stats(Impl impl) const;
+  int64_t steps() const;
+  int64_t topb_launches() const;     // adaptive verifications whose allocation ran on the device
+  int64_t topb_stale_steps() const;  // of them, steps whose host qsl differed from the device's
+  double stage_host_us() const;      // [µs] host time of Stage (pinned copy) summed over steps
+  const GpuMemoryPlan& memory_plan() const;  // what Create checked
+  uint64_t device_bytes() const;             // [bytes] held in device allocations now
+  // The summary.json section (needs no device: the device facts are read at Create): per implementation, the counts (stale_host, padding_residue, bug:
+  // differing cells), timing and launches, overall and per step case.
+  nlohmann::json Summary() const;
+  // One CSV row per (step, implementation): case, sizes, method (graph / eager), GPU µs, host µs,
+  // launches, copies, syncs, and the differing cells of each kind.
+  std::string StepsCsv() const;
+
+ private:
+  struct State;
+  explicit GpuExecutor(std::unique_ptr<State> state);
+  std::unique_ptr<State> d_;
+};
+
+// The GPU's facts for result files: {"gpu", "device", "driver", "cuda_runtime", ...}.
+nlohmann::json GpuMetaJson(int device);
+
+}  // namespace dspark::sim

@@ -1,0 +1,91 @@
+// DSpark acceptance model (K draft positions per request).
+//
+// Model (workloads/README.md, "Acceptance model"):
+//  - A curve gives the conditional acceptance p_k = P(draft k accepted | drafts < k accepted),
+//    k = 1..K. The mean acceptance length (vLLM's definition: 1 + accepted drafts per
+//    verification) of a curve with all K drafts verified is 1 + sum_k prod_{i<=k} p_i.
+//  - Each request gets its own curve: p_{r,k} = sigmoid(logit(p_k) + delta_r) with
+//    delta_r ~ N(0, request_logit_sigma), drawn once at admission, or the trace's per-request
+//    profile when it carries one (then no jitter).
+//  - Each draft step draws, for every drafted position k of request r, an independent outcome
+//    acc_k ~ Bernoulli(p_{r,k}). The verification of k_r drafts then accepts
+//    a_r = min(L_r, k_r), where L_r is the number of leading positions with acc = 1.
+//  - Each drafted position also gets a drafter confidence
+//        c_k = clamp((1 - w) p_{r,k} + w acc_k + noise (v_k - 1/2), 0.001, 0.999)
+//    with v_k ~ U(0, 1), w = confidence_weight, noise = confidence_noise. E[c_k] = p_{r,k}
+//    (calibrated on average) and c_k is correlated with the outcome through w; this is what
+//    adaptive verification ranks. Confidences are only drawn when the run needs them
+//    (adaptive mode), so the other modes pay for no extra draws.
+//  - Acceptance does not depend on concurrency (the seed's decline from 3.29 at c=1 to 2.85 at
+//    c=128 is not modelled).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sim/workload/rng.h"
+#include "sim/workload/trace.h"
+
+namespace dspark::sim {
+
+inline constexpr int kMaxSpecK = 8;
+
+struct AcceptanceParams {
+  std::vector<double> curve;        // [K] conditional acceptance p_1..p_K, each in [0, 1]
+  double request_logit_sigma = 0;   // [logit] per-request jitter of the whole curve
+  double confidence_weight = 0.3;   // share of the outcome in the drafter confidence
+  double confidence_noise = 0.4;    // [probability] width of the uniform confidence noise
+  std::string name;                 // preset name or "custom"
+};
+
+// Presets: "default" (SPEED-Bench-like, mean acceptance length ~3.3 at K=5) and
+// "repeated-prompt" (one greedy prompt, ~4.6; see workloads/README.md for why batch1-512
+// uses it).
+absl::StatusOr<AcceptanceParams> AcceptancePreset(absl::string_view name, int spec_k);
+// Parses "p1,p2,...,pK" (fewer values: the last repeats up to K).
+absl::StatusOr<std::vector<double>> ParseAcceptanceCurve(absl::string_view text, int spec_k);
+
+// 1 + sum_k prod_{i<=k} p_i: the mean acceptance length with all K drafts verified.
+double ExpectedAcceptanceLength(const double* p, int k);
+
+class AcceptanceModel {
+ public:
+  AcceptanceModel(const AcceptanceParams& params, int spec_k);
+
+  int spec_k() const { return k_; }
+  const AcceptanceParams& params() const { return params_; }
+  // [K] the population curve as float32: the confidence prior for positions not drafted.
+  const float* prior() const { return prior_.data(); }
+
+  // Writes the request's [K] conditional acceptance curve.
+  void InitRequest(const RequestSpec& spec, Rng& jitter_rng, float* p_out) const;
+
+  // Leading accepted positions among `num_drafts` drafts, drawing only until the first
+  // rejection. Each engine call yields two 32-bit uniforms (positions 2i and 2i + 1).
+  static int32_t DrawAcceptedPrefix(const float* p, int32_t num_drafts, Rng& rng) {
+    int32_t accepted = 0;
+    while (accepted < num_drafts) {
+      const uint64_t x = rng.NextU64();
+      if (static_cast<double>(x >> 32) >= static_cast<double>(p[accepted]) * 0x1.0p32) break;
+      if (++accepted == num_drafts) break;
+      if (static_cast<double>(x & 0xFFFFFFFFu) >= static_cast<double>(p[accepted]) * 0x1.0p32) break;
+      ++accepted;
+    }
+    return accepted;
+  }
+
+  // As DrawAcceptedPrefix, but draws every position's outcome and writes its confidence into
+  // conf[0, num_drafts).
+  int32_t DrawWithConfidences(const float* p, int32_t num_drafts, Rng& rng, float* conf) const;
+
+ private:
+  AcceptanceParams params_;
+  int k_;
+  std::array<float, kMaxSpecK> prior_{};
+};
+
+}  // namespace dspark::sim

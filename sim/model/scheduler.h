@@ -1,0 +1,230 @@
+// vLLM-v1-like scheduler with DSpark speculative decoding and adaptive verification.
+//
+// Each call of Plan() decides one model step; Commit() applies its outcome. In DSpark modes
+// steps alternate: a target step (verifications of the decoding requests, plus prefill chunks)
+// and a draft step (one parallel drafter pass for every request that got a token from the
+// target step). Semantics, with the choices DESIGN.md leaves open:
+//
+// Target step. Running requests are visited in admission order (vLLM's running list): a
+// decoding request takes 1 + k_r tokens, a partially prefilled one its next chunk from the
+// remaining budget; then waiting requests are admitted FCFS while the token budget, the
+// max_num_seqs limit and free KV blocks allow (chunked prefill). The batch is laid out
+// decodes first, then prefills. k_r <= K, <= remaining_output - 1 (no verification past the
+// output length), and small enough that every speculative position of this verification and
+// of the draft after it stays below max_model_len.
+//
+// Verification outcome. The request's last draft step drew the latent accepted prefix L_r;
+// verifying k_r drafts accepts a_r = min(L_r, k_r) and emits a_r + 1 tokens (the accepted
+// drafts and the bonus token).
+//
+// Adaptive verification. The host picks B (PickDraftBudget) from the survival scores of the
+// confidences it holds, which are one iteration old (the device has the draft step's fresh
+// ones), and from a cost function of the time model. The device keeps the top-B slots of the
+// fresh scores (TopBAllocator == kernels/topb_alloc.cuh); the host view is the same top-B of
+// its stale scores: same total R_d + B, usually a different split.
+//
+// Draft step. After a verification only the device knows a_r, so the host's context length
+// is an upper bound (vLLM's seq_lens_cpu_upper_bound): as if every verifiable draft had been
+// accepted. DSpark draft: K query tokens per request (fewer only near max_model_len), device
+// seq_len = true context + K, host seq_len = upper bound + K. Adaptive draft: the drafter
+// re-encodes what the device verification kept, 1 + kept_r query tokens per request (device
+// counts; the host knows the total R + B but holds its stale split); requests fresh from
+// prefill take K. Either way the drafter proposes K drafts per request.
+//
+// Completion. A request that completes during a verification has its finish time at that
+// step's end, but stays in the following draft step (the host learns acceptance counts only
+// after it) and releases its KV blocks after that step. One that completes at prefill (the
+// host knows a prefill emits exactly one token) leaves at once.
+//
+// KV cache. The host allocates blocks for its upper bound of every position a step may write
+// (all eligible drafts). When a running request cannot grow, the newest running request is
+// preempted (recompute: its KV is freed, it returns to the front of the waiting queue and
+// later re-prefills prompt + generated tokens). Admission never preempts. In adaptive mode a
+// target step also reserves what the draft step after it writes (vLLM's lookahead slots): up
+// to 1 + k_r positions past a verification's bound, K after a completed prefill. So an
+// adaptive draft step never grows a block list and never preempts: dropping a request whose
+// kept-draft count only the device knows would leave the host unable to know the step's token
+// total (the host total must equal the device's, R + B).
+
+//
+// CUDA graphs. Decode-only steps whose real token count fits the largest capture size are
+// padded to the next capture size (see step_plan.h for the padded request count).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "sim/model/acceptance.h"
+#include "sim/model/adaptive.h"
+#include "sim/model/kv_cache.h"
+#include "sim/workload/rng.h"
+#include "sim/model/step_plan.h"
+#include "sim/model/time_model.h"
+#include "sim/workload/trace.h"
+
+namespace dspark::sim {
+
+enum class SpecMode { kNone, kDSpark, kAdaptive };
+absl::string_view SpecModeName(SpecMode mode);
+absl::StatusOr<SpecMode> ParseSpecMode(absl::string_view name);
+
+struct SchedulerConfig {
+  SpecMode mode = SpecMode::kAdaptive;
+  int32_t spec_k = 5;                    // K [draft tokens]
+  int32_t max_num_seqs = 256;            // [requests] running at once
+  int32_t max_num_batched_tokens = 16384;  // [tokens] per step
+  int32_t max_model_len = 16384;         // [tokens] prompt + output
+  int32_t block_size = 64;               // [tokens per KV block]
+  int32_t num_kv_blocks = 0;             // [blocks] incl. the null block 0; 0 = auto
+  bool cuda_graphs = true;               // pad decode-only steps to capture sizes
+  int32_t bt_stride_pad = 0;             // [int32] block-table row stride - width
+  Impl cost_impl = Impl::kFused;         // implementation the adaptive cost function assumes
+};
+
+// Auto KV pool: room for max_num_seqs requests of max_model_len tokens, plus the null block.
+int32_t AutoKvBlocks(const SchedulerConfig& config);
+
+// Notifications from Commit (and Plan, for preemptions); the engine forwards them to
+// observers. Request indices are positions in the workload vector.
+class SchedulerEvents {
+ public:
+  virtual ~SchedulerEvents() = default;
+  virtual void OnTokens(int32_t req, double time_s, int32_t tokens) = 0;
+  // One verification of a request: drafts proposed, drafts verified (k_r), drafts accepted.
+  virtual void OnVerification(int32_t req, int32_t proposed, int32_t verified,
+                              int32_t accepted) = 0;
+  virtual void OnFinished(int32_t req, double time_s) = 0;
+  virtual void OnPreempted(int32_t req, double time_s) = 0;
+};
+
+struct SchedulerCounters {
+  int64_t preemptions = 0;
+  int64_t steps = 0;
+  int32_t peak_running = 0;
+  int32_t peak_kv_blocks = 0;
+};
+
+class Scheduler final : public StepMaterializer {
+ public:
+  Scheduler(const SchedulerConfig& config, const std::vector<RequestSpec>& workload,
+            const AcceptanceModel& acceptance, const TimeModel& time_model, uint64_t seed);
+
+  void set_events(SchedulerEvents* events) { events_ = events; }
+  const SchedulerConfig& config() const { return config_; }
+  const std::vector<int32_t>& capture_sizes() const { return capture_sizes_; }
+  const SchedulerCounters& counters() const { return counters_; }
+  const KvCache& kv() const { return kv_; }
+  int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
+  int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
+  // Read-only views for independent checkers (sim/invariants.h): the running requests in
+  // admission order, and the KV blocks and workload id of request `req`.
+  const std::vector<int32_t>& running() const { return running_; }
+  const std::vector<int32_t>& blocks_of(int32_t req) const { return reqs_[req].blocks; }
+  int64_t request_id(int32_t req) const { return reqs_[req].id; }
+
+  // The request enters the waiting queue (the engine calls this at its submission time).
+  void Submit(int32_t req);
+  bool HasWork() const { return !running_.empty() || !waiting_.empty(); }
+
+  // Plans the next step at simulated time `now_s` into `plan` (summary fields; arrays on
+  // demand). Returns FailedPrecondition when work is pending but nothing can be scheduled
+  // (a request that can never fit the KV pool).
+  absl::Status Plan(double now_s, StepPlan* plan);
+  // Applies the planned step's outcome at its end time.
+  void Commit(double end_s);
+
+  // KV blocks partition exactly into free and held (by running requests); nothing leaks.
+  absl::Status CheckKvConsistency() const;
+
+  absl::Status Materialize(const StepPlan& plan, StepArrays* out) const override;
+
+ private:
+  enum class Phase : uint8_t {
+    kPending,      // not yet submitted
+    kWaiting,      // in the waiting queue (fresh or preempted)
+    kPrefill,      // running, prefill (or recompute) in progress
+    kDecode,       // running, no speculation: next step decodes one token
+    kNeedDraft,    // running, DSpark: the next draft step drafts for it
+    kNeedVerify,   // running, DSpark: holds drafts to verify
+    kZombie,       // finished at a verification; rides the next draft step, then leaves
+    kDone,
+  };
+  struct Req {
+    int64_t id = 0;
+    int32_t prompt_len = 0;
+    int32_t output_len = 0;
+    int32_t prefill_len = 0;     // [tokens] to (re)compute before decoding
+    int32_t computed = 0;        // [tokens] with valid KV: device truth
+    int32_t computed_host = 0;   // [tokens] host view, >= computed (upper bound)
+    int32_t generated = 0;       // [tokens] output emitted
+    int32_t num_drafts = 0;      // drafts proposed by the last draft step
+    int32_t latent_accept = 0;   // accepted prefix among them (drawn at the draft step)
+    int32_t last_maxd = 0;       // eligible drafts of the last verification
+    int32_t last_kept_dev = 0;   // drafts the last verification kept (device)
+    int32_t last_kept_host = 0;  // ... as the host believes
+    bool verified_last = false;  // the last target step verified it (vs completed a prefill)
+    Phase phase = Phase::kPending;
+    std::array<float, kMaxSpecK> p{};          // conditional acceptance per position
+    std::array<float, kMaxSpecK> conf{};       // confidences of the last draft (device)
+    std::array<float, kMaxSpecK> conf_host{};  // confidences the host holds (one draft older)
+    std::vector<int32_t> blocks;               // KV block ids
+  };
+  struct Entry {
+    int32_t req = 0;
+    int32_t q_dev = 0, q_host = 0;      // [tokens] query length, device / host view
+    int32_t seq_dev = 0, seq_host = 0;  // [tokens] context incl. query
+    int32_t max_drafts = 0;             // verification: eligible drafts
+  };
+
+  int32_t VerifyCap(const Req& r) const;
+  // [tokens] KV to hold for a prefill chunk ending at `seq`: in adaptive mode a chunk that
+  // completes the prefill (of a request that will draft) also reserves the K positions of the
+  // draft step after it.
+  int32_t PrefillDraftReserve(const Req& r, int32_t seq) const;
+  // Grows req's blocks to `tokens`, preempting the newest running requests as needed; false
+  // when `req` itself was preempted.
+  bool EnsureBlocks(int32_t req, int32_t tokens, double now_s);
+  void Preempt(int32_t victim, double now_s);
+  void PlanTarget(double now_s);
+  void PlanDraft(double now_s);
+  void AllocateAdaptive();
+  void FinishPlan(StepPlan* plan);
+  void Release(int32_t req);
+  void CompactRunning();
+
+  SchedulerConfig config_;
+  int32_t k_;
+  const AcceptanceModel& acceptance_;
+  const TimeModel& time_model_;
+  Rng accept_rng_;
+  std::vector<Req> reqs_;
+  std::vector<int32_t> running_;  // admission order
+  std::deque<int32_t> waiting_;
+  KvCache kv_;
+  std::vector<int32_t> capture_sizes_;
+  int32_t max_capture_ = 0;
+  int32_t bt_width_ = 0;
+  SchedulerEvents* events_ = nullptr;
+  SchedulerCounters counters_;
+
+  // The planned step.
+  bool draft_step_ = false;
+  StepCase case_ = StepCase::kPrefill;
+  int32_t num_reqs_padded_ = 0;
+  int32_t num_tokens_padded_ = 0;
+  int32_t draft_budget_ = -1;
+  bool preempted_this_step_ = false;
+  std::vector<Entry> decodes_, prefills_;
+  // Adaptive scratch: [num_decodes, K] device and host survival scores, per-request counts.
+  std::vector<float> scores_dev_, scores_host_;
+  std::vector<int32_t> max_drafts_, kept_dev_, kept_host_;
+  TopBAllocator allocator_;
+  StepArrays arrays_;  // built on demand by Materialize
+};
+
+}  // namespace dspark::sim

@@ -1,0 +1,205 @@
+#include "sim/observe/metrics.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace dspark::sim {
+
+double Percentile(const std::vector<double>& sorted, double pct) {
+  if (sorted.empty()) return 0.0;
+  const double rank = pct / 100.0 * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(rank));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - static_cast<double>(lo));
+}
+
+Distribution Summarize(std::vector<double>& values) {
+  Distribution d;
+  d.count = static_cast<int64_t>(values.size());
+  if (values.empty()) return d;
+  std::sort(values.begin(), values.end());
+  double sum = 0;
+  for (double v : values) sum += v;
+  d.mean = sum / static_cast<double>(values.size());
+  d.median = Percentile(values, 50);
+  d.p90 = Percentile(values, 90);
+  d.p99 = Percentile(values, 99);
+  d.min = values.front();
+  d.max = values.back();
+  return d;
+}
+
+MetricsObserver::MetricsObserver(const std::vector<RequestSpec>& workload, int64_t step_record_stride)
+    : workload_(workload), requests_(workload.size()), step_record_stride_(std::max<int64_t>(step_record_stride, 1)) {
+  int64_t tokens = 0;
+  for (const auto& r : workload) tokens += r.output_len;
+  itl_s_.reserve(static_cast<size_t>(std::min<int64_t>(tokens, int64_t{1} << 26)));
+}
+
+absl::Status MetricsObserver::OnStep(const StepPlan& p) {
+  const int c = static_cast<int>(p.step_case);
+  ++total_steps_;
+  ++case_steps_[c];
+  case_stale_[c] += p.host_view_stale;
+  case_padded_[c] += p.graph_padded;
+  case_reqs_[c] += p.num_reqs_real;
+  case_tokens_[c] += p.num_tokens_real;
+  case_time_s_[c] += p.end_s - p.start_s;
+  all_reqs_ += p.num_reqs_real;
+  all_tokens_ += p.num_tokens_real;
+  if (p.index % step_record_stride_ != 0) return absl::OkStatus();
+  steps_.push_back({p.index, p.start_s, p.end_s - p.start_s, static_cast<int8_t>(p.step_case),
+                    p.draft_step, p.graph_padded, p.host_view_stale, p.num_reqs_real, p.num_reqs,
+                    p.num_tokens_real, p.num_tokens, p.num_decodes, p.num_decode_tokens,
+                    p.num_prefills, p.num_prefill_tokens, p.draft_budget, p.eligible_drafts,
+                    static_cast<float>(p.gpu_us), static_cast<float>(p.host_us)});
+  return absl::OkStatus();
+}
+
+void MetricsObserver::OnTokens(int32_t req, double time_s, int32_t tokens) {
+  RequestRecord& r = requests_[req];
+  if (r.first_token_s < 0) {
+    r.first_token_s = time_s;
+  } else {
+    itl_s_.push_back(static_cast<float>(time_s - r.last_token_s));
+  }
+  r.last_token_s = time_s;
+  r.output_tokens += tokens;
+}
+
+void MetricsObserver::OnVerification(int32_t req, int32_t proposed, int32_t verified,
+                                     int32_t accepted) {
+  if (proposed <= 0) return;
+  RequestRecord& r = requests_[req];
+  ++r.verifications;
+  r.drafts_verified += verified;
+  r.drafts_accepted += accepted;
+  ++verifications_;
+  drafts_proposed_ += proposed;
+  drafts_verified_ += verified;
+  drafts_accepted_ += accepted;
+}
+
+double MetricsObserver::mean_acceptance_length() const {
+  return verifications_ == 0 ? 0.0
+                             : 1.0 + static_cast<double>(drafts_accepted_) /
+                                         static_cast<double>(verifications_);
+}
+
+namespace {
+
+nlohmann::json ToJson(const Distribution& d, double scale) {
+  return {{"mean", d.mean * scale}, {"median", d.median * scale}, {"p90", d.p90 * scale},
+          {"p99", d.p99 * scale},   {"min", d.min * scale},       {"max", d.max * scale},
+          {"count", d.count}};
+}
+
+}  // namespace
+
+absl::Status MetricsObserver::Finish(nlohmann::json* section) {
+  std::vector<double> ttft, tpot, e2el;
+  double first_submit = -1, last_finish = 0;
+  int64_t input_tokens = 0, output_tokens = 0, completed = 0;
+  for (size_t i = 0; i < requests_.size(); ++i) {
+    const RequestRecord& r = requests_[i];
+    if (r.finish_s < 0) continue;
+    ++completed;
+    if (r.output_tokens != workload_[i].output_len)
+      return absl::InternalError(absl::StrFormat(
+          "metrics: request id %d emitted %d tokens, expected %d", workload_[i].id,
+          r.output_tokens, workload_[i].output_len));
+    input_tokens += workload_[i].prompt_len;
+    output_tokens += r.output_tokens;
+    if (first_submit < 0 || r.submit_s < first_submit) first_submit = r.submit_s;
+    last_finish = std::max(last_finish, r.finish_s);
+    ttft.push_back(r.first_token_s - r.submit_s);
+    e2el.push_back(r.finish_s - r.submit_s);
+    if (r.output_tokens > 1)
+      tpot.push_back((r.finish_s - r.first_token_s) / static_cast<double>(r.output_tokens - 1));
+  }
+  const double duration = completed > 0 ? last_finish - first_submit : 0.0;
+  std::vector<double> itl(itl_s_.begin(), itl_s_.end());
+  nlohmann::json& s = *section;
+  s["completed"] = completed;
+  s["total_input_tokens"] = input_tokens;
+  s["total_output_tokens"] = output_tokens;
+  s["duration_s"] = duration;
+  s["request_throughput_req_s"] = duration > 0 ? completed / duration : 0.0;
+  s["output_throughput_tok_s"] = duration > 0 ? output_tokens / duration : 0.0;
+  s["total_token_throughput_tok_s"] = duration > 0 ? (input_tokens + output_tokens) / duration : 0.0;
+  s["ttft_ms"] = ToJson(Summarize(ttft), 1e3);
+  s["tpot_ms"] = ToJson(Summarize(tpot), 1e3);
+  s["itl_ms"] = ToJson(Summarize(itl), 1e3);
+  s["e2el_ms"] = ToJson(Summarize(e2el), 1e3);
+  s["preemptions"] = preemptions_;
+  s["speculative"] = {{"mean_acceptance_length", mean_acceptance_length()},
+                      {"verifications", verifications_},
+                      {"drafts_proposed", drafts_proposed_},
+                      {"drafts_verified", drafts_verified_},
+                      {"drafts_accepted", drafts_accepted_},
+                      {"acceptance_rate", drafts_verified_ > 0
+                                              ? static_cast<double>(drafts_accepted_) / drafts_verified_
+                                              : 0.0}};
+  // Per-step series, aggregated (in OnStep, over every step): how many steps of each case,
+  // their batch sizes, and how many carried a stale host view.
+  nlohmann::json cases = nlohmann::json::object();
+  for (int c = 0; c < kNumStepCases; ++c) {
+    if (case_steps_[c] == 0) continue;
+    cases[std::string(StepCaseName(static_cast<StepCase>(c)))] = {
+        {"steps", case_steps_[c]},
+        {"host_view_stale_steps", case_stale_[c]},
+        {"graph_padded_steps", case_padded_[c]},
+        {"mean_requests", case_reqs_[c] / case_steps_[c]},
+        {"mean_tokens", case_tokens_[c] / case_steps_[c]},
+        {"time_s", case_time_s_[c]}};
+  }
+  const double n = total_steps_ == 0 ? 1.0 : static_cast<double>(total_steps_);
+  s["steps"] = {{"total", total_steps_},
+                {"mean_batch_requests", all_reqs_ / n},
+                {"mean_batch_tokens", all_tokens_ / n},
+                {"by_case", cases}};
+  return absl::OkStatus();
+}
+
+std::string MetricsObserver::StepsCsv(int64_t stride) const {
+  std::string out =
+      "step,start_s,duration_s,case,draft_step,graph_padded,host_view_stale,num_reqs_real,"
+      "num_reqs,num_tokens_real,num_tokens,num_decodes,num_decode_tokens,num_prefills,"
+      "num_prefill_tokens,draft_budget,eligible_drafts,gpu_us,host_us\n";
+  out.reserve(out.size() + steps_.size() / static_cast<size_t>(std::max<int64_t>(stride, 1)) * 120);
+  for (const StepRecord& s : steps_) {
+    if (stride > 1 && s.index % stride != 0) continue;
+    absl::StrAppendFormat(&out, "%d,%.9f,%.9f,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%.3f,%.3f\n",
+                          s.index, s.start_s, s.duration_s,
+                          StepCaseName(static_cast<StepCase>(s.step_case)), s.draft_step,
+                          s.graph_padded, s.host_view_stale, s.num_reqs_real, s.num_reqs,
+                          s.num_tokens_real, s.num_tokens, s.num_decodes, s.num_decode_tokens,
+                          s.num_prefills, s.num_prefill_tokens, s.draft_budget, s.eligible_drafts,
+                          s.gpu_us, s.host_us);
+  }
+  return out;
+}
+
+std::string MetricsObserver::RequestsCsv() const {
+  std::string out =
+      "id,arrival_s,submit_s,prompt_len,output_len,ttft_ms,tpot_ms,e2el_ms,finish_s,"
+      "preemptions,verifications,drafts_verified,drafts_accepted,acceptance_length\n";
+  for (size_t i = 0; i < requests_.size(); ++i) {
+    const RequestRecord& r = requests_[i];
+    const RequestSpec& w = workload_[i];
+    const double tpot = r.output_tokens > 1 ? (r.finish_s - r.first_token_s) / (r.output_tokens - 1) : 0.0;
+    const double al = r.verifications > 0 ? 1.0 + static_cast<double>(r.drafts_accepted) / r.verifications : 0.0;
+    absl::StrAppendFormat(&out, "%d,%.9f,%.9f,%d,%d,%.6f,%.6f,%.6f,%.9f,%d,%d,%d,%d,%.6f\n", w.id,
+                          w.arrival_s, r.submit_s, w.prompt_len, w.output_len,
+                          (r.first_token_s - r.submit_s) * 1e3, tpot * 1e3,
+                          (r.finish_s - r.submit_s) * 1e3, r.finish_s, r.preemptions,
+                          r.verifications, r.drafts_verified, r.drafts_accepted, al);
+  }
+  return out;
+}
+
+}  // namespace dspark::sim

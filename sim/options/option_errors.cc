@@ -1,0 +1,123 @@
+#include "sim/options/option_errors.h"
+
+#include <cstdint>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace dspark::sim {
+namespace po = boost::program_options;
+
+namespace {
+
+// What a value of the option must look like, from the C++ type boost converts it to.
+std::string ExpectedValue(const po::options_description& desc, absl::string_view name) {
+  const std::string key(absl::StripPrefix(name, "--"));
+  const po::option_description* option = desc.find_nothrow(key, false);
+  if (option == nullptr) return "";
+  const po::value_semantic* semantic = option->semantic().get();
+  if (dynamic_cast<const po::typed_value<int32_t>*>(semantic) != nullptr)
+    return "an integer in [-2147483648, 2147483647]";
+  if (dynamic_cast<const po::typed_value<int64_t>*>(semantic) != nullptr)
+    return "an integer in [-9223372036854775808, 9223372036854775807]";
+  if (dynamic_cast<const po::typed_value<uint64_t>*>(semantic) != nullptr)
+    return "an integer in [0, 18446744073709551615]";
+  if (dynamic_cast<const po::typed_value<double>*>(semantic) != nullptr) return "a number";
+  if (dynamic_cast<const po::typed_value<bool>*>(semantic) != nullptr)
+    return "true, false, yes, no, on, off, 1 or 0";
+  return "";
+}
+
+// The value boost quotes in "the argument ('V') for option ...", if it quotes one.
+std::optional<std::string> QuotedArgument(absl::string_view what) {
+  const size_t open = what.find("('");
+  if (open == absl::string_view::npos) return std::nullopt;
+  const size_t close = what.find("')", open);
+  if (close == absl::string_view::npos) return std::nullopt;
+  return std::string(what.substr(open + 2, close - open - 2));
+}
+
+// "SHOWN: expected ..., got 'V'" for a value boost could not convert; empty when boost's error
+// is of another kind, or the option's type is not one of ours.
+std::string BadValue(const po::options_description& desc, const po::error& e,
+                     absl::string_view name, absl::string_view shown) {
+  if (dynamic_cast<const po::validation_error*>(&e) == nullptr) return "";
+  const std::string expected = ExpectedValue(desc, name);
+  const std::optional<std::string> given = QuotedArgument(e.what());
+  if (expected.empty() || !given.has_value()) return "";
+  return absl::StrCat(shown, ": expected ", expected, ", got '", *given, "'");
+}
+
+std::string OptionName(const po::error& e) {
+  const auto* named = dynamic_cast<const po::error_with_option_name*>(&e);
+  return named != nullptr ? named->get_option_name() : "";
+}
+
+// The key of a config line ("key = value"), or "" for blank, comment and section lines.
+absl::string_view LineKey(absl::string_view line) {
+  line = absl::StripAsciiWhitespace(line);
+  if (line.empty() || line[0] == '#' || line[0] == '[') return "";
+  const size_t eq = line.find('=');
+  return absl::StripAsciiWhitespace(eq == absl::string_view::npos ? line : line.substr(0, eq));
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadConfigFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("--config: cannot open '", path, "'"));
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::string s = text.str();
+  if (absl::StartsWith(s, "\xEF\xBB\xBF")) s.erase(0, 3);
+  return s;
+}
+
+absl::Status CommandLineError(const po::options_description& desc, const po::error& e,
+                              absl::string_view command) {
+  const std::string bad_value = BadValue(desc, e, OptionName(e), OptionName(e));
+  if (!bad_value.empty()) return absl::InvalidArgumentError(bad_value);
+  return absl::InvalidArgumentError(absl::StrCat(e.what(), " (see dspark-sim ", command, " --help)"));
+}
+
+absl::Status ConfigFileError(const po::options_description& desc, const po::error& e,
+                             const std::string& path, absl::string_view text,
+                             absl::string_view command) {
+  // Find the line: of the key boost names (its second occurrence for a repeated key), or the
+  // malformed line boost quotes.
+  const std::string key(absl::StripPrefix(OptionName(e), "--"));
+  const bool repeated = dynamic_cast<const po::multiple_occurrences*>(&e) != nullptr;
+  std::string malformed;
+  if (dynamic_cast<const po::invalid_config_file_syntax*>(&e) != nullptr) {
+    const absl::string_view what = e.what();
+    const size_t open = what.find('\''), close = what.rfind('\'');
+    if (open != absl::string_view::npos && close > open)
+      malformed = std::string(absl::StripAsciiWhitespace(what.substr(open + 1, close - open - 1)));
+  }
+  int64_t found = 0, number = 0;
+  int seen = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++number;
+    const bool match = !malformed.empty() ? absl::StripAsciiWhitespace(line) == malformed
+                                          : !key.empty() && LineKey(line) == key;
+    if (match && ++seen == (repeated ? 2 : 1)) {
+      found = number;
+      break;
+    }
+  }
+  const std::string where =
+      found > 0 ? absl::StrCat(path, ":", found, ": ") : absl::StrCat(path, ": ");
+  const std::string bad_value = BadValue(desc, e, key, absl::StrCat("key '", key, "'"));
+  if (!bad_value.empty()) return absl::InvalidArgumentError(absl::StrCat(where, bad_value));
+  return absl::InvalidArgumentError(
+      absl::StrCat(where, e.what(), " (see dspark-sim ", command, " --help)"));
+}
+
+}  // namespace dspark::sim

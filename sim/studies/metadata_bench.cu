@@ -1,0 +1,331 @@
+#include "sim/studies/metadata_bench.cuh"
+#include "sim/results/git_info.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "kernels/common/cuda_check.h"
+#include "kernels/common/status_macros.h"
+
+namespace dspark::sim {
+
+std::string BenchCaseName(SeedCase c) {
+  switch (c) {
+    case SeedCase::kPrefill: return "prefill";
+    case SeedCase::kChunkedPrefill: return "chunked_prefill";
+    case SeedCase::kMixed: return "mixed";
+    case SeedCase::kDecode: return "decode";
+    case SeedCase::kVerify: return "dspark_verify";
+    case SeedCase::kAdaptiveVerify: return "dspark_adaptive_verify";
+    case SeedCase::kDraft: return "dspark_draft";
+    case SeedCase::kAdaptiveDraft: return "dspark_adaptive_draft";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<std::vector<SeedCase>> ParseBenchCases(const std::string& list) {
+  std::vector<SeedCase> out;
+  for (absl::string_view piece : absl::StrSplit(list, ',', absl::SkipEmpty())) {
+    piece = absl::StripAsciiWhitespace(piece);
+    if (piece == "all") {
+      for (SeedCase c : kAllSeedCases)
+        if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+      continue;
+    }
+    bool found = false;
+    for (SeedCase c : kAllSeedCases)
+      if (piece == BenchCaseName(c) || piece == std::string(SeedCaseName(c))) {
+        if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+        found = true;
+      }
+    if (!found)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--cases: unknown case '", piece,
+          "' (expected prefill, chunked_prefill, mixed, decode, dspark_verify, dspark_adaptive_verify, dspark_draft, "
+          "dspark_adaptive_draft, or all)"));
+  }
+  if (out.empty()) return absl::InvalidArgumentError("--cases: expected at least one case");
+  return out;
+}
+
+GpuSuiteCapacity CapacityForBatches(const std::vector<CaseBatch>& batches) {
+  GpuSuiteCapacity cap;
+  cap.max_tokens = 1;
+  cap.max_reqs = 1;
+  cap.max_bt_stride = 1;
+  for (const CaseBatch& b : batches) {
+    cap.max_tokens = std::max({cap.max_tokens, b.sizes.capacity, b.sizes.num_tokens});
+    cap.max_reqs = std::max(cap.max_reqs, b.sizes.num_reqs);
+    cap.max_bt_stride = std::max(cap.max_bt_stride, b.sizes.bt_stride);
+  }
+  return cap;
+}
+
+namespace {
+
+struct Check {
+  int64_t stale_host = 0, padding_residue = 0, bug = 0;
+  std::string text = "ok";
+};
+
+absl::StatusOr<Check> CheckRow(GpuSuite& suite, Impl impl) {
+  DS_ASSIGN_OR_RETURN(const SuiteRunResult result, suite.Download(impl));
+  Check c;
+  for (const FieldMismatch& m : result.mismatches) {
+    if (m.kind == MismatchKind::kStaleHost) c.stale_host += m.count;
+    else if (m.kind == MismatchKind::kPaddingResidue) c.padding_residue += m.count;
+    else c.bug += m.count;
+  }
+  if (!result.mismatches.empty()) {
+    c.text = std::string(absl::StripTrailingAsciiWhitespace(DescribeMismatches(result.mismatches)));
+    absl::StrReplaceAll({{"\n", "; "}}, &c.text);
+  }
+  return c;
+}
+
+// Times `call` per sample (sim/gpu_timing.cuh); the first failing status of any call is returned.
+// `host_us` (optional) receives the host time of each call, warm-up samples included.
+absl::StatusOr<std::vector<double>> Sample(const std::function<absl::Status()>& call, cudaStream_t stream,
+                                           timing::L2Flusher& flusher, const timing::TimingOptions& opt,
+                                           bool wait_for_flush, std::vector<double>* host_us = nullptr) {
+  absl::Status first;
+  std::vector<double> samples;
+  try {
+    samples = timing::TimeSamples(
+        [&](cudaStream_t) {
+          const auto t0 = std::chrono::steady_clock::now();
+          const absl::Status s = call();
+          if (host_us != nullptr)
+            host_us->push_back(
+                std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+          if (!s.ok() && first.ok()) first = s;
+        },
+        stream, flusher, opt, wait_for_flush);
+  } catch (const CudaError& e) {
+    return absl::InternalError(e.what());
+  }
+  DS_RETURN_IF_ERROR(first);
+  return samples;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<MetadataRow>> MeasureBatch(GpuSuite& suite, timing::L2Flusher& flusher,
+                                                      const timing::TimingOptions& opt, const CaseBatch& batch,
+                                                      const std::vector<Impl>& impls, bool with_eager,
+                                                      const timing::Floors& floors) {
+  const std::string case_name = BenchCaseName(batch.seed_case);
+  int32_t real_reqs = 0;
+  for (int32_t r = 0; r < batch.sizes.num_reqs; ++r) real_reqs += batch.qsl[r + 1] > batch.qsl[r] ? 1 : 0;
+  const auto fail = [&](Impl impl, absl::string_view method, absl::string_view what, const absl::Status& s) {
+    return absl::Status(s.code(), absl::StrFormat("case %s (batch %d, R=%d, N=%d), impl %s, %s: %s: %s", case_name,
+                                                  real_reqs, batch.sizes.num_reqs, batch.sizes.num_tokens,
+                                                  std::string(ImplName(impl)), method, what, s.message()));
+  };
+  if (absl::Status s = suite.Stage(batch.Inputs()); !s.ok())
+    return absl::Status(s.code(), absl::StrCat("case ", case_name, ": GpuSuite::Stage: ", s.message()));
+  cudaStream_t stream = suite.stream();
+
+  std::vector<MetadataRow> rows;
+  for (Impl impl : impls) {
+    MetadataRow base;
+    base.case_name = case_name;
+    base.seed_case = batch.seed_case;
+    base.impl = impl;
+    base.batch = real_reqs;
+    base.num_reqs = batch.sizes.num_reqs;
+    base.num_tokens = batch.sizes.num_tokens;
+
+    // Graph method.
+    MetadataRow g = base;
+    g.method = "graph";
+    g.graph_timing_only = !GraphCapturable(impl);
+    const absl::Status cap = GraphCapturable(impl) ? suite.Capture(impl) : suite.CaptureForTiming(impl);
+    if (!cap.ok()) return fail(impl, "graph", "capture", cap);
+    auto nodes = suite.GraphNodes(impl);
+    if (!nodes.ok()) return fail(impl, "graph", "graph nodes", nodes.status());
+    g.nodes = *nodes;
+    g.launches = static_cast<int64_t>(nodes->total);
+    g.counters = suite.last_counters(impl);
+    if (absl::Status s = suite.Replay(impl); !s.ok()) return fail(impl, "graph", "first replay", s);
+    auto graph_samples = Sample([&] { return suite.Replay(impl); }, stream, flusher, opt, /*wait_for_flush=*/false);
+    if (!graph_samples.ok()) return fail(impl, "graph", "timed replays", graph_samples.status());
+    g.stats = timing::Summarize(*graph_samples);
+    g.floor_us = floors.graph.median_us;
+    auto gc = CheckRow(suite, impl);
+    if (!gc.ok()) return fail(impl, "graph", "download and compare", gc.status());
+    g.stale_host = gc->stale_host;
+    g.padding_residue = gc->padding_residue;
+    g.bug = gc->bug;
+    g.check = gc->text;
+    rows.push_back(std::move(g));
+
+    if (!with_eager) continue;
+    MetadataRow e = base;
+    e.method = "eager";
+    std::vector<double> host_us;
+    auto eager_samples =
+        Sample([&] { return suite.Run(impl); }, stream, flusher, opt, /*wait_for_flush=*/true, &host_us);
+    if (!eager_samples.ok()) return fail(impl, "eager", "timed runs", eager_samples.status());
+    e.stats = timing::Summarize(*eager_samples);
+    if (host_us.size() > static_cast<size_t>(opt.warmup)) host_us.erase(host_us.begin(), host_us.begin() + opt.warmup);
+    e.host_us_median = timing::Summarize(host_us).median_us;
+    e.counters = suite.last_counters(impl);
+    e.launches = e.counters.Launches();
+    e.floor_us = floors.eager.median_us;
+    auto ec = CheckRow(suite, impl);
+    if (!ec.ok()) return fail(impl, "eager", "download and compare", ec.status());
+    e.stale_host = ec->stale_host;
+    e.padding_residue = ec->padding_residue;
+    e.bug = ec->bug;
+    e.check = ec->text;
+    rows.push_back(std::move(e));
+  }
+  return rows;
+}
+
+void FillSpeedups(std::vector<MetadataRow>& rows) {
+  std::map<std::pair<std::string, std::string>, double> chain;
+  for (const MetadataRow& r : rows)
+    if (r.impl == Impl::kChain) chain[{r.case_name, r.method}] = r.stats.median_us;
+  for (MetadataRow& r : rows) {
+    const auto it = chain.find({r.case_name, r.method});
+    r.speedup_vs_chain = it != chain.end() && r.stats.median_us > 0 ? it->second / r.stats.median_us : 0.0;
+  }
+}
+
+nlohmann::ordered_json MetadataRowJson(const MetadataRow& r) {
+  nlohmann::ordered_json j;
+  j["case"] = r.case_name;
+  j["impl"] = std::string(ImplName(r.impl));
+  j["method"] = r.method;
+  j["gpu_us_median"] = r.stats.median_us;
+  j["gpu_us_p10"] = r.stats.p10_us;
+  j["gpu_us_p90"] = r.stats.p90_us;
+  j["samples"] = r.stats.n;
+  j["launches"] = r.launches;
+  j["speedup_vs_chain"] = r.speedup_vs_chain;
+  j["stale_host"] = r.stale_host;
+  j["padding_residue"] = r.padding_residue;
+  j["bug"] = r.bug;
+  // Detail keys.
+  j["timing"] = r.method == "eager" ? "eager: events around the issued sequence, started after the flush completed"
+                : r.graph_timing_only
+                    ? "graph of the eager ops, for timing only (a replay repeats the capture-time host data)"
+                    : "graph replay, enqueued behind the flush";
+  j["graph_timing_only"] = r.graph_timing_only;
+  j["gpu_us_mean"] = r.stats.mean_us;
+  j["gpu_us_min"] = r.stats.min_us;
+  j["gpu_us_max"] = r.stats.max_us;
+  if (r.method == "eager") j["host_us_median"] = r.host_us_median;
+  j["floor_us"] = r.floor_us;
+  j["ratio_vs_floor"] = r.floor_us > 0 ? r.stats.median_us / r.floor_us : 0.0;
+  j["batch"] = r.batch;
+  j["num_reqs"] = r.num_reqs;
+  j["num_tokens"] = r.num_tokens;
+  if (r.method == "graph")
+    j["graph_nodes"] = {{"total", r.nodes.total},
+                        {"kernels", r.nodes.kernels},
+                        {"memcpys", r.nodes.memcpys},
+                        {"memsets", r.nodes.memsets},
+                        {"other", r.nodes.other}};
+  j["counted"] = {{"launches", r.counters.Launches()},   {"kernels", r.counters.kernels},
+                  {"h2d_copies", r.counters.h2d_copies}, {"d2h_copies", r.counters.d2h_copies},
+                  {"d2d_copies", r.counters.d2d_copies}, {"fills", r.counters.fills},
+                  {"host_syncs", r.counters.host_syncs}, {"host_array_ops", r.counters.host_array_ops}};
+  j["reads_host_boundaries"] = ReadsHostBoundaries(r.impl);
+  j["check"] = r.check;
+  return j;
+}
+
+namespace {
+
+bool DecodeLike(SeedCase c) {
+  return c == SeedCase::kDecode || c == SeedCase::kVerify || c == SeedCase::kAdaptiveVerify ||
+         c == SeedCase::kDraft || c == SeedCase::kAdaptiveDraft;
+}
+
+}  // namespace
+
+nlohmann::ordered_json FitCalibration(const std::vector<CalibrationPoint>& points, const std::vector<Impl>& impls,
+                                      const std::vector<SeedCase>& cases) {
+  nlohmann::ordered_json metadata = nlohmann::ordered_json::object();
+  for (Impl impl : impls) {
+    nlohmann::ordered_json entry;
+    nlohmann::ordered_json gpu = nlohmann::ordered_json::object();
+    double sxy = 0, sxx = 0;
+    for (SeedCase c : cases) {
+      const CalibrationPoint* ref = nullptr;
+      for (const CalibrationPoint& p : points)
+        if (p.impl == impl && p.seed_case == c && p.batch == kCalibrationReferenceBatch) ref = &p;
+      if (ref == nullptr) continue;
+      gpu[BenchCaseName(c)] = ref->gpu_us;
+      if (!DecodeLike(c)) continue;
+      for (const CalibrationPoint& p : points) {
+        if (p.impl != impl || p.seed_case != c || p.batch <= kCalibrationReferenceBatch ||
+            p.num_tokens <= kCalibrationReferenceTokens)
+          continue;
+        const double x = p.num_tokens - kCalibrationReferenceTokens, y = p.gpu_us - ref->gpu_us;
+        sxy += x * y;
+        sxx += x * x;
+      }
+    }
+    entry["gpu_us"] = gpu;
+    if (sxx > 0) entry["gpu_us_per_token"] = std::max(0.0, sxy / sxx);
+    entry["serializes_host"] = ReadsHostBoundaries(impl);
+    metadata[std::string(ImplName(impl))] = std::move(entry);
+  }
+  return metadata;
+}
+
+namespace {
+
+std::string ClockMhz(cudaDeviceAttr attr, int device) {
+  int khz = 0;
+  if (cudaDeviceGetAttribute(&khz, attr, device) != cudaSuccess || khz <= 0) {
+    (void)cudaGetLastError();
+    return "unknown";
+  }
+  return absl::StrFormat("%d", khz / 1000);
+}
+
+}  // namespace
+
+nlohmann::ordered_json ResultMeta(const std::string& tool, const std::string& schema, int schema_version,
+                                  const std::vector<std::string>& argv, int device) {
+  const timing::GpuMeta m = timing::ReadGpuMeta(device);
+  const GitRevision rev = ReadGitRevision();
+  nlohmann::ordered_json meta;
+  meta["tool"] = tool;
+  meta["schema"] = schema;
+  meta["schema_version"] = schema_version;
+  meta["argv"] = argv;
+  meta["gpu"] = m.device_name;  // (one name key: the plots' titles join "device" and "gpu")
+  meta["device_ordinal"] = device;
+  meta["compute_capability"] = absl::StrFormat("%d.%d", m.cc_major, m.cc_minor);
+  meta["sm_count"] = m.sm_count;
+  meta["l2_bytes"] = m.l2_bytes;
+  meta["driver"] = m.driver_version;
+  meta["cuda_driver_api"] = m.cuda_driver_api;
+  meta["cuda_runtime"] = m.cuda_runtime;
+  meta["clocks"] = {{"sm_peak_mhz", ClockMhz(cudaDevAttrClockRate, device)},
+                    {"memory_peak_mhz", ClockMhz(cudaDevAttrMemoryClockRate, device)},
+                    {"current", "unknown (needs NVML; not read)"},
+                    {"locked", "unknown"}};
+  meta["git_sha"] = rev.sha;
+  meta["git_dirty"] = rev.known ? nlohmann::ordered_json(rev.dirty) : nlohmann::ordered_json(nullptr);
+  meta["date_utc"] = m.date_utc;
+  return meta;
+}
+
+}  // namespace dspark::sim

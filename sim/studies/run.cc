@@ -1,0 +1,350 @@
+#include "sim/studies/run.h"
+#include "sim/results/git_info.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "kernels/common/status_macros.h"
+#include "sim/model/acceptance.h"
+#include "sim/exec/cuda_device.h"
+#include "sim/engine/engine.h"
+#include "sim/exec/executor_registry.h"
+#include "sim/observe/invariants.h"
+#include "sim/observe/metrics.h"
+#include "sim/options/option_errors.h"
+#include "sim/results/result_files.h"
+#include "sim/observe/step_log.h"
+#include "sim/model/time_model.h"
+#include "sim/options/option_text.h"
+#include "sim/studies/workload.h"
+
+namespace dspark::sim {
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kSchemaVersion = 1;
+
+po::options_description RunOptions() {
+  po::options_description d("dspark-sim run: replay one workload through the simulator");
+  // clang-format off
+  d.add_options()
+    ("help,h", "print this help")
+    ("config", po::value<std::string>(), "read options from FILE (key = value lines, same keys; the command line wins; relative trace/calibration paths are relative to FILE)")
+    ("seed", po::value<std::string>()->default_value("0"), "seed of every random draw (lengths, arrivals, acceptance)")
+    ("trace", po::value<std::string>(), "replay this trace file (see workloads/TRACE_FORMATS.md)")
+    ("workload", po::value<std::string>(), "generate a preset workload: speed-8k, batch1-512, chat")
+    ("trace-format", po::value<std::string>()->default_value("auto"), "auto, azure, vidur, burstgpt, mooncake, jsonl")
+    ("skip-bad-rows", po::bool_switch(), "skip (and count) bad trace rows instead of stopping")
+    ("concurrency", po::value<int32_t>()->default_value(-1), "client limit on requests in flight (0 = none; default: the workload's, batch1-512 is 1)")
+    ("request-rate", po::value<std::string>(), "arrival rate [requests/s] or inf (default inf; a trace keeps its timestamps unless given)")
+    ("burstiness", po::value<double>()->default_value(1.0), "gamma shape of the inter-arrival gaps (1 = Poisson)")
+    ("num-requests", po::value<int64_t>()->default_value(-1), "requests to replay (default: preset default, or the whole trace)")
+    ("mode", po::value<std::string>()->default_value("adaptive"), "none, dspark or adaptive (DSpark with adaptive verification)")
+    ("spec-k", po::value<int32_t>()->default_value(5), "DSpark speculative length K")
+    ("impl", po::value<std::string>()->default_value("all"), absl::StrCat("implementations the metadata check runs: a comma list, or all, of\n", ImplHelpText()).c_str())
+    ("time-impl", po::value<std::string>()->default_value("fused"), "implementation whose metadata cost (and host syncs) time the steps")
+    ("check", po::bool_switch(), "run every step's metadata through the implementations (default)")
+    ("no-check", po::bool_switch(), "do not run the metadata check")
+    ("executor", po::value<std::string>()->default_value("cpu"), "cpu: metadata emulated on the CPU (--check), costs from the time model; gpu: every step also runs through the kernels on the GPU (CUDA graphs per padded size, top-B on the device), timed and compared exactly (section gpu_executor of summary.json; needs a CUDA build and device)")
+    ("gpu-l2", po::value<std::string>()->default_value("cold"), "executor gpu: cold (flush L2 before every timed suite) or warm")
+    ("out", po::value<std::string>()->default_value("results/run"), "output directory")
+    ("max-num-seqs", po::value<int32_t>()->default_value(256), "scheduler limit on running requests")
+    ("max-num-batched-tokens", po::value<int32_t>()->default_value(16384), "scheduler token budget per step")
+    ("max-model-len", po::value<int32_t>()->default_value(16384), "prompt + output limit (a longer trace row is a bad row; generated requests are cut)")
+    ("num-kv-blocks", po::value<int32_t>()->default_value(0), "KV pool size in 64-token blocks incl. the null block (0 = room for max-num-seqs full-length requests)")
+    ("bt-stride-pad", po::value<int32_t>()->default_value(0), "block-table row stride minus width")
+    ("cuda-graphs", po::bool_switch(), "pad decode-only steps to CUDA-graph capture sizes (default)")
+    ("no-cuda-graphs", po::bool_switch(), "never pad")
+    ("acceptance-preset", po::value<std::string>(), "default or repeated-prompt (default: the workload's)")
+    ("acceptance-curve", po::value<std::string>(), "conditional acceptance per draft position, p1,...,pK")
+    ("calibration", po::value<std::string>(), "time-model calibration JSON (default: workloads/calibration_h200.json when present)")
+    ("step-log", po::value<std::string>(), "write every step's arrays to this text file (small runs)")
+    ("dump-workload", po::value<std::string>(), "also write the workload as built (generated or parsed, re-timed, truncated) to this JSONL file")
+    ("steps-csv-stride", po::value<int64_t>()->default_value(1), "write every n-th step to steps.csv")
+    ("check-kv", po::bool_switch(), "check KV block accounting after every step (slow)")
+    ("check-invariants", po::bool_switch(), "independent invariant check of every step: budgets, graph padding, KV partition, each request finished once (sim/invariants.h; O(KV pool) per step)");
+  // clang-format on
+  return d;
+}
+
+std::string ResolveAgainst(const std::string& path, const std::string& config_file) {
+  if (path.empty() || fs::path(path).is_absolute() || config_file.empty()) return path;
+  return (fs::path(config_file).parent_path() / path).lexically_normal().string();
+}
+
+nlohmann::json GitInfo() {
+  const GitRevision rev = ReadGitRevision();
+  if (!rev.known) return {{"git_sha", "unknown"}, {"git_dirty", nullptr}};
+  return {{"git_sha", rev.sha}, {"git_dirty", rev.dirty}};
+}
+
+}  // namespace
+
+absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help) {
+  RunConfig c;
+  for (int i = 0; i < argc; ++i) c.argv.emplace_back(argv[i]);
+  const po::options_description desc = RunOptions();
+  po::variables_map vm;
+  bool cli_trace = false, cli_calibration = false;
+  // UTF-8 only (options end up in summary.json), nothing that hangs Boost (sim/option_text.h).
+  DS_RETURN_IF_ERROR(CheckOptionArgs(argc, argv));
+  try {
+    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+    cli_trace = vm.count("trace") > 0;
+    cli_calibration = vm.count("calibration") > 0;
+    if (vm.count("config")) {
+      c.config_file = vm["config"].as<std::string>();
+      DS_ASSIGN_OR_RETURN(const std::string text, ReadConfigFile(c.config_file));
+      DS_RETURN_IF_ERROR(CheckOptionFile(text, c.config_file));
+      std::istringstream in(text);
+      try {
+        po::store(po::parse_config_file(in, desc), vm);
+      } catch (const po::error& e) {
+        return ConfigFileError(desc, e, c.config_file, text, "run");
+      }
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return CommandLineError(desc, e, "run");
+  }
+  if (vm.count("help")) {
+    std::ostringstream text;
+    text << desc;
+    *help = text.str();
+    return c;
+  }
+  // Read as text: boost's unsigned conversion would wrap "-1" to 2^64 - 1.
+  if (const std::string seed = vm["seed"].as<std::string>(); !absl::SimpleAtoi(seed, &c.seed))
+    return absl::InvalidArgumentError(
+        absl::StrCat("--seed: expected an integer in [0, 18446744073709551615], got '", seed, "'"));
+  if (vm.count("trace"))
+    c.trace_path = cli_trace ? vm["trace"].as<std::string>()
+                             : ResolveAgainst(vm["trace"].as<std::string>(), c.config_file);
+  if (vm.count("workload")) c.workload = vm["workload"].as<std::string>();
+  auto format = ParseTraceFormat(vm["trace-format"].as<std::string>());
+  if (!format.ok()) return format.status();
+  c.trace_format = *format;
+  c.skip_bad_rows = vm["skip-bad-rows"].as<bool>();
+  c.concurrency = vm["concurrency"].as<int32_t>();
+  if (vm.count("request-rate")) {
+    const std::string rate = vm["request-rate"].as<std::string>();
+    c.request_rate_given = rate != "inf";
+    if (c.request_rate_given && !absl::SimpleAtod(rate, &c.request_rate))
+      return absl::InvalidArgumentError(absl::StrCat("--request-rate: expected a number or inf, got '", rate, "'"));
+  }
+  c.burstiness = vm["burstiness"].as<double>();
+  c.num_requests = vm["num-requests"].as<int64_t>();
+  auto mode = ParseSpecMode(vm["mode"].as<std::string>());
+  if (!mode.ok()) return mode.status();
+  c.scheduler.mode = *mode;
+  c.scheduler.spec_k = vm["spec-k"].as<int32_t>();
+  c.impl_list = vm["impl"].as<std::string>();
+  auto impls = ParseImplKeyList(c.impl_list);
+  if (!impls.ok()) return absl::InvalidArgumentError(absl::StrCat("--impl: ", impls.status().message()));
+  c.impls = *impls;
+  auto time_impl = ParseImplKey(vm["time-impl"].as<std::string>());
+  if (!time_impl.ok()) return absl::InvalidArgumentError(absl::StrCat("--time-impl: ", time_impl.status().message()));
+  c.time_impl = *time_impl;
+  c.scheduler.cost_impl = c.time_impl;
+  if (vm["check"].as<bool>() && vm["no-check"].as<bool>())
+    return absl::InvalidArgumentError("--check and --no-check contradict each other");
+  c.check = !vm["no-check"].as<bool>();
+  c.executor = vm["executor"].as<std::string>();
+  const std::string gpu_l2 = vm["gpu-l2"].as<std::string>();
+  if (gpu_l2 != "cold" && gpu_l2 != "warm")
+    return absl::InvalidArgumentError(absl::StrCat("--gpu-l2: expected cold or warm, got '", gpu_l2, "'"));
+  c.gpu_cold_l2 = gpu_l2 == "cold";
+  if (vm["cuda-graphs"].as<bool>() && vm["no-cuda-graphs"].as<bool>())
+    return absl::InvalidArgumentError("--cuda-graphs and --no-cuda-graphs contradict each other");
+  c.scheduler.cuda_graphs = !vm["no-cuda-graphs"].as<bool>();
+  c.out_dir = vm["out"].as<std::string>();
+  c.scheduler.max_num_seqs = vm["max-num-seqs"].as<int32_t>();
+  c.scheduler.max_num_batched_tokens = vm["max-num-batched-tokens"].as<int32_t>();
+  c.scheduler.max_model_len = vm["max-model-len"].as<int32_t>();
+  c.scheduler.num_kv_blocks = vm["num-kv-blocks"].as<int32_t>();
+  c.scheduler.bt_stride_pad = vm["bt-stride-pad"].as<int32_t>();
+  if (vm.count("acceptance-preset")) c.acceptance_preset = vm["acceptance-preset"].as<std::string>();
+  if (vm.count("acceptance-curve")) c.acceptance_curve = vm["acceptance-curve"].as<std::string>();
+  if (vm.count("calibration"))
+    c.calibration = cli_calibration ? vm["calibration"].as<std::string>()
+                                    : ResolveAgainst(vm["calibration"].as<std::string>(), c.config_file);
+  if (vm.count("step-log")) c.step_log = vm["step-log"].as<std::string>();
+  if (vm.count("dump-workload")) c.dump_workload = vm["dump-workload"].as<std::string>();
+  c.steps_csv_stride = vm["steps-csv-stride"].as<int64_t>();
+  c.check_kv_each_step = vm["check-kv"].as<bool>();
+  c.check_invariants = vm["check-invariants"].as<bool>();
+  return c;
+}
+
+absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
+  DS_RETURN_IF_ERROR(config.Validate());
+  if (config.executor == "gpu")
+    if (absl::Status s = RequireCudaDevice(kGpuExecutorNeedsDevice); !s.ok())
+      return absl::Status(s.code(), absl::StrCat("--executor gpu: ", s.message()));
+  DS_ASSIGN_OR_RETURN(Workload workload, BuildWorkload(config));
+  if (!config.dump_workload.empty())
+    DS_RETURN_IF_ERROR(WriteFileAtomically(config.dump_workload, ToJsonl(workload.requests)));
+
+  const int spec_k = config.scheduler.spec_k;
+  DS_ASSIGN_OR_RETURN(AcceptanceParams acceptance_params,
+                      AcceptancePreset(workload.acceptance_preset, spec_k));
+  if (!config.acceptance_curve.empty()) {
+    DS_ASSIGN_OR_RETURN(acceptance_params.curve, ParseAcceptanceCurve(config.acceptance_curve, spec_k));
+    acceptance_params.name = "custom";
+  }
+  const AcceptanceModel acceptance(acceptance_params, spec_k);
+
+  std::string calibration = config.calibration;
+  const std::string bundled = absl::StrCat(DSPARK_SOURCE_DIR, "/workloads/calibration_h200.json");
+  if (calibration.empty() && fs::exists(bundled)) calibration = bundled;
+  TimeModelParams time_params = DefaultTimeModelParams();
+  if (!calibration.empty()) {
+    DS_ASSIGN_OR_RETURN(time_params, LoadCalibration(calibration));
+  }
+  const TimeModel time_model(time_params);
+
+  EngineOptions options;
+  options.concurrency = workload.concurrency;
+  options.time_impl = config.time_impl;
+  options.check_kv_each_step = config.check_kv_each_step;
+  Engine engine(config.scheduler, workload.requests, acceptance, time_model, options, config.seed);
+
+  // Executors first (they do the step's work and may fail it), in their declared order; then the
+  // observers: a step an executor fails never reaches the metrics, so an aborted run's files hold
+  // exactly the steps that completed.
+  if (config.executor == "gpu" && !HasExecutor("gpu-executor"))
+    return absl::FailedPreconditionError(
+        "--executor gpu: this build has no GPU executor (built without CUDA); rebuild with nvcc, or use "
+        "--executor cpu (CPU mode: emulated kernels, calibrated costs)");
+  ExecutorRequest request;
+  request.impls = config.impls;
+  request.check = config.check;
+  request.device = config.executor;
+  request.gpu_cold_l2 = config.gpu_cold_l2;
+  request.scheduler = config.scheduler;
+  request.out_dir = config.out_dir;
+  std::vector<std::unique_ptr<StepExecutor>> executors;
+  for (const ExecutorRegistration& registered : RegisteredExecutors()) {
+    DS_ASSIGN_OR_RETURN(std::unique_ptr<StepExecutor> executor, registered.factory(request));
+    if (executor == nullptr) continue;
+    engine.AddExecutor(executor.get());
+    executors.push_back(std::move(executor));
+  }
+  std::unique_ptr<InvariantChecker> invariants;
+  if (config.check_invariants) {
+    InvariantOptions invariant_options;
+    invariant_options.rows_every = config.check ? 1 : 0;  // the arrays are built anyway when checked
+    invariants = std::make_unique<InvariantChecker>(config.scheduler, invariant_options);
+    engine.AddObserver(invariants.get());
+  }
+  MetricsObserver metrics(workload.requests, config.steps_csv_stride);
+  engine.AddObserver(&metrics);
+  std::unique_ptr<StepLogObserver> step_log;
+  if (!config.step_log.empty()) {
+    step_log = std::make_unique<StepLogObserver>();
+    engine.AddObserver(step_log.get());
+  }
+
+  const auto t0 = std::chrono::steady_clock::now();
+  // A step that fails (a CUDA error, a BUG mismatch) stops the run; the completed steps' results
+  // are still written, marked "status": "aborted", and the error is returned after them.
+  const absl::Status run_status = engine.Run();
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  RunResult result;
+  result.steps = engine.steps();
+  result.wall_s = wall_s;
+  nlohmann::json& s = result.summary;
+  s["meta"] = {{"schema_version", kSchemaVersion},
+               {"tool", "dspark-sim run"},
+               {"argv", config.argv},
+               {"seed", config.seed}};
+  s["meta"].update(GitInfo());
+  s["status"] = run_status.ok() ? "ok" : "aborted";
+  if (!run_status.ok()) {
+    s["error"] = std::string(run_status.message());
+    s["steps_completed"] = engine.steps();
+  }
+  s["config"] = config.ToJson();
+  s["workload"] = workload.info;
+  s["acceptance"] = {{"preset", acceptance_params.name},
+                     {"curve", acceptance_params.curve},
+                     {"expected_length_all_drafts",
+                      ExpectedAcceptanceLength(acceptance_params.curve.data(), spec_k)},
+                     {"request_logit_sigma", acceptance_params.request_logit_sigma}};
+  nlohmann::json estimated = nlohmann::json::array();
+  for (Impl impl : kAllImpls)
+    if (time_params.impls[static_cast<int>(impl)].estimated) estimated.push_back(std::string(ImplKey(impl)));
+  s["time_model"] = {{"source", time_params.source},
+                     {"device", time_params.source_device},
+                     {"time_impl", std::string(ImplKey(config.time_impl))},
+                     {"serializes_host", time_params.impls[static_cast<int>(config.time_impl)].serializes_host},
+                     {"estimated_metadata_costs", estimated}};
+  const Scheduler& sched = engine.scheduler();
+  s["scheduler"] = {{"steps", engine.steps()},
+                    {"simulated_time_s", engine.now_s()},
+                    {"preemptions", sched.counters().preemptions},
+                    {"peak_running", sched.counters().peak_running},
+                    {"kv_blocks", sched.kv().num_blocks()},
+                    {"peak_kv_blocks", sched.counters().peak_kv_blocks},
+                    {"capture_sizes", sched.capture_sizes()}};
+  DS_RETURN_IF_ERROR(metrics.Finish(&s["metrics"]));
+  if (config.check && !HasExecutor("metadata-check"))
+    s["metadata_check"] = "requested, but this build has no metadata-check executor";
+  // Each section once: an executor's, then the invariant check's.
+  std::vector<std::pair<std::string, std::function<absl::Status(nlohmann::json*)>>> sections;
+  for (auto& executor : executors)
+    sections.emplace_back(executor->name(), [&](nlohmann::json* j) { return executor->Finish(j); });
+  if (invariants) sections.emplace_back(invariants->name(), [&](nlohmann::json* j) { return invariants->Finish(j); });
+  for (auto& [name, finish] : sections) {
+    const absl::Status finished = finish(&s[name]);
+    if (finished.ok()) continue;
+    if (run_status.ok()) return finished;
+    s[name] = {{"error", std::string(finished.message())}};
+  }
+
+  std::error_code ec;
+  fs::create_directories(config.out_dir, ec);
+  if (ec) return absl::PermissionDeniedError(absl::StrCat("--out: cannot create '", config.out_dir, "': ", ec.message()));
+  const fs::path out(config.out_dir);
+  // Temporary files of an earlier run into this folder that was killed while writing.
+  DS_RETURN_IF_ERROR(RemoveStaleTempFiles(out).status());
+  // Each file appears whole or not at all; summary.json goes last, so a folder that has it holds
+  // the other files of the same run (unless an older run's summary.json was there before).
+  DS_RETURN_IF_ERROR(WriteFileAtomically(out / "steps.csv", metrics.StepsCsv(config.steps_csv_stride)));
+  DS_RETURN_IF_ERROR(WriteFileAtomically(out / "requests.csv", metrics.RequestsCsv()));
+  const nlohmann::json perf = {{"wall_s", wall_s},
+                               {"steps", engine.steps()},
+                               {"steps_per_s", wall_s > 0 ? engine.steps() / wall_s : 0.0},
+                               {"metadata_check", config.check && !sections.empty()}};
+  DS_RETURN_IF_ERROR(WriteFileAtomically(out / "perf.json", perf.dump(2) + "\n"));
+  if (step_log) DS_RETURN_IF_ERROR(WriteFileAtomically(config.step_log, step_log->text()));
+  DS_RETURN_IF_ERROR(WriteFileAtomically(out / "summary.json", s.dump(2) + "\n"));
+  if (!run_status.ok())
+    return absl::Status(run_status.code(),
+                        absl::StrFormat("%s [run aborted: the %d completed steps' results are in %s (summary.json "
+                                        "\"status\": \"aborted\")]",
+                                        run_status.message(), engine.steps(), config.out_dir));
+  return result;
+}
+
+}  // namespace dspark::sim

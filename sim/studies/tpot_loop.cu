@@ -1,0 +1,461 @@
+#include "sim/studies/tpot_loop.cuh"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <deque>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "kernels/common/cuda_check.h"
+#include "kernels/common/status_macros.h"
+#include "sim/exec/cuda_device.h"
+#include "sim/exec/gpu_timing.cuh"
+#include "sim/observe/metrics.h"
+
+namespace dspark::sim {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One thread spins until %globaltimer (ns, device-wide) has advanced by `duration_ns`.
+__global__ void ForwardStandInKernel(unsigned long long duration_ns) {
+  unsigned long long start = 0, now = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < duration_ns);
+}
+
+void SpinUntil(Clock::time_point until) {
+  while (Clock::now() < until) {
+  }
+}
+
+Clock::time_point After(Clock::time_point t, double us) {
+  return t + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::micro>(us));
+}
+
+bool AdaptiveStep(const StepPlan& p) {
+  return p.step_case == StepCase::kAdaptiveVerify || p.step_case == StepCase::kAdaptiveDraft || p.draft_budget >= 0;
+}
+
+// [µs] the time model's host time of a step outside the metadata (see TimeModel::Cost).
+double SchedHostUs(const TimeModelParams& p, const StepPlan& plan, bool spec) {
+  return p.sched_us + p.sched_us_per_req * plan.num_reqs_real + (spec ? p.spec_host_us : 0.0) +
+         (AdaptiveStep(plan) ? p.adaptive_host_us : 0.0);
+}
+
+// [µs] the time model's host metadata time of `impl`.
+double ImplHostUs(const TimeModelParams& p, const StepPlan& plan, Impl impl) {
+  const ImplCost& c = p.impls[static_cast<int>(impl)];
+  return c.host_us + c.host_us_per_req * plan.num_reqs_real;
+}
+
+// The scheduler's request events, with the step that produced them (their time is that step's
+// completion, known only once its event has completed).
+class EventLog final : public SchedulerEvents {
+ public:
+  enum class Kind { kArrival, kTokens, kVerification, kFinished, kPreempted };
+  struct Event {
+    Kind kind;
+    int32_t req;
+    int64_t step;     // producing step (kTokens, kFinished)
+    double time_s;    // [s] kArrival, kPreempted
+    int32_t a, b, c;  // tokens | proposed, verified, accepted
+  };
+
+  int64_t current_step = 0;
+  double now_s = 0;
+  std::vector<Event> events;
+  std::vector<int32_t> finished_now;  // requests that finished in the step being committed
+
+  void Arrival(int32_t req, double t) { events.push_back({Kind::kArrival, req, -1, t, 0, 0, 0}); }
+  void OnTokens(int32_t req, double, int32_t tokens) override {
+    events.push_back({Kind::kTokens, req, current_step, 0, tokens, 0, 0});
+  }
+  void OnVerification(int32_t req, int32_t proposed, int32_t verified, int32_t accepted) override {
+    events.push_back({Kind::kVerification, req, current_step, 0, proposed, verified, accepted});
+  }
+  void OnFinished(int32_t req, double) override {
+    events.push_back({Kind::kFinished, req, current_step, 0, 0, 0, 0});
+    finished_now.push_back(req);
+  }
+  void OnPreempted(int32_t req, double) override { events.push_back({Kind::kPreempted, req, -1, now_s, 0, 0, 0}); }
+};
+
+// Completion times of the steps' events on the host's clock. Times are chained from an origin
+// event whose host time is known (recorded and waited for at the start), re-based every 0.5 s so
+// that cudaEventElapsedTime's float milliseconds stay precise to well under a microsecond.
+// This object owns CUDA events that are destroyed exactly once.
+class StepClock {
+ public:
+  StepClock() = default;
+  ~StepClock() {
+    for (auto& [step, e] : pending_) CUDA_CHECK_NOTHROW(cudaEventDestroy(e));
+    for (cudaEvent_t e : free_) CUDA_CHECK_NOTHROW(cudaEventDestroy(e));
+    if (origin_ != nullptr) CUDA_CHECK_NOTHROW(cudaEventDestroy(origin_));
+  }
+  StepClock(const StepClock&) = delete;
+  StepClock& operator=(const StepClock&) = delete;
+
+  // Records the origin on `stream`, waits for it, and returns the host time that is t = 0.
+  absl::StatusOr<Clock::time_point> Start(cudaStream_t stream) {
+    CUDA_RETURN_IF_ERROR(cudaEventCreate(&origin_));
+    CUDA_RETURN_IF_ERROR(cudaEventRecord(origin_, stream));
+    CUDA_RETURN_IF_ERROR(cudaEventSynchronize(origin_));
+    origin_s_ = 0;
+    return Clock::now();
+  }
+
+  absl::StatusOr<cudaEvent_t> Record(int64_t step, cudaStream_t stream) {
+    cudaEvent_t e = nullptr;
+    if (!free_.empty()) {
+      e = free_.back();
+      free_.pop_back();
+    } else {
+      CUDA_RETURN_IF_ERROR(cudaEventCreate(&e));
+    }
+    CUDA_RETURN_IF_ERROR(cudaEventRecord(e, stream));
+    if (static_cast<size_t>(step) >= time_s_.size()) time_s_.resize(static_cast<size_t>(step) + 1, -1.0);
+    pending_.emplace_back(step, e);
+    return e;
+  }
+
+  // Resolves every completed event at the front (events complete in step order).
+  absl::Status Poll() {
+    while (!pending_.empty()) {
+      const cudaError_t q = cudaEventQuery(pending_.front().second);
+      if (q == cudaErrorNotReady) {
+        // Not an error, but the runtime records it as the last error: clear it, or the next
+        // launch check (cudaGetLastError) would report it.
+        (void)cudaGetLastError();
+        break;
+      }
+      CUDA_RETURN_IF_ERROR(q);
+      DS_RETURN_IF_ERROR(ResolveFront());
+    }
+    return absl::OkStatus();
+  }
+
+  // Waits until `step`'s event completed and resolves up to it.
+  absl::Status WaitFor(int64_t step) {
+    while (!pending_.empty() && pending_.front().first <= step) {
+      CUDA_RETURN_IF_ERROR(cudaEventSynchronize(pending_.front().second));
+      DS_RETURN_IF_ERROR(ResolveFront());
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Drain() { return WaitFor(INT64_MAX); }
+
+  // [s] since the origin; -1 while unresolved.
+  double time_s(int64_t step) const {
+    return static_cast<size_t>(step) < time_s_.size() ? time_s_[static_cast<size_t>(step)] : -1.0;
+  }
+
+ private:
+  absl::Status ResolveFront() {
+    auto [step, e] = pending_.front();
+    pending_.pop_front();
+    float ms = 0;
+    CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, origin_, e));
+    const double t = origin_s_ + 1e-3 * static_cast<double>(ms);
+    time_s_[static_cast<size_t>(step)] = t;
+    if (t - origin_s_ > 0.5) {
+      free_.push_back(origin_);
+      origin_ = e;
+      origin_s_ = t;
+    } else {
+      free_.push_back(e);
+    }
+    return absl::OkStatus();
+  }
+
+  cudaEvent_t origin_ = nullptr;
+  double origin_s_ = 0;
+  std::deque<std::pair<int64_t, cudaEvent_t>> pending_;
+  std::vector<cudaEvent_t> free_;
+  std::vector<double> time_s_;
+};
+
+// Closed-loop client: `slots` requests in flight (all at once when 0).
+class ClientSlots {
+ public:
+  ClientSlots(int32_t concurrency, size_t n) : n_(n), slots_(concurrency > 0 ? concurrency : static_cast<int64_t>(n)) {}
+  template <class SubmitFn>
+  void SubmitAvailable(const SubmitFn& submit) {
+    while (next_ < n_ && slots_ > 0) {
+      --slots_;
+      submit(static_cast<int32_t>(next_++));
+    }
+  }
+  void Free(size_t count) { slots_ += static_cast<int64_t>(count); }
+  bool more() const { return next_ < n_; }
+
+ private:
+  size_t n_;
+  size_t next_ = 0;
+  int64_t slots_;
+};
+
+}  // namespace
+
+absl::Status LaunchForwardStandIn(double duration_us, cudaStream_t stream) {
+  const unsigned long long ns = duration_us > 0 ? static_cast<unsigned long long>(duration_us * 1e3 + 0.5) : 0ull;
+  ForwardStandInKernel<<<1, 1, 0, stream>>>(ns);
+  CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<double> MeasureForwardStandIn(double duration_us, cudaStream_t stream) {
+  try {
+    DS_RETURN_IF_ERROR(LaunchForwardStandIn(1.0, stream));
+    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+    timing::EventTimer timer;
+    timer.Start(stream);
+    DS_RETURN_IF_ERROR(LaunchForwardStandIn(duration_us, stream));
+    timer.Stop(stream);
+    return timer.ElapsedUs();
+  } catch (const CudaError& e) {
+    return absl::InternalError(absl::StrCat("MeasureForwardStandIn: ", e.what()));
+  }
+}
+
+struct TpotLoop::State {
+  std::array<std::unique_ptr<GpuSuite>, 2> suites;
+  std::array<std::unique_ptr<DeviceTopB>, 2> topb;
+  int32_t max_reqs = 0;
+};
+
+TpotLoop::TpotLoop(std::unique_ptr<State> state) : d_(std::move(state)) {}
+TpotLoop::~TpotLoop() = default;
+
+absl::StatusOr<std::unique_ptr<TpotLoop>> TpotLoop::Create(const GpuSuiteCapacity& capacity, const ModelConsts& consts) {
+  DS_RETURN_IF_ERROR(RequireCudaDeviceToMeasure("the TPOT loop"));
+  auto st = std::make_unique<State>();
+  st->max_reqs = capacity.max_reqs;
+  for (int s = 0; s < 2; ++s) {
+    DS_ASSIGN_OR_RETURN(st->suites[s], GpuSuite::Create(capacity, consts));
+    DS_ASSIGN_OR_RETURN(st->topb[s], DeviceTopB::Create(capacity.max_reqs));
+  }
+  return std::unique_ptr<TpotLoop>(new TpotLoop(std::move(st)));
+}
+
+namespace {
+
+// The inputs an engine stages for `plan`: the host's boundaries where the device allocation will
+// rewrite them.
+BatchInputs StagedInputs(const StepPlan& plan, const StepArrays& a) {
+  BatchInputs in = ToBatchInputs(plan, a);
+  if (a.topb.present) in.device.query_start_loc = a.qsl_host.data();
+  return in;
+}
+
+}  // namespace
+
+absl::StatusOr<TpotLoopResult> TpotLoop::Run(const TpotLoopOptions& opt, const std::vector<RequestSpec>& workload) {
+  State& st = *d_;
+  if (workload.empty()) return absl::InvalidArgumentError("TpotLoop: empty workload");
+  if (opt.concurrency < 0)
+    return absl::InvalidArgumentError(absl::StrFormat("TpotLoop: concurrency=%d must be >= 0", opt.concurrency));
+  const bool spec = opt.scheduler.mode != SpecMode::kNone;
+  const TimeModel time_model(opt.time_params);
+  const AcceptanceModel acceptance(opt.acceptance, opt.scheduler.spec_k);
+  const Impl impl = opt.impl;
+  const std::string impl_name(ImplName(impl));
+  const auto fail = [&](int64_t step, absl::string_view what, const absl::Status& s) {
+    return absl::Status(s.code(), absl::StrFormat("TPOT loop (%s, mode %s), step %d: %s: %s", impl_name,
+                                                  SpecModeName(opt.scheduler.mode), step, what, s.message()));
+  };
+
+  // ---- Warm-up: the same schedule, no forward work; every graph captured on both suites.
+  if (opt.warm_up) {
+    Scheduler sched(opt.scheduler, workload, acceptance, time_model, opt.seed);
+    EventLog log;
+    sched.set_events(&log);
+    ClientSlots client(opt.concurrency, workload.size());
+    client.SubmitAvailable([&](int32_t req) { sched.Submit(req); });
+    std::array<std::set<int>, 2> eager_cases;
+    std::array<bool, 2> topb_loaded{};
+    for (int s = 0; s < 2; ++s) {
+      DS_RETURN_IF_ERROR(LaunchForwardStandIn(1.0, st.suites[s]->stream()));
+      CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st.suites[s]->stream()));
+    }
+    for (int64_t step = 0; sched.HasWork() || client.more(); ++step) {
+      if (!sched.HasWork()) {
+        client.SubmitAvailable([&](int32_t req) { sched.Submit(req); });
+        if (!sched.HasWork()) return absl::InternalError("TPOT loop warm-up: requests left but no free client slot");
+      }
+      StepPlan plan;
+      plan.index = step;
+      if (absl::Status s = sched.Plan(0.0, &plan); !s.ok()) return fail(step, "warm-up Scheduler::Plan", s);
+      auto arrays = plan.Arrays();
+      if (!arrays.ok()) return fail(step, "warm-up step arrays", arrays.status());
+      const BatchInputs in = StagedInputs(plan, **arrays);
+      const bool graph = GraphCapturable(impl) && plan.graph_padded;
+      for (int s = 0; s < 2; ++s) {
+        GpuSuite& suite = *st.suites[s];
+        if (absl::Status r = suite.Stage(in); !r.ok()) return fail(step, "warm-up GpuSuite::Stage", r);
+        if ((*arrays)->topb.present && !topb_loaded[s]) {
+          if (absl::Status r = st.topb[s]->Launch((*arrays)->topb, plan.num_reqs, suite.device_query_start_loc(),
+                                                 suite.stream());
+              !r.ok())
+            return fail(step, "warm-up DeviceTopB::Launch", r);
+          topb_loaded[s] = true;
+        }
+        if (graph) {
+          if (!suite.Graph(impl).ok())
+            if (absl::Status r = suite.Capture(impl); !r.ok()) return fail(step, "warm-up capture", r);
+        } else if (eager_cases[s].insert(static_cast<int>(plan.step_case)).second) {
+          if (absl::Status r = suite.Run(impl); !r.ok()) return fail(step, "warm-up eager run", r);
+        }
+        if (absl::Status r = suite.Synchronize(); !r.ok()) return fail(step, "warm-up sync", r);
+      }
+      log.finished_now.clear();
+      sched.Commit(0.0);
+      client.Free(log.finished_now.size());
+      client.SubmitAvailable([&](int32_t req) { sched.Submit(req); });
+    }
+  }
+
+  // ---- The timed loop.
+  Scheduler sched(opt.scheduler, workload, acceptance, time_model, opt.seed);
+  EventLog log;
+  sched.set_events(&log);
+  StepClock clock;
+  DS_ASSIGN_OR_RETURN(const Clock::time_point t0, clock.Start(st.suites[0]->stream()));
+  const auto now_s = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  ClientSlots client(opt.concurrency, workload.size());
+  const auto submit_at = [&](double t) {
+    client.SubmitAvailable([&](int32_t req) {
+      sched.Submit(req);
+      log.Arrival(req, t);
+    });
+  };
+  submit_at(0.0);
+
+  TpotLoopResult res;
+  std::vector<StepPlan> plans;  // summary fields, for the metrics' per-step series
+  std::vector<double> step_start_s;
+  double host_us_sum = 0, forward_us_sum = 0;
+  int64_t launches = 0;
+  cudaEvent_t prev_done = nullptr;
+  int64_t step = 0;
+  for (; sched.HasWork() || client.more(); ++step) {
+    if (!sched.HasWork()) {
+      submit_at(now_s());
+      if (!sched.HasWork()) return absl::InternalError("TPOT loop: requests left but no free client slot");
+    }
+    const Clock::time_point t_step = Clock::now();
+    StepPlan plan;
+    plan.index = step;
+    log.now_s = now_s();
+    if (absl::Status s = sched.Plan(log.now_s, &plan); !s.ok()) return fail(step, "Scheduler::Plan", s);
+    auto arrays = plan.Arrays();
+    if (!arrays.ok()) return fail(step, "step arrays", arrays.status());
+    const StepArrays& a = **arrays;
+    const BatchInputs in = StagedInputs(plan, a);
+    if (opt.model_host) SpinUntil(After(t_step, SchedHostUs(opt.time_params, plan, spec)));
+
+    const int s = static_cast<int>(step % 2);
+    GpuSuite& suite = *st.suites[s];
+    cudaStream_t stream = suite.stream();
+    if (absl::Status r = suite.Stage(in); !r.ok()) return fail(step, "GpuSuite::Stage", r);
+    if (prev_done != nullptr) CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, prev_done, 0));
+    if (a.topb.present) {
+      if (absl::Status r = st.topb[s]->Launch(a.topb, plan.num_reqs, suite.device_query_start_loc(), stream);
+          !r.ok())
+        return fail(step, "DeviceTopB::Launch", r);
+      ++res.topb_launches;
+    }
+    const bool graph = GraphCapturable(impl) && plan.graph_padded;
+    if (graph) {
+      if (!suite.Graph(impl).ok()) {
+        ++res.late_captures;
+        if (absl::Status r = suite.Capture(impl); !r.ok()) return fail(step, "capture", r);
+      }
+      if (absl::Status r = suite.Replay(impl); !r.ok()) return fail(step, "graph replay", r);
+      ++res.graph_replays;
+    } else {
+      if (absl::Status r = suite.Run(impl); !r.ok()) return fail(step, "eager suite", r);
+      ++res.eager_runs;
+      if (ReadsHostBoundaries(impl)) ++res.staging_syncs;
+    }
+    const OpCounters& c = suite.last_counters(impl);
+    res.impl_host_syncs += c.host_syncs;
+    launches += c.Launches();
+    if (opt.model_host) SpinUntil(After(Clock::now(), ImplHostUs(opt.time_params, plan, impl)));
+    const double forward_us =
+        time_model.ForwardUs(plan.draft_step, plan.num_tokens, plan.sum_seq_lens, plan.attn_pairs) +
+        (AdaptiveStep(plan) ? opt.time_params.adaptive_gpu_us : 0.0);
+    if (absl::Status r = LaunchForwardStandIn(forward_us, stream); !r.ok()) return fail(step, "forward stand-in", r);
+    auto done = clock.Record(step, stream);
+    if (!done.ok()) return fail(step, "step event", done.status());
+    prev_done = *done;
+    forward_us_sum += forward_us;
+    const double host_us = std::chrono::duration<double, std::micro>(Clock::now() - t_step).count();
+    host_us_sum += host_us;
+    plan.gpu_us = forward_us;
+    plan.host_us = host_us;
+    step_start_s.push_back(std::chrono::duration<double>(t_step - t0).count());
+    plans.push_back(plan);
+
+    log.current_step = step;
+    log.finished_now.clear();
+    sched.Commit(now_s());
+    if (absl::Status r = clock.Poll(); !r.ok()) return fail(step, "step clock", r);
+    if (!log.finished_now.empty()) {
+      client.Free(log.finished_now.size());
+      if (client.more()) {
+        // The client learns of the completion only when the step's outputs exist.
+        if (absl::Status r = clock.WaitFor(step); !r.ok()) return fail(step, "client wait", r);
+        ++res.client_syncs;
+        submit_at(now_s());
+      }
+    }
+  }
+  if (absl::Status r = clock.Drain(); !r.ok()) return fail(step, "final wait", r);
+
+  // ---- Metrics from the real times.
+  MetricsObserver metrics(workload);
+  for (size_t i = 0; i < plans.size(); ++i) {
+    plans[i].start_s = step_start_s[i];
+    plans[i].end_s = clock.time_s(static_cast<int64_t>(i));
+    DS_RETURN_IF_ERROR(metrics.OnStep(plans[i]));
+  }
+  for (const EventLog::Event& e : log.events) {
+    switch (e.kind) {
+      case EventLog::Kind::kArrival: metrics.OnArrival(e.req, e.time_s); break;
+      case EventLog::Kind::kTokens: metrics.OnTokens(e.req, clock.time_s(e.step), e.a); break;
+      case EventLog::Kind::kVerification: metrics.OnVerification(e.req, e.a, e.b, e.c); break;
+      case EventLog::Kind::kFinished: metrics.OnFinished(e.req, clock.time_s(e.step)); break;
+      case EventLog::Kind::kPreempted: metrics.OnPreempted(e.req, e.time_s); break;
+    }
+  }
+  DS_RETURN_IF_ERROR(metrics.Finish(&res.metrics));
+  const nlohmann::json& m = res.metrics;
+  res.ttft_ms_mean = m["ttft_ms"]["mean"].get<double>();
+  res.tpot_ms_mean = m["tpot_ms"]["mean"].get<double>();
+  res.tpot_ms_median = m["tpot_ms"]["median"].get<double>();
+  res.itl_ms_mean = m["itl_ms"]["mean"].get<double>();
+  res.e2el_ms_mean = m["e2el_ms"]["mean"].get<double>();
+  res.output_tok_s = m["output_throughput_tok_s"].get<double>();
+  res.duration_s = m["duration_s"].get<double>();
+  res.completed = m["completed"].get<int64_t>();
+  res.output_tokens = m["total_output_tokens"].get<int64_t>();
+  res.mean_acceptance_length = metrics.mean_acceptance_length();
+  res.steps = step;
+  res.host_us_per_step = step ? host_us_sum / static_cast<double>(step) : 0.0;
+  res.forward_us_per_step = step ? forward_us_sum / static_cast<double>(step) : 0.0;
+  res.launches_per_step = step ? static_cast<double>(launches) / static_cast<double>(step) : 0.0;
+  if (res.completed != static_cast<int64_t>(workload.size()))
+    return absl::InternalError(absl::StrFormat("TPOT loop (%s): %d of %d requests completed", impl_name,
+                                               res.completed, workload.size()));
+  return res;
+}
+
+}  // namespace dspark::sim
