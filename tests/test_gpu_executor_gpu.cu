@@ -118,7 +118,7 @@ ExecutorRun RunExecutor(SpecMode mode, const std::vector<Impl>& impls, uint64_t 
   return run;
 }
 
-const std::vector<Impl> kEvery(std::begin(kAllImpls), std::end(kAllImpls));
+const std::vector<Impl> kEvery = AllImpls();
 
 TEST(GpuExecutor, AdaptiveRunExactForDeviceImplsStaleForHostImpls) {
   DS_REQUIRE_GPU();
@@ -509,7 +509,7 @@ TEST(Calibration, FitRoundTripsThroughTheTimeModelLoader) {
   auto p = LoadCalibration(path);
   std::filesystem::remove(path);
   ASSERT_TRUE(p.ok()) << p.status();
-  const ImplCost& fused = p->impls[static_cast<int>(Impl::kFused)];
+  const ImplCost& fused = p->impls[Impl::kFused.index()];
   EXPECT_DOUBLE_EQ(fused.gpu_us[static_cast<int>(StepCase::kDecode)], 40.0);
   EXPECT_DOUBLE_EQ(fused.gpu_us[static_cast<int>(StepCase::kSpecVerify)], 50.0);
   EXPECT_DOUBLE_EQ(fused.gpu_us_per_token, slope);

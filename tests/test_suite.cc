@@ -48,7 +48,7 @@ TEST_P(SuiteEquivalence, EveryImplEqualsReferenceOrDivergesOnlyFromStaleHost) {
   const bool lone_adaptive = p.seed_case == SeedCase::kAdaptiveVerify && p.options.batch < 2;
   ASSERT_EQ(b.HostStale(), SeedCaseHostStale(p.seed_case) && !lone_adaptive) << b.name;
   CpuSuite suite;
-  for (Impl impl : kAllImpls) {
+  for (Impl impl : AllImpls()) {
     SCOPED_TRACE(std::string(ImplName(impl)) + " on " + b.name);
     const absl::StatusOr<SuiteRunResult> r = suite.Run(impl, b.Inputs());
     ASSERT_TRUE(r.ok()) << r.status();
@@ -111,7 +111,7 @@ TEST(SuitePaddingResidue, DetectedWithFreshHostView) {
   ASSERT_GE(step2.sizes.bt_width, 2);
 
   CpuSuite suite;
-  for (Impl impl : kAllImpls) {
+  for (Impl impl : AllImpls()) {
     SCOPED_TRACE(std::string(ImplName(impl)));
     const absl::StatusOr<SuiteRunResult> first = suite.Run(impl, step1.Inputs());
     ASSERT_TRUE(first.ok()) << first.status();
@@ -151,7 +151,7 @@ TEST(SuiteLaunchCounts, Batch16Decode) {
   ASSERT_EQ(b.sizes.num_decode_tokens, 16);
   CpuSuite suite;
   std::map<Impl, OpCounters> counts;
-  for (Impl impl : kAllImpls) {
+  for (Impl impl : AllImpls()) {
     const absl::StatusOr<SuiteRunResult> r = suite.Run(impl, b.Inputs());
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_TRUE(r->mismatches.empty()) << ImplName(impl) << "\n" << DescribeMismatches(r->mismatches);
@@ -173,7 +173,7 @@ TEST(SuiteLaunchCounts, Batch16Decode) {
   EXPECT_EQ(counts[Impl::kCached].h2d_copies, 1);
   EXPECT_EQ(counts[Impl::kChain].Launches(), 73);
   EXPECT_EQ(counts[Impl::kChain].h2d_copies, 4);
-  for (Impl impl : kAllImpls) {
+  for (Impl impl : AllImpls()) {
     EXPECT_EQ(counts[impl].d2h_copies, 0) << ImplName(impl);
     EXPECT_EQ(counts[impl].host_syncs, 0) << ImplName(impl);
     EXPECT_EQ(counts[impl].host_array_ops > 0, ReadsHostBoundaries(impl) || ReadsHostTotals(impl))
@@ -250,7 +250,7 @@ TEST(SuiteStaleBoundaries, DeviceResplitBetweenSteps) {
   o.seed = 21;
   CaseBatch b = MustMake(SeedCase::kVerify, o);
   CpuSuite suite;
-  for (Impl impl : kAllImpls) {
+  for (Impl impl : AllImpls()) {
     const absl::StatusOr<SuiteRunResult> r = suite.Run(impl, b.Inputs());
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_TRUE(r->mismatches.empty()) << ImplName(impl) << "\n" << DescribeMismatches(r->mismatches);
@@ -260,7 +260,7 @@ TEST(SuiteStaleBoundaries, DeviceResplitBetweenSteps) {
   ASSERT_NE(*resplit, b.qsl);
   b.qsl = *resplit;  // the host keeps the old split
   ASSERT_TRUE(b.HostStale());
-  for (Impl impl : kAllImpls) {
+  for (Impl impl : AllImpls()) {
     const absl::StatusOr<SuiteRunResult> r = suite.Run(impl, b.Inputs());
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ(HasKind(r->mismatches, MismatchKind::kStaleHost), ReadsHostBoundaries(impl)) << ImplName(impl);
@@ -349,7 +349,7 @@ TEST(SuiteCompare, ReportsFirstDifferenceAndClassifies) {
 }
 
 TEST(SuiteInterface, ImplNamesRoundTrip) {
-  for (Impl impl : kAllImpls) {
+  for (Impl impl : AllImpls()) {
     const absl::StatusOr<Impl> parsed = ParseImpl(ImplName(impl));
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(*parsed, impl);

@@ -74,14 +74,15 @@ class Impl {
   // Aborts when `name` (canonical or alias) is not registered: for names fixed in code.
   static Impl Named(std::string_view name);
 
-  // Transitional constants for the old enum's call sites in sim/ (to go once sim/ is on the
-  // registry): each is the vLLM state the old name stands for.
+  // The built-in states that code names as data: defaults (--time-impl after), the seed's
+  // Before / After in bench, seed costs in the time model. Named after the old enum values,
+  // each is the vLLM state the old name stands for. Nothing enumerates implementations through
+  // them: lists, help texts and per-impl arrays come from AllImpls().
   static const Impl kChain, kCached, kDeviceChain, kFused, kFusedSuite;
 
   const ImplInfo& info() const;   // aborts on an unregistered handle
   std::string_view name() const { return name_ == nullptr ? std::string_view() : std::string_view(name_); }
   size_t index() const;            // position in AllImpls(), for per-impl vectors
-  explicit operator int() const { return static_cast<int>(index()); }
 
   bool operator==(const Impl& o) const { return name() == o.name(); }
   bool operator!=(const Impl& o) const { return !(*this == o); }
@@ -100,14 +101,6 @@ inline constexpr Impl Impl::kFusedSuite{"fused-suite"};
 // Every registered implementation, by (rank, name).
 const std::vector<Impl>& AllImpls();
 size_t NumImpls();
-
-// Transitional, for the old enum's range-for and std::begin call sites in sim/: a view of
-// AllImpls().
-struct AllImplsView {
-  std::vector<Impl>::const_iterator begin() const { return AllImpls().begin(); }
-  std::vector<Impl>::const_iterator end() const { return AllImpls().end(); }
-};
-inline constexpr AllImplsView kAllImpls{};
 
 std::string_view ImplName(Impl impl);
 // A canonical name or an alias; InvalidArgument listing the accepted names otherwise.

@@ -14,7 +14,7 @@
 namespace dspark::sim {
 namespace {
 
-ImplCost& At(TimeModelParams& p, Impl impl) { return p.impls[static_cast<int>(impl)]; }
+ImplCost& At(TimeModelParams& p, Impl impl) { return p.impls[impl.index()]; }
 
 }  // namespace
 
@@ -219,7 +219,7 @@ absl::StatusOr<TimeModelParams> LoadCalibration(const std::string& path) {
 }
 
 StepCost TimeModel::Cost(const StepPlan& plan, Impl impl, bool spec_mode) const {
-  const ImplCost& cost = p_.impls[static_cast<int>(impl)];
+  const ImplCost& cost = p_.impls[impl.index()];
   const bool adaptive =
       plan.step_case == StepCase::kAdaptiveVerify || plan.step_case == StepCase::kAdaptiveDraft ||
       plan.draft_budget >= 0;

@@ -93,7 +93,7 @@ class TimeModel {
            c.per_attn_pair_us * attn_pairs;
   }
   double MetadataGpuUs(Impl impl, StepCase c, int32_t num_tokens) const {
-    const ImplCost& cost = p_.impls[static_cast<int>(impl)];
+    const ImplCost& cost = p_.impls[impl.index()];
     const int32_t above = num_tokens > p_.reference_tokens ? num_tokens - p_.reference_tokens : 0;
     return cost.gpu_us[static_cast<int>(c)] + cost.gpu_us_per_token * above;
   }

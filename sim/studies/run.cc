@@ -292,12 +292,12 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
                       ExpectedAcceptanceLength(acceptance_params.curve.data(), spec_k)},
                      {"request_logit_sigma", acceptance_params.request_logit_sigma}};
   nlohmann::json estimated = nlohmann::json::array();
-  for (Impl impl : kAllImpls)
-    if (time_params.impls[static_cast<int>(impl)].estimated) estimated.push_back(std::string(ImplKey(impl)));
+  for (Impl impl : AllImpls())
+    if (time_params.impls[impl.index()].estimated) estimated.push_back(std::string(ImplKey(impl)));
   s["time_model"] = {{"source", time_params.source},
                      {"device", time_params.source_device},
                      {"time_impl", std::string(ImplKey(config.time_impl))},
-                     {"serializes_host", time_params.impls[static_cast<int>(config.time_impl)].serializes_host},
+                     {"serializes_host", time_params.impls[config.time_impl.index()].serializes_host},
                      {"estimated_metadata_costs", estimated}};
   const Scheduler& sched = engine.scheduler();
   s["scheduler"] = {{"steps", engine.steps()},

@@ -51,7 +51,7 @@ double SchedHostUs(const TimeModelParams& p, const StepPlan& plan, bool spec) {
 
 // [µs] the time model's host metadata time of `impl`.
 double ImplHostUs(const TimeModelParams& p, const StepPlan& plan, Impl impl) {
-  const ImplCost& c = p.impls[static_cast<int>(impl)];
+  const ImplCost& c = p.impls[impl.index()];
   return c.host_us + c.host_us_per_req * plan.num_reqs_real;
 }
 
