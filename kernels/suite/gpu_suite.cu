@@ -129,9 +129,28 @@ struct Outputs {
   }
 };
 
-// Every value a captured graph freezes: the sizes in kernel arguments, and for the
-// host-boundary-total implementations the host totals their op sizes come from.
-using GraphKey = std::tuple<int, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, bool, int32_t, int32_t>;
+// Every value a captured graph freezes: the sizes in kernel arguments, for the host-total
+// implementations the host totals their op sizes come from, and a hash of the host view of the
+// prefill rows, which (c) and (d) plan on the host (indexer prefill chunks, #57207 segments).
+using GraphKey =
+    std::tuple<int, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, bool, int32_t, int32_t, uint64_t>;
+
+// FNV-1a over the host qsl and seq_lens of the prefill rows [nd, R); 0 without prefills.
+uint64_t HostPrefillHash(const BatchInputs& in) {
+  const BatchSizes& z = in.sizes;
+  if (z.num_decodes >= z.num_reqs || in.host.query_start_loc == nullptr) return 0;
+  uint64_t h = 1469598103934665603ull;
+  const auto mix = [&h](int32_t v) {
+    for (int b = 0; b < 4; ++b) {
+      h ^= static_cast<uint64_t>((static_cast<uint32_t>(v) >> (8 * b)) & 0xffu);
+      h *= 1099511628211ull;
+    }
+  };
+  for (int32_t r = z.num_decodes; r <= z.num_reqs; ++r) mix(in.host.query_start_loc[r]);
+  if (in.host.seq_lens != nullptr)
+    for (int32_t r = z.num_decodes; r < z.num_reqs; ++r) mix(in.host.seq_lens[r]);
+  return h;
+}
 
 struct GraphEntry {
   SuiteGraph graph;
@@ -240,7 +259,8 @@ struct GpuSuite::State {
     const int32_t total = host_totals ? view.host.query_start_loc[z.num_reqs] : -1;
     const int32_t decode_total = host_totals ? view.host.query_start_loc[z.num_decodes] : -1;
     return GraphKey{static_cast<int>(impl.index()), z.num_reqs, z.num_tokens, z.num_decodes, z.num_decode_tokens,
-                    z.capacity, z.bt_width, z.bt_stride, view.fp8_prefill, total, decode_total};
+                    z.capacity, z.bt_width, z.bt_stride, view.fp8_prefill, total, decode_total,
+                    host_totals ? gpu_suite_internal::HostPrefillHash(view) : 0};
   }
 
   absl::StatusOr<Outputs*> OutputsFor(Impl impl) {
