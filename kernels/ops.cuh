@@ -18,7 +18,6 @@ inline constexpr int32_t kOpThreads = 256;
 
 inline LaunchShape ElementwiseShape(int32_t n) { return {CeilDiv(n, kOpThreads), kOpThreads}; }
 
-DS_HD_INLINE int32_t GlobalThread(const ThreadCtx& c) { return c.block * c.block_dim + c.thread; }
 
 // torch.arange(start, start + n, dtype=int32)
 struct ArangeKernel {
@@ -29,10 +28,9 @@ struct ArangeKernel {
   int32_t start;  // value of out[0]
 
   LaunchShape Shape() const { return ElementwiseShape(n); }
-  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
-    const int32_t i = GlobalThread(c);
-    if (i < n) out[i] = start + i;
-  }
+  DS_HD int32_t Elements() const { return n; }
+  DS_HD void Element(int32_t i) const { out[i] = start + i; }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
 
 // torch.diff(in[: n + 1]): out[i] = in[i + 1] - in[i].
@@ -44,10 +42,9 @@ struct DiffKernel {
   int32_t n;          // [elements] of the output
 
   LaunchShape Shape() const { return ElementwiseShape(n); }
-  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
-    const int32_t i = GlobalThread(c);
-    if (i < n) out[i] = in[i + 1] - in[i];
-  }
+  DS_HD int32_t Elements() const { return n; }
+  DS_HD void Element(int32_t i) const { out[i] = in[i + 1] - in[i]; }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
 
 // The int32 binary ops the chains use. kFloorDiv / kRemainder follow Python (and torch's `//`, `%`):
@@ -92,10 +89,9 @@ struct BinaryKernel {
   BinaryOp op;
 
   LaunchShape Shape() const { return ElementwiseShape(n); }
-  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
-    const int32_t i = GlobalThread(c);
-    if (i < n) out[i] = ApplyBinary(op, a[i], b[i]);
-  }
+  DS_HD int32_t Elements() const { return n; }
+  DS_HD void Element(int32_t i) const { out[i] = ApplyBinary(op, a[i], b[i]); }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
 
 // tensor + python_int
@@ -108,10 +104,9 @@ struct AddScalarKernel {
   int32_t scalar;
 
   LaunchShape Shape() const { return ElementwiseShape(n); }
-  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
-    const int32_t i = GlobalThread(c);
-    if (i < n) out[i] = a[i] + scalar;
-  }
+  DS_HD int32_t Elements() const { return n; }
+  DS_HD void Element(int32_t i) const { out[i] = a[i] + scalar; }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
 
 // torch.cumsum(in, 0) in ONE block, deterministic: each of the 256 threads sums a contiguous
@@ -173,12 +168,12 @@ struct RepeatInterleaveKernel {
   int32_t output_size;     // [elements] taken from the host (output_size=...)
 
   LaunchShape Shape() const { return ElementwiseShape(n); }
-  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
-    const int32_t i = GlobalThread(c);
-    if (i >= n) return;
+  DS_HD int32_t Elements() const { return n; }
+  DS_HD void Element(int32_t i) const {
     const int32_t end = MinI(cumsum[i], output_size);
     for (int32_t j = MaxI(cumsum[i] - repeats[i], 0); j < end; ++j) out[j] = i;
   }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
 
 // src.index_select(0, index) for a 1-D src. An index outside [0, src_len) yields 0: PyTorch
@@ -194,12 +189,12 @@ struct GatherKernel {
   int32_t n;             // [elements]
 
   LaunchShape Shape() const { return ElementwiseShape(n); }
-  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
-    const int32_t i = GlobalThread(c);
-    if (i >= n) return;
+  DS_HD int32_t Elements() const { return n; }
+  DS_HD void Element(int32_t i) const {
     const int32_t k = index[i];
     out[i] = (k >= 0 && k < src_len) ? src[k] : 0;
   }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
 
 // src.index_select(0, index) for a 2-D row-strided src: dst row i = src row index[i], first
@@ -218,13 +213,13 @@ struct GatherRowsKernel {
   int32_t cols;          // [int32] columns copied per row
 
   LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
-  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
-    const int32_t i = GlobalThread(c);
-    if (i >= rows * cols) return;
+  DS_HD int32_t Elements() const { return rows * cols; }
+  DS_HD void Element(int32_t i) const {
     const int32_t row = i / cols, col = i % cols;
     const int32_t k = index[row];
     dst[row * dst_stride + col] = (k >= 0 && k < src_rows) ? src[k * src_stride + col] : 0;
   }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
 
 // dst[:rows, :cols].copy_(src) between row-strided tensors: the elementwise copy kernel PyTorch
@@ -240,12 +235,12 @@ struct Copy2DKernel {
   int32_t cols;        // [int32]
 
   LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
-  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
-    const int32_t i = GlobalThread(c);
-    if (i >= rows * cols) return;
+  DS_HD int32_t Elements() const { return rows * cols; }
+  DS_HD void Element(int32_t i) const {
     const int32_t row = i / cols, col = i % cols;
     dst[row * dst_stride + col] = src[row * src_stride + col];
   }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
 
 // t[a:b, col] = value on a row-strided tensor: a fill over a strided view is one elementwise
@@ -259,10 +254,9 @@ struct FillStridedKernel {
   int32_t value;
 
   LaunchShape Shape() const { return ElementwiseShape(count); }
-  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
-    const int32_t i = GlobalThread(c);
-    if (i < count) dst[i * stride] = value;
-  }
+  DS_HD int32_t Elements() const { return count; }
+  DS_HD void Element(int32_t i) const { dst[i * stride] = value; }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
 
 // ---- Broadcasting ops (what torch's TensorIterator does for `a[:, None] + b[None, :]`, a
@@ -299,12 +293,12 @@ struct Binary2DKernel {
   BinaryOp op;
 
   LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
-  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
-    const int32_t i = GlobalThread(c);
-    if (i >= rows * cols) return;
+  DS_HD int32_t Elements() const { return rows * cols; }
+  DS_HD void Element(int32_t i) const {
     const int32_t row = i / cols, col = i % cols;
     out[i] = ApplyBinary(op, a.At(row, col), b.At(row, col));
   }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
 
 // torch.where(mask, a, b) on int32, all operands broadcast views, out contiguous [rows, cols].
@@ -319,12 +313,12 @@ struct Where2DKernel {
   int32_t cols;  // [elements]
 
   LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
-  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
-    const int32_t i = GlobalThread(c);
-    if (i >= rows * cols) return;
+  DS_HD int32_t Elements() const { return rows * cols; }
+  DS_HD void Element(int32_t i) const {
     const int32_t row = i / cols, col = i % cols;
     out[i] = mask.At(row, col) != 0 ? a.At(row, col) : b.At(row, col);
   }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
 
 // table[row_index[:, None], col_index] (advanced indexing) on a row-strided 2-D int32 table: out[i, j]
@@ -344,15 +338,15 @@ struct GatherIndex2DKernel {
   int32_t cols;              // [elements]
 
   LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
-  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
-    const int32_t i = GlobalThread(c);
-    if (i >= rows * cols) return;
+  DS_HD int32_t Elements() const { return rows * cols; }
+  DS_HD void Element(int32_t i) const {
     const int32_t row = i / cols, col = i % cols;
     const int32_t r = row_index[row], k = col_index.At(row, col);
     out[i] = (r >= 0 && r < table_rows && k >= 0 && k < table_cols)
                  ? table[static_cast<int64_t>(r) * table_stride + k]
                  : 0;
   }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
 
 // x.to(torch.int64)
@@ -364,10 +358,9 @@ struct CastToInt64Kernel {
   int32_t n;          // [elements]
 
   LaunchShape Shape() const { return ElementwiseShape(n); }
-  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
-    const int32_t i = GlobalThread(c);
-    if (i < n) out[i] = in[i];
-  }
+  DS_HD int32_t Elements() const { return n; }
+  DS_HD void Element(int32_t i) const { out[i] = in[i]; }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
 
 // torch.where(mask, a, scalar) with an int64 `a`.
@@ -381,10 +374,9 @@ struct WhereInt64Kernel {
   int32_t n;            // [elements]
 
   LaunchShape Shape() const { return ElementwiseShape(n); }
-  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
-    const int32_t i = GlobalThread(c);
-    if (i < n) out[i] = mask[i] != 0 ? a[i] : scalar;
-  }
+  DS_HD int32_t Elements() const { return n; }
+  DS_HD void Element(int32_t i) const { out[i] = mask[i] != 0 ? a[i] : scalar; }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
 
 // (x != scalar) for an int64 tensor, as an int32 0 / 1 mask.
@@ -397,10 +389,9 @@ struct NeInt64ScalarKernel {
   int32_t n;          // [elements]
 
   LaunchShape Shape() const { return ElementwiseShape(n); }
-  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
-    const int32_t i = GlobalThread(c);
-    if (i < n) out[i] = in[i] != scalar;
-  }
+  DS_HD int32_t Elements() const { return n; }
+  DS_HD void Element(int32_t i) const { out[i] = in[i] != scalar; }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
 
 // t[:rows, :cols] = value on a row-strided tensor (one elementwise kernel, not a memset).
@@ -414,11 +405,11 @@ struct Fill2DKernel {
   int32_t value;
 
   LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
-  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
-    const int32_t i = GlobalThread(c);
-    if (i >= rows * cols) return;
+  DS_HD int32_t Elements() const { return rows * cols; }
+  DS_HD void Element(int32_t i) const {
     dst[static_cast<int64_t>(i / cols) * stride + i % cols] = value;
   }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
 
 // cub::DeviceScan's first kernel (DeviceScanInitKernel): clears the tile-status words the scan
@@ -431,10 +422,9 @@ struct ScanTileInitKernel {
   int32_t tiles;         // [tiles] ceil(n / tile items), at least 1
 
   LaunchShape Shape() const { return ElementwiseShape(tiles); }
-  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
-    const int32_t i = GlobalThread(c);
-    if (i < tiles) tile_status[i] = 0;
-  }
+  DS_HD int32_t Elements() const { return tiles; }
+  DS_HD void Element(int32_t i) const { tile_status[i] = 0; }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
 
 // int64 tensor >= scalar, as a bool tensor stored as int32 0 / 1.
@@ -447,10 +437,9 @@ struct GeInt64ScalarKernel {
   int32_t n;         // [elements]
 
   LaunchShape Shape() const { return ElementwiseShape(n); }
-  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
-    const int32_t i = GlobalThread(c);
-    if (i < n) out[i] = a[i] >= scalar;
-  }
+  DS_HD int32_t Elements() const { return n; }
+  DS_HD void Element(int32_t i) const { out[i] = a[i] >= scalar; }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
 
 // tensor.clamp_(min=0) of a strided [rows, cols] int32 tensor, in place.
@@ -463,12 +452,12 @@ struct ClampMinZero2DKernel {
   int32_t cols;    // [int32]
 
   LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
-  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
-    const int32_t i = GlobalThread(c);
-    if (i >= rows * cols) return;
+  DS_HD int32_t Elements() const { return rows * cols; }
+  DS_HD void Element(int32_t i) const {
     int32_t& v = x[static_cast<int64_t>(i / cols) * stride + i % cols];
     v = v < 0 ? 0 : v;
   }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
 
 }  // namespace dspark::ops

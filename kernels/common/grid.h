@@ -13,8 +13,11 @@
 // communication (neither is expressible in the emulator).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <utility>
 
 #include "kernels/common/hd.h"
 
@@ -32,9 +35,34 @@ struct LaunchShape {
   int32_t block = 1;   // [threads per block]
 };
 
-// Runs `k` on the CPU over the whole grid. Deterministic: blocks in order, threads in order.
+// A kernel with no shared scratch uses this as its Shared type.
+struct NoShared {};
+
+// An elementwise kernel (one phase, no shared memory, thread i of the grid handles element i
+// alone) defines its element function once, used by both executors:
+//   DS_HD int32_t Elements() const;          // [elements] threads past it do nothing
+//   DS_HD void Element(int32_t i) const;     // the body for element i
+//   DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 template <typename K>
-void EmulateGrid(const K& k, LaunchShape shape) {
+DS_HD_INLINE void ElementPhase(const K& k, const ThreadCtx& c) {
+  const int32_t i = c.block * c.block_dim + c.thread;
+  if (i < k.Elements()) k.Element(i);
+}
+
+template <typename K, typename = void>
+struct IsElementwise {
+  static constexpr bool value = false;
+};
+template <typename K>
+struct IsElementwise<K, decltype(static_cast<void>(std::declval<const K&>().Element(int32_t{0})),
+                                 static_cast<void>(std::declval<const K&>().Elements()))> {
+  static constexpr bool value = K::kPhases == 1 && std::is_same<typename K::Shared, NoShared>::value;
+};
+
+// Runs `k` on the CPU thread by thread, phase by phase. Deterministic: blocks in order,
+// threads in order.
+template <typename K>
+void EmulateGridPerThread(const K& k, LaunchShape shape) {
   using Shared = typename K::Shared;
   Shared smem;
   for (int32_t b = 0; b < shape.grid; ++b) {
@@ -46,6 +74,20 @@ void EmulateGrid(const K& k, LaunchShape shape) {
         k.Phase(p, ThreadCtx{b, t, shape.block, shape.grid}, smem);
       }
     }
+  }
+}
+
+// Runs `k` on the CPU over the whole grid. An elementwise kernel runs as a loop over its
+// elements: the same element function in the same order (thread b * block + t is element i),
+// without a call per idle thread (tests/kernels/test_element_loop.cc: byte-identical buffers).
+template <typename K>
+void EmulateGrid(const K& k, LaunchShape shape) {
+  if constexpr (IsElementwise<K>::value) {
+    const int64_t threads = static_cast<int64_t>(shape.grid) * shape.block;
+    const int64_t n = std::min<int64_t>(k.Elements(), threads);
+    for (int32_t i = 0; i < n; ++i) k.Element(i);
+  } else {
+    EmulateGridPerThread(k, shape);
   }
 }
 
@@ -70,8 +112,5 @@ cudaError_t LaunchFunctor(const K& k, LaunchShape shape, cudaStream_t stream) {
   return cudaGetLastError();
 }
 #endif
-
-// A kernel with no shared scratch uses this as its Shared type.
-struct NoShared {};
 
 }  // namespace dspark

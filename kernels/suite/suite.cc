@@ -202,7 +202,12 @@ class FieldDiff {
 
 std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const SuiteLayout& layout,
                                         const ModelConsts& consts, const SuiteOutputs& got) {
-  const SuiteReference want = ComputeSuiteReference(in, layout, consts);
+  return CompareSuite(impl, in, ComputeSuiteReference(in, layout, consts), layout, consts, got);
+}
+
+std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const SuiteReference& want,
+                                        const SuiteLayout& layout, const ModelConsts& consts,
+                                        const SuiteOutputs& got) {
   const BatchSizes& z = in.sizes;
   const ImplTraits& traits = impl.info().traits;
   const MismatchKind ordinary =
@@ -404,10 +409,11 @@ absl::StatusOr<SuiteImage> CpuSuite::Image(Impl impl) const {
   return *b;
 }
 
-absl::StatusOr<SuiteRunResult> CpuSuite::Run(Impl impl, const BatchInputs& in) {
+absl::StatusOr<SuiteRunResult> CpuSuite::Run(Impl impl, const BatchInputs& in) { return Run(impl, in, nullptr); }
+
+absl::Status CpuSuite::Prepare(const BatchSizes& z) {
   State& st = *state_;
-  DS_RETURN_IF_ERROR(ValidateBatchSizes(in.sizes));
-  const BatchSizes& z = in.sizes;
+  DS_RETURN_IF_ERROR(ValidateBatchSizes(z));
   if (st.layout.token_capacity == 0 || !CheckFits(st.layout, z, st.consts).ok()) {
     st.layout = MakeSuiteLayout(std::max(z.capacity, st.layout.token_capacity),
                                 std::max({z.num_reqs, kMinCpuMaxReqs, st.layout.max_reqs}),
@@ -417,6 +423,12 @@ absl::StatusOr<SuiteRunResult> CpuSuite::Run(Impl impl, const BatchInputs& in) {
     for (auto& b : st.buffers) b.reset();
     st.backend.reset();
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SuiteRunResult> CpuSuite::Run(Impl impl, const BatchInputs& in, const SuiteReference* want) {
+  State& st = *state_;
+  DS_RETURN_IF_ERROR(Prepare(in.sizes));
   auto& buffers = st.buffers[Slot(impl)];
   if (!buffers.has_value()) buffers = SuiteImage::Filled(st.layout, kPoison);
   if (st.backend == nullptr || !st.backend->status().ok())
@@ -435,7 +447,8 @@ absl::StatusOr<SuiteRunResult> CpuSuite::Run(Impl impl, const BatchInputs& in) {
 
   SuiteRunResult result;
   result.counters = be.counters();
-  result.mismatches = CompareSuite(impl, in, st.layout, st.consts, step.out);
+  result.mismatches = want != nullptr ? CompareSuite(impl, in, *want, st.layout, st.consts, step.out)
+                                      : CompareSuite(impl, in, st.layout, st.consts, step.out);
   return result;
 }
 

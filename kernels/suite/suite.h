@@ -190,6 +190,11 @@ bool HostViewStale(const BatchInputs& in);
 //   - impls that read the host split, host view stale: kStaleHost; fresh: kBug.
 std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const SuiteLayout& layout,
                                         const ModelConsts& consts, const SuiteOutputs& got);
+// The same against a reference already computed for `in` and `layout` (one per step, shared by
+// every implementation checked on it).
+std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const SuiteReference& want,
+                                        const SuiteLayout& layout, const ModelConsts& consts,
+                                        const SuiteOutputs& got);
 
 // ---- CPU emulation ----
 
@@ -212,6 +217,11 @@ class CpuSuite {
   CpuSuite& operator=(const CpuSuite&) = delete;
 
   absl::StatusOr<SuiteRunResult> Run(Impl impl, const BatchInputs& in);
+  // With `want`, the reference of `in` computed on layout() after Prepare(in.sizes): the
+  // comparison is the same, the reference is not recomputed. want == nullptr: computed here.
+  absl::StatusOr<SuiteRunResult> Run(Impl impl, const BatchInputs& in, const SuiteReference* want);
+  // Grows the layout to hold `sizes` (Run does it too); then layout() is the one Run uses.
+  absl::Status Prepare(const BatchSizes& sizes);
 
   // The whole output buffers of `impl` after its last run; FailedPrecondition before any run.
   absl::StatusOr<SuiteImage> Image(Impl impl) const;
