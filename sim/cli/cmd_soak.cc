@@ -41,6 +41,7 @@ po::options_description SoakOptionsDescription() {
     ("kv-check-every", po::value<int64_t>()->default_value(1), "KV partition check every n steps")
     ("rows-check-every", po::value<int64_t>()->default_value(64), "per-row check (builds the step's arrays) every n steps, 0 = never")
     ("calibration", po::value<std::string>(), "time-model calibration JSON (default: workloads/calibration_h200.json)")
+    ("progress", po::value<std::string>()->default_value("auto"), "stderr: each run's steps, steps/s and ETA; auto (a bar on a terminal, a line every 10 s otherwise), bar, lines, none")
     ("out", po::value<std::string>()->default_value("results/soak"), "output directory (soak.json)");
   // clang-format on
   return d;
@@ -86,6 +87,12 @@ int SoakCommand(int argc, char** argv) {
   o.kv_check_every = vm["kv-check-every"].as<int64_t>();
   o.rows_check_every = vm["rows-check-every"].as<int64_t>();
   if (vm.count("calibration")) o.calibration = vm["calibration"].as<std::string>();
+  auto progress = ParseProgressStyle(vm["progress"].as<std::string>());
+  if (!progress.ok()) {
+    std::fprintf(stderr, "dspark-sim soak: %s\n", std::string(progress.status().message()).c_str());
+    return 2;
+  }
+  o.progress = *progress;
   const std::string out_dir = vm["out"].as<std::string>();
   if (absl::Status s = o.Validate(); !s.ok()) {
     std::fprintf(stderr, "dspark-sim soak: %s\n", std::string(s.message()).c_str());

@@ -284,12 +284,9 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
   if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &c.shard_index) || !absl::SimpleAtoi(parts[1], &c.shard_count))
     return absl::InvalidArgumentError(absl::StrCat("--shard: expected i/n (e.g. 0/4), got '", Abbreviate(shard), "'"));
   c.max_points = vm["max-points"].as<int64_t>();
-  const std::string progress = vm["progress"].as<std::string>();
-  if (progress == "auto") c.progress = ProgressStyle::kAuto;
-  else if (progress == "bar") c.progress = ProgressStyle::kBar;
-  else if (progress == "lines") c.progress = ProgressStyle::kLines;
-  else if (progress == "none") c.progress = ProgressStyle::kNone;
-  else return absl::InvalidArgumentError(absl::StrCat("--progress: expected auto, bar, lines or none, got '", Abbreviate(progress), "'"));
+  auto progress = ParseProgressStyle(vm["progress"].as<std::string>());
+  if (!progress.ok()) return progress.status();
+  c.progress = *progress;
   if (auto s = c.Validate(); !s.ok()) return s;
   return c;
 }

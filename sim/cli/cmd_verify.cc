@@ -19,6 +19,7 @@
 #include "kernels/suite/cases.h"
 #include "kernels/suite/suite.h"
 #include "sim/cli/cli_registry.h"
+#include "sim/observe/progress.h"
 #include "sim/results/result_files.h"
 
 namespace dspark {
@@ -68,6 +69,7 @@ int VerifyCommand(int argc, char** argv) {
       ("batch", po::value<std::string>()->default_value("1,3,16,65"), "batch sizes (real requests)")
       ("seeds", po::value<int32_t>()->default_value(8), "random batches per (case, batch size)")
       ("seed", po::value<uint64_t>()->default_value(0), "first seed")
+      ("progress", po::value<std::string>()->default_value("auto"), "stderr: batches checked, rate and ETA; auto (a bar on a terminal, a line every 10 s otherwise), bar, lines, none")
       ("json", po::value<std::string>(), "also write the counts to this JSON file, with each implementation's "
                                          "launches and differing cells per kind on every seed case (batch 16)");
   po::variables_map vm;
@@ -99,6 +101,11 @@ int VerifyCommand(int argc, char** argv) {
   cfg.batches = *batches;
   cfg.seeds = vm["seeds"].as<int32_t>();
   cfg.seed = vm["seed"].as<uint64_t>();
+  auto progress_style = sim::ParseProgressStyle(vm["progress"].as<std::string>());
+  if (!progress_style.ok()) {
+    std::fprintf(stderr, "dspark-sim verify: %s\n", std::string(progress_style.status().message()).c_str());
+    return 2;
+  }
   if (cfg.seeds < 1) {
     std::fprintf(stderr, "dspark-sim verify: --seeds must be >= 1, got %d\n", cfg.seeds);
     return 2;
@@ -109,6 +116,9 @@ int VerifyCommand(int argc, char** argv) {
   std::map<Impl, std::unique_ptr<CpuSuite>> suites;
   for (Impl impl : cfg.impls) suites[impl] = std::make_unique<CpuSuite>();
   std::vector<std::string> bugs;
+  sim::ProgressMeter progress(*progress_style, stderr, "verify", "batches",
+                         static_cast<int64_t>(cfg.cases.size() * cfg.batches.size()) * cfg.seeds);
+  int64_t checked = 0;
   for (SeedCase c : cfg.cases) {
     for (int32_t batch : cfg.batches) {
       for (int32_t s = 0; s < cfg.seeds; ++s) {
@@ -146,9 +156,11 @@ int VerifyCommand(int argc, char** argv) {
           }
           for (int k = 0; k < 3; ++k) row[1 + k] += has[k];
         }
+        progress.Update(++checked, made->name);
       }
     }
   }
+  progress.End(checked, "done");
 
   std::printf("| impl | case | batches | stale-host | padding residue | bug |\n|---|---|---:|---:|---:|---:|\n");
   nlohmann::json j;

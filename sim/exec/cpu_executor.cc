@@ -1,5 +1,7 @@
 #include "sim/exec/cpu_executor.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_format.h"
@@ -8,7 +10,8 @@
 
 namespace dspark::sim {
 
-CpuExecutor::CpuExecutor(std::vector<Impl> impls, ModelConsts consts) : impls_(std::move(impls)) {
+CpuExecutor::CpuExecutor(std::vector<Impl> impls, ModelConsts consts, int32_t jobs)
+    : impls_(std::move(impls)), consts_(consts), pool_(std::min<int32_t>(std::max(jobs, 1), static_cast<int32_t>(impls_.size()))) {
   for (Impl impl : impls_) {
     suites_[impl] = std::make_unique<CpuSuite>(consts);
     stats_[impl] = ImplStats{};
@@ -16,11 +19,29 @@ CpuExecutor::CpuExecutor(std::vector<Impl> impls, ModelConsts consts) : impls_(s
 }
 
 absl::Status CpuExecutor::Execute(const StepPlan& plan, const StepArrays& arrays) {
+  if (impls_.empty()) return absl::OkStatus();
   const BatchInputs inputs = ToBatchInputs(plan, arrays);
   const int c = static_cast<int>(plan.step_case);
   const std::string case_name(StepCaseName(plan.step_case));
-  for (Impl impl : impls_) {
-    auto result = suites_[impl]->Run(impl, inputs);
+  // One reference per step, shared by every implementation: it is built from the device view
+  // and the layout (its segment rows), which every suite grows alike from the same steps.
+  for (Impl impl : impls_)
+    if (absl::Status s = suites_.at(impl)->Prepare(inputs.sizes); !s.ok())
+      return absl::Status(s.code(), absl::StrFormat("step %d (%s), impl %s: %s", plan.index, case_name,
+                                                    ImplName(impl), s.message()));
+  const SuiteLayout layout = suites_.at(impls_.front())->layout();
+  bool shared = true;
+  for (Impl impl : impls_) shared = shared && suites_.at(impl)->layout().max_segments == layout.max_segments;
+  const SuiteReference want = ComputeSuiteReference(inputs, layout, consts_);
+  // Each implementation runs on its own suite, on any of the pool's threads; the results are
+  // then read in the implementations' order, so counts and the first error do not depend on --jobs.
+  std::vector<absl::StatusOr<SuiteRunResult>> results(impls_.size(), absl::UnknownError("not run"));
+  pool_.Run(static_cast<int32_t>(impls_.size()), [&](int32_t i) {
+    results[i] = suites_.at(impls_[i])->Run(impls_[i], inputs, shared ? &want : nullptr);
+  });
+  for (size_t i = 0; i < impls_.size(); ++i) {
+    const Impl impl = impls_[i];
+    absl::StatusOr<SuiteRunResult>& result = results[i];
     if (!result.ok())
       return absl::Status(result.status().code(),
                           absl::StrFormat("step %d (%s), impl %s: %s", plan.index, case_name, ImplName(impl),
@@ -109,7 +130,7 @@ const RegisterExecutor kRegisterCpuExecutor(
     "metadata-check", kCpuExecutorOrder,
     [](const ExecutorRequest& request) -> absl::StatusOr<std::unique_ptr<StepExecutor>> {
       if (!request.check || request.impls.empty()) return std::unique_ptr<StepExecutor>();
-      return std::unique_ptr<StepExecutor>(std::make_unique<CpuExecutor>(request.impls));
+      return std::unique_ptr<StepExecutor>(std::make_unique<CpuExecutor>(request.impls, ModelConsts{}, request.jobs));
     });
 
 }  // namespace

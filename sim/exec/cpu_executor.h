@@ -15,13 +15,15 @@
 #include "absl/status/status.h"
 #include "kernels/suite/suite.h"
 #include "sim/engine/step_executor.h"
+#include "sim/exec/worker_pool.h"
 #include "sim/model/step_plan.h"
 
 namespace dspark::sim {
 
 class CpuExecutor : public StepExecutor {
  public:
-  explicit CpuExecutor(std::vector<Impl> impls, ModelConsts consts = {});
+  // jobs: threads that run the implementations of a step (run --jobs); results do not depend on it.
+  explicit CpuExecutor(std::vector<Impl> impls, ModelConsts consts = {}, int32_t jobs = 1);
 
   absl::string_view name() const override { return "metadata_check"; }
   absl::Status Execute(const StepPlan& plan, const StepArrays& arrays) override;
@@ -45,8 +47,10 @@ class CpuExecutor : public StepExecutor {
 
  private:
   std::vector<Impl> impls_;
+  ModelConsts consts_;
   std::map<Impl, std::unique_ptr<CpuSuite>> suites_;
   std::map<Impl, ImplStats> stats_;
+  WorkerPool pool_;
 };
 
 }  // namespace dspark::sim

@@ -11,6 +11,7 @@
 #include "nlohmann/json.hpp"
 #include "sim/model/scheduler.h"
 #include "sim/workload/trace.h"
+#include "sim/observe/progress.h"
 #include "sim/observe/serving_result.h"
 
 namespace dspark::sim {
@@ -74,6 +75,10 @@ struct RunConfig {
   int64_t dump_steps_limit = 1000; // [steps] at most this many are dumped
   int64_t steps_csv_stride = 1;    // write every n-th step to steps.csv
   bool check_kv_each_step = false; // full KV consistency check after every step
+  // stderr only, never in summary.json (so not in ToJson); sweep points run without.
+  ProgressStyle progress = ProgressStyle::kNone;
+  // Threads of the CPU check (--jobs); results are identical for any value, so not in ToJson.
+  int32_t jobs = 1;
   bool check_invariants = false;   // sim/observe/invariants.h on every step (section "invariants")
 
   absl::Status Validate() const;

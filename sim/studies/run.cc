@@ -28,6 +28,7 @@
 #include "sim/engine/engine.h"
 #include "sim/exec/executor_registry.h"
 #include "sim/exec/step_dump.h"
+#include "sim/exec/worker_pool.h"
 #include "sim/observe/invariants.h"
 #include "sim/observe/metrics.h"
 #include "sim/options/option_errors.h"
@@ -99,6 +100,8 @@ po::options_description RunOptions() {
     ("dump-steps-limit", po::value<int64_t>()->default_value(kDefaultDumpStepsLimit), "--dump-steps writes at most this many steps (the first ones)")
     ("steps-csv-stride", po::value<int64_t>()->default_value(1), "write every n-th step to steps.csv")
     ("check-kv", po::bool_switch(), "check KV block accounting after every step (slow)")
+    ("progress", po::value<std::string>()->default_value("auto"), "stderr: requests finished, steps and steps/s with ETA; auto (a bar on a terminal, a line every 10 s otherwise), bar, lines, none")
+    ("jobs", po::value<int32_t>()->default_value(0), "threads of the metadata check, each running implementations of the step (0: the machine's cores); results are identical for any value")
     ("check-invariants", po::bool_switch(), "independent invariant check of every step: budgets, graph padding, KV partition, each request finished once (sim/invariants.h; O(KV pool) per step)");
   // clang-format on
   return d;
@@ -247,6 +250,11 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   c.steps_csv_stride = vm["steps-csv-stride"].as<int64_t>();
   c.check_kv_each_step = vm["check-kv"].as<bool>();
   c.check_invariants = vm["check-invariants"].as<bool>();
+  DS_ASSIGN_OR_RETURN(c.progress, ParseProgressStyle(vm["progress"].as<std::string>()));
+  c.jobs = vm["jobs"].as<int32_t>();
+  if (c.jobs < 0 || c.jobs > 1024)
+    return absl::InvalidArgumentError(absl::StrCat("--jobs: expected 0 (the machine's cores) to 1024, got ", c.jobs));
+  if (c.jobs == 0) c.jobs = WorkerPool::DefaultJobs();
   return c;
 }
 
@@ -292,6 +300,7 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   ExecutorRequest request;
   request.impls = config.impls;
   request.check = config.check;
+  request.jobs = config.jobs;
   request.device = config.executor;
   request.gpu_cold_l2 = config.gpu_cold_l2;
   request.scheduler = config.scheduler;
@@ -323,11 +332,16 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
     engine.AddObserver(step_log.get());
   }
 
+  // Last, so it counts the steps every other stage accepted.
+  ProgressObserver progress(config.progress, stderr, static_cast<int64_t>(workload.requests.size()));
+  engine.AddObserver(&progress);
+
   const auto t0 = std::chrono::steady_clock::now();
   // A step that fails (a CUDA error, a BUG mismatch) stops the run; the completed steps' results
   // are still written, marked "status": "aborted", and the error is returned after them.
   const absl::Status run_status = engine.Run();
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  progress.End();
 
   RunResult result;
   result.steps = engine.steps();

@@ -173,6 +173,26 @@ std::string PinAllocator() {
 
 std::string Hex(uint64_t v) { return absl::StrFormat("%016x", v); }
 
+// Steps of a soak run on its meter, across its batches (each batch is an engine of its own).
+class SoakProgress final : public StepObserver {
+ public:
+  SoakProgress(ProgressMeter* meter, int64_t steps_before) : meter_(meter), steps_(steps_before) {}
+  absl::string_view name() const override { return "progress"; }
+  absl::Status OnStep(const StepPlan& /*plan*/) override {
+    ++steps_;
+    if (meter_->style() != ProgressStyle::kNone && (steps_ & 255) == 0) meter_->Update(steps_, Rate());
+    return absl::OkStatus();
+  }
+  std::string Rate() const {
+    const double elapsed = meter_->Elapsed();
+    return absl::StrFormat("%.0f steps/s", elapsed > 0 ? static_cast<double>(steps_) / elapsed : 0.0);
+  }
+
+ private:
+  ProgressMeter* meter_;
+  int64_t steps_;
+};
+
 // One run: batches until `options.steps` steps. Check failures go into run->first_violation
 // (and stop the run); a non-OK status is a setup error.
 absl::Status RunOnce(int run_index, const SoakOptions& o, const TimeModel& time_model, RssSampler* rss,
@@ -183,6 +203,7 @@ absl::Status RunOnce(int run_index, const SoakOptions& o, const TimeModel& time_
   InvariantChecker checker(o.scheduler, inv_options);
   uint64_t digest = 0x72756e6469676573ULL;
   const auto t0 = std::chrono::steady_clock::now();
+  ProgressMeter meter(o.progress, stderr, absl::StrFormat("soak run %d/2", run_index + 1), "steps", o.steps);
   for (int64_t b = 0; run->steps < o.steps; ++b) {
     const uint64_t seed = BatchSeed(o.seed, b);
     const RunConfig config = BatchConfig(o, seed);
@@ -200,6 +221,8 @@ absl::Status RunOnce(int run_index, const SoakOptions& o, const TimeModel& time_
     engine.AddObserver(&batch_digest);
     engine.AddObserver(&metrics);
     engine.AddObserver(rss);
+    SoakProgress progress(&meter, run->steps);
+    engine.AddObserver(&progress);
     const absl::Status status = engine.Run();
     // Every batch peaks at its end (the metrics series are longest): sampling there makes the
     // warm-up peak and the later peaks comparable, whatever the sampling period.
@@ -236,6 +259,7 @@ absl::Status RunOnce(int run_index, const SoakOptions& o, const TimeModel& time_
     run->simulated_s += engine.now_s();
   }
   run->wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  meter.End(run->steps, absl::StrFormat("%.0f steps/s", run->wall_s > 0 ? run->steps / run->wall_s : 0.0));
   for (uint64_t v : {static_cast<uint64_t>(run->steps), static_cast<uint64_t>(run->batches),
                      static_cast<uint64_t>(run->requests_finished), static_cast<uint64_t>(run->output_tokens),
                      static_cast<uint64_t>(run->preemptions), Bits(run->simulated_s)})

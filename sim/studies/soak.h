@@ -35,6 +35,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
+#include "sim/observe/progress.h"
 #include "sim/model/scheduler.h"
 
 namespace dspark::sim {
@@ -57,6 +58,7 @@ struct SoakOptions {
   int64_t rss_limit_kib = 2048;     // [KiB] allowed growth of the RSS peak after warm-up
   std::string calibration;          // time-model JSON; empty: workloads/calibration_h200.json
   std::vector<std::string> argv;    // for the meta block
+  ProgressStyle progress = ProgressStyle::kNone;  // stderr only (soak --progress), not in soak.json
 
   absl::Status Validate() const;
 };

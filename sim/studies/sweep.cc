@@ -12,7 +12,6 @@
 #include <set>
 #include <sstream>
 
-#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -180,89 +179,47 @@ std::string CsvCell(const ojson& v) {
 
 // ---- Progress ----
 
-std::string FormatDuration(double seconds) {
-  if (seconds < 60) return absl::StrFormat("%.1fs", seconds);
-  const int64_t s = static_cast<int64_t>(seconds + 0.5);
-  if (s < 3600) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
-  return absl::StrFormat("%dh%02dm%02ds", s / 3600, (s / 60) % 60, s % 60);
-}
-
 std::string Describe(const SweepPoint& p) {
   return absl::StrFormat("%s c=%d b=%d %s %s", p.workload_label, p.concurrency, p.batch_size,
                          SpecModeName(p.mode), ImplKey(p.impl));
 }
 
+// Points of the sweep on the shared meter (sim/observe/progress.h): the bar names the point
+// running; lines mode writes one line per finished point (points take seconds or more).
 class Progress {
  public:
   Progress(ProgressStyle style, std::FILE* out, int64_t total)
-      : out_(out), total_(total), t0_(std::chrono::steady_clock::now()) {
-    style_ = style;
-    if (style_ == ProgressStyle::kAuto)
-      style_ = (out_ != nullptr && isatty(fileno(out_))) ? ProgressStyle::kBar : ProgressStyle::kLines;
-    if (out_ == nullptr) style_ = ProgressStyle::kNone;
-  }
+      : meter_(style, out, "sweep", "points", total), total_(total) {}
 
-  void Note(const std::string& line) {
-    if (style_ == ProgressStyle::kNone) return;
-    if (style_ == ProgressStyle::kBar && bar_shown_) std::fprintf(out_, "\r\033[K");
-    std::fprintf(out_, "%s\n", line.c_str());
-    if (style_ == ProgressStyle::kBar && bar_shown_) DrawBar(current_);
-    std::fflush(out_);
-  }
+  void Note(const std::string& line) { meter_.Note(line); }
 
   void Starting(const SweepPoint& p) {
     current_ = Describe(p);
-    if (style_ == ProgressStyle::kBar) DrawBar(current_);
+    if (meter_.style() == ProgressStyle::kBar) meter_.Update(done_, current_, /*force=*/true);
   }
 
   void Finished(const SweepPoint& p, const std::string& status, double seconds) {
     ++done_;
-    if (style_ == ProgressStyle::kLines) {
-      std::fprintf(out_, "sweep: [%lld/%lld] %s %s (%s) in %s | elapsed %s, ETA %s\n",
-                   static_cast<long long>(done_), static_cast<long long>(total_), status.c_str(),
-                   p.id.c_str(), Describe(p).c_str(), FormatDuration(seconds).c_str(),
-                   FormatDuration(Elapsed()).c_str(), Eta().c_str());
-      std::fflush(out_);
-    } else if (style_ == ProgressStyle::kBar) {
+    if (meter_.style() == ProgressStyle::kLines) {
+      meter_.Note(absl::StrFormat("sweep: [%lld/%lld] %s %s (%s) in %s | elapsed %s, ETA %s",
+                                  static_cast<long long>(done_), static_cast<long long>(total_),
+                                  status.c_str(), p.id.c_str(), Describe(p).c_str(),
+                                  FormatDuration(seconds).c_str(), FormatDuration(meter_.Elapsed()).c_str(),
+                                  meter_.Eta(done_).c_str()));
+    } else if (meter_.style() == ProgressStyle::kBar) {
       if (status != "ok") Note(absl::StrCat("sweep: ", status, " ", p.id));
-      DrawBar(current_);
+      meter_.Update(done_, current_, /*force=*/true);
     }
   }
 
   void End() {
-    if (style_ == ProgressStyle::kBar && bar_shown_) {
-      std::fprintf(out_, "\n");
-      std::fflush(out_);
-    }
+    if (meter_.style() == ProgressStyle::kBar && done_ > 0) meter_.End(done_, "done");
   }
 
  private:
-  double Elapsed() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-  }
-  // Assumes the remaining points cost the mean of the finished ones.
-  std::string Eta() const {
-    if (done_ == 0) return "?";
-    return FormatDuration(Elapsed() / static_cast<double>(done_) * static_cast<double>(total_ - done_));
-  }
-  void DrawBar(const std::string& current) {
-    constexpr int kWidth = 28;
-    const int filled = total_ > 0 ? static_cast<int>(kWidth * done_ / total_) : kWidth;
-    const std::string bar = std::string(filled, '#') + std::string(kWidth - filled, '-');
-    std::fprintf(out_, "\r\033[K[%s] %lld/%lld %3.0f%% elapsed %s ETA %s | %s", bar.c_str(),
-                 static_cast<long long>(done_), static_cast<long long>(total_),
-                 total_ > 0 ? 100.0 * done_ / total_ : 100.0, FormatDuration(Elapsed()).c_str(),
-                 Eta().c_str(), done_ < total_ ? current.c_str() : "done");
-    std::fflush(out_);
-    bar_shown_ = true;
-  }
-
-  std::FILE* out_;
-  ProgressStyle style_;
+  ProgressMeter meter_;
   int64_t total_, done_ = 0;
-  std::chrono::steady_clock::time_point t0_;
   std::string current_;
-  bool bar_shown_ = false;
 };
 
 absl::StatusOr<ojson> ReadJsonFile(const fs::path& path) {
@@ -399,6 +356,7 @@ absl::StatusOr<std::vector<SweepPoint>> PlanSweep(const SweepConfig& c) {
                     "the options given to every point's run are not valid: ", parsed.status().message(),
                     " (run command line: dspark-sim ", absl::StrJoin(args, " "), ")"));
               p.config = std::move(*parsed);
+              p.config.progress = ProgressStyle::kNone;  // the sweep's own meter reports points
               const ojson identity = {{"run", p.config.ToJson()}, {"executor", c.executor}};
               const std::string slug = absl::StrFormat(
                   "%s_c%d_b%d_n%s_%s_%s", w.label, conc, batch,

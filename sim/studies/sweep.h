@@ -52,8 +52,6 @@ absl::StatusOr<PointRunner> FindPointRunner(const std::string& executor);
 
 // ---- Configuration ----
 
-enum class ProgressStyle { kAuto, kBar, kLines, kNone };
-
 struct SweepConfig {
   std::vector<std::string> argv;  // as given, for sweep_meta.json
   std::string config_file;
