@@ -21,7 +21,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import results_io as rio  # noqa: E402
@@ -195,8 +195,8 @@ def plot_launches(bench, out):
     out.save(fig, "launches_per_suite")
 
 
-def _mismatch_figure(tables, cases, impls, title, out, stem):
-    """One panel per kind of difference; tables[kind][case][impl] = count."""
+def _mismatch_figure(tables, cases, impls, title, out, stem, unit):
+    """One panel per kind of difference; tables[kind][case][impl] = count of `unit`."""
     fig, axes = plt.subplots(len(rio.MISMATCH_KINDS), 1, figsize=(12, 3.4 * len(rio.MISMATCH_KINDS)),
                              squeeze=False)
     names = {"stale_host": "stale-host divergence", "padding_residue": "padding residue", "bug": "bugs"}
@@ -205,7 +205,7 @@ def _mismatch_figure(tables, cases, impls, title, out, stem):
         grouped_bars(ax, table, impls, cases, label_fn=lambda c, i, t=table: f"{int(t[c][i])}")
         total = sum(int(v) for row in table.values() for v in row.values())
         ax.set_title(f"{names[kind]} (total {total})", fontsize=10)
-        ax.set_ylabel("count")
+        ax.set_ylabel(unit)
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         top = max([float(v) for row in table.values() for v in row.values()] + [1.0])
         ax.set_ylim(0, top * 1.3)
@@ -225,7 +225,7 @@ def plot_bench_mismatches(bench, out):
     impls = rio.ordered({i for t in tables.values() for row in t.values() for i in row}, rio.IMPLS)
     _mismatch_figure(tables, cases, impls,
                      f"Metadata differences from the reference per implementation and case (bench, {method})",
-                     out, "stale_host_divergence_bench")
+                     out, "stale_host_divergence_bench", "differing cells")
 
 
 def plot_bench_tpot(bench, out):
@@ -312,11 +312,13 @@ def bench_tables(bench):
 # ---- sweep.jsonl ----
 
 SERVING_METRICS = [
-    ("tpot_ms_mean", "Mean TPOT [ms/token]"),
-    ("ttft_ms_mean", "Mean TTFT [ms]"),
-    ("output_throughput_tok_s", "Output throughput [tok/s]"),
+    ("mean_tpot_ms", "TPOT [ms/token]"),
+    ("mean_ttft_ms", "TTFT [ms]"),
+    ("output_throughput", "Output throughput [tok/s]"),
     ("mean_acceptance_length", "Mean acceptance length"),
 ]
+# Percentile keys drawn beside a mean: the p50-p99 band and the p90 line.
+PERCENTILES = {"mean_tpot_ms": "tpot", "mean_ttft_ms": "ttft"}
 
 
 def plot_serving(rows, out, sweep_dir):
@@ -342,24 +344,48 @@ def plot_serving(rows, out, sweep_dir):
                     continue
                 style, marker = MODE_STYLES.get(mode, ("-.", "x"))
                 for impl in impls:
-                    pts = sorted((r["concurrency"], r.get(key)) for r in members
-                                 if r["mode"] == mode and r["impl"] == impl and r.get(key) is not None)
-                    if not pts:
+                    sel = sorted((r for r in members if r["mode"] == mode and r["impl"] == impl
+                                  and r.get(key) is not None), key=lambda r: r["concurrency"])
+                    if not sel:
                         continue
-                    ax.plot([max(c, 0.5) for c, _ in pts], [v for _, v in pts], ls=style, marker=marker,
+                    xs = [max(r["concurrency"], 0.5) for r in sel]
+                    ax.plot(xs, [r[key] for r in sel], ls=style, marker=marker,
                             color=impl_color(impl), ms=4, lw=1.3)
+                    metric = PERCENTILES.get(key)
+                    # p50 is the median (older rows have only median_*).
+                    for r in sel:
+                        if metric and r.get(f"p50_{metric}_ms") is None:
+                            r[f"p50_{metric}_ms"] = r.get(f"median_{metric}_ms")
+                    if metric and all(r.get(f"p50_{metric}_ms") is not None and r.get(f"p99_{metric}_ms")
+                                      is not None for r in sel):
+                        ax.fill_between(xs, [r[f"p50_{metric}_ms"] for r in sel],
+                                        [r[f"p99_{metric}_ms"] for r in sel], color=impl_color(impl),
+                                        alpha=0.06, lw=0)
+                        if all(r.get(f"p90_{metric}_ms") is not None for r in sel):
+                            ax.plot(xs, [r[f"p90_{metric}_ms"] for r in sel], ls=":", lw=0.9,
+                                    color=impl_color(impl))
             ax.set_xscale("log", base=2)
             ax.set_xticks([max(c, 0.5) for c in concurrencies])
             ax.set_xticklabels([str(c) if c > 0 else "none" for c in concurrencies])
             ax.set_xlabel("concurrency")
-            ax.set_title(label, fontsize=10)
+            ax.set_title(label + (": mean (line), p50-p99 (band), p90 (dotted)" if key in PERCENTILES else ""),
+                         fontsize=10)
             if key == "mean_acceptance_length":
                 ax.set_ylim(1, max([r.get(key) or 1 for r in members] + [2]) * 1.1)
             elif all((r.get(key) or 0) > 0 for r in members if r.get(key) is not None):
                 ax.set_yscale("log")
-                ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-                ax.yaxis.set_minor_formatter(FuncFormatter(_minor_log_label))
+                _label_log_axis(ax)
             ax.grid(alpha=0.3, which="both")
+        counts = _request_counts(members)
+        if len(set(counts.values())) > 1:
+            for c, n in counts.items():
+                axes.flat[0].annotate(f"n={n}", (max(c, 0.5), 0), xycoords=("data", "axes fraction"),
+                                      xytext=(0, 3), textcoords="offset points", ha="center",
+                                      fontsize=7, color="#aa3300")
+            note = "request counts differ: " + "; ".join(
+                f"{n} at concurrency {', '.join(str(c) for c in cs)}" for n, cs in _by_count(counts))
+            print(f"plot_all: serving_vs_concurrency_{slug}: {note}")
+            title += f" ({note})"
         handles = [Line2D([], [], color=impl_color(i), lw=2, label=i) for i in impls]
         handles += [Line2D([], [], color="#333333", ls=MODE_STYLES.get(m, ("-.", "x"))[0],
                            marker=MODE_STYLES.get(m, ("-.", "x"))[1], label=rio.MODE_TITLES.get(m, m))
@@ -371,9 +397,9 @@ def plot_serving(rows, out, sweep_dir):
 
 
 RELATIVE_METRICS = [
-    ("tpot_ms_mean", "Mean TPOT vs chain [%]"),
-    ("ttft_ms_mean", "Mean TTFT vs chain [%]"),
-    ("output_throughput_tok_s", "Output throughput vs chain [%]"),
+    ("mean_tpot_ms", "Mean TPOT vs chain [%]"),
+    ("mean_ttft_ms", "Mean TTFT vs chain [%]"),
+    ("output_throughput", "Output throughput vs chain [%]"),
 ]
 
 
@@ -406,7 +432,7 @@ def plot_serving_vs_chain(rows, out):
             ax.set_xticks([max(c, 0.5) for c in concurrencies])
             ax.set_xticklabels([str(c) if c > 0 else "none" for c in concurrencies])
             ax.set_xlabel("concurrency")
-            ax.set_title(label + (" (lower is better)" if key != "output_throughput_tok_s" else " (higher is better)"),
+            ax.set_title(label + (" (lower is better)" if key != "output_throughput" else " (higher is better)"),
                          fontsize=10)
             ax.grid(alpha=0.3)
         handles = [Line2D([], [], color=impl_color(i), lw=2, label=i) for i in impls]
@@ -418,12 +444,42 @@ def plot_serving_vs_chain(rows, out):
         out.save(fig, f"serving_vs_chain_{slug}")
 
 
-def _minor_log_label(value, _):
-    """Labels 2x and 5x minor ticks of a log axis, so a range under a decade still reads."""
-    if value <= 0:
-        return ""
-    lead = value / 10 ** math.floor(math.log10(value) + 1e-9)
-    return f"{value:g}" if abs(lead - 2) < 1e-6 or abs(lead - 5) < 1e-6 else ""
+def _request_counts(members):
+    """{concurrency: requests} of a group's points (the request count each point replayed)."""
+    out = {}
+    for r in members:
+        out.setdefault(r["concurrency"], r.get("requests", r.get("num_requests")))
+    return dict(sorted(out.items()))
+
+
+def _by_count(counts):
+    groups = {}
+    for c, n in counts.items():
+        groups.setdefault(n, []).append(c)
+    return sorted(groups.items(), key=lambda kv: kv[1][0])
+
+
+def _tick_label(v, _=None):
+    """3 significant digits; thousands as k (4k, 200k), never an exponent."""
+    return f"{v / 1000:.3g}k" if v >= 1000 else f"{v:.3g}"
+
+
+def _label_log_axis(ax):
+    """Labelled ticks on a log y axis: 1-2-5 steps, or 1..9 when fewer than four of those fit."""
+    lo, hi = ax.get_ylim()
+    if not (lo > 0 and hi > lo):
+        return
+    for leads in ((1, 2, 5), (1, 2, 3, 5, 7), (1, 2, 3, 4, 5, 6, 7, 8, 9)):
+        ticks = [lead * 10.0 ** e for e in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1)
+                 for lead in leads]
+        ticks = [t for t in ticks if lo <= t <= hi]
+        if len(ticks) >= 4:
+            break
+    if len(ticks) < 4:  # less than a factor of 2 in range: evenly spaced values
+        ticks = [lo * (hi / lo) ** (i / 4) for i in range(5)]
+    ax.yaxis.set_major_locator(FixedLocator(ticks))
+    ax.yaxis.set_major_formatter(FuncFormatter(_tick_label))
+    ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 def _fmt(v, digits):
@@ -433,9 +489,9 @@ def _fmt(v, digits):
 def serving_tables(rows):
     """The seed's SPEED-Bench tables per group and mode: each implementation vs chain."""
     lines = ["# Serving metrics from the sweep", ""]
-    specs = [("ttft_ms_mean", "Mean TTFT [ms]", 3, "lower"),
-             ("tpot_ms_mean", "Mean TPOT [ms/token]", 3, "lower"),
-             ("output_throughput_tok_s", "Output throughput [tok/s]", 1, "higher"),
+    specs = [("mean_ttft_ms", "Mean TTFT [ms]", 3, "lower"),
+             ("mean_tpot_ms", "Mean TPOT [ms/token]", 3, "lower"),
+             ("output_throughput", "Output throughput [tok/s]", 1, "higher"),
              ("mean_acceptance_length", "Mean acceptance length", 3, None)]
     for title, _, members in rio.sweep_groups(rows):
         for mode in rio.ordered({r["mode"] for r in members}, rio.MODES):
@@ -496,16 +552,23 @@ def plot_steps_over_time(run_dir, out):
     t = steps["start_s"]
     n = len(t)
     panels = [(axes[0], "num_reqs_real", "num_reqs", "batch size [requests]"),
-              (axes[1], "num_tokens_real", "num_tokens", "tokens per step")]
+              (axes[1], "num_tokens_real", "num_tokens", "tokens per step [tokens]")]
     if n <= MAX_RAW_STEPS:
         for ax, real, padded, label in panels:
-            ax.step(t, steps[padded], where="post", color="#aaaaaa", lw=0.8, label="padded (CUDA graph)")
+            # Padded dashed and orange, real solid black: distinguishable where they part.
+            ax.step(t, steps[padded], where="post", color="#e08a00", ls="--", lw=1.0,
+                    label="padded (CUDA graph)")
             ax.step(t, steps[real], where="post", color="#222222", lw=0.8, label="real")
             ax.set_ylabel(label)
+        # Verification (and other) steps as large hollow rings under the small draft dots, so
+        # neither hides the other where they alternate.
         for case in rio.ordered(set(steps["case"]), rio.CASES):
             idx = [i for i, c in enumerate(steps["case"]) if c == case]
-            axes[1].scatter([t[i] for i in idx], [steps["num_tokens_real"][i] for i in idx], s=5,
-                            color=CASE_COLORS.get(case, "#7f8c8d"), label=rio.CASE_TITLES.get(case, case), zorder=3)
+            draft = "draft" in case
+            axes[1].scatter([t[i] for i in idx], [steps["num_tokens_real"][i] for i in idx],
+                            s=4 if draft else 22, facecolors=CASE_COLORS.get(case, "#7f8c8d") if draft else "none",
+                            edgecolors=CASE_COLORS.get(case, "#7f8c8d"), linewidths=0.8,
+                            label=rio.CASE_TITLES.get(case, case), zorder=4 if draft else 3)
         note = f"{n} steps"
     else:
         bins = 1000
@@ -593,7 +656,7 @@ def plot_run_mismatches(run_dir, out):
               for k in rio.MISMATCH_KINDS}
     _mismatch_figure(tables, cases, impls,
                      f"Metadata differences per implementation and step case (metadata check): {_run_title(run_dir)}",
-                     out, "stale_host_divergence_run")
+                     out, "stale_host_divergence_run", "steps with a difference")
 
 
 # ---- main ----
@@ -616,6 +679,7 @@ def make_all(results_dir, out_dir, sweep_dir=None, run_dir=None, bench_dir=None)
     sweep_dir = pick("sweep", sweep_dir, found, out)
     run_dir = pick("run", run_dir, found, out)
     bench_dir = pick("bench", bench_dir, found, out)
+    mismatch_dir, why = run_dir, None  # the stale-host plot's run, when not a sweep point
 
     bench_plots = ["metadata_gpu_us", "launches_per_suite", "stale_host_divergence_bench", "tpot_by_mode"]
     if bench_dir is None:
@@ -647,17 +711,36 @@ def make_all(results_dir, out_dir, sweep_dir=None, run_dir=None, bench_dir=None)
             out.text("serving_tables.md", serving_tables(rows))
             if run_dir is None:
                 run_dir = _sweep_point_for_run_plots(sweep_dir, rows)
+                mismatch_dir, why = _sweep_point_that_checked_every_impl(sweep_dir, rows)
 
-    run_plots = ["steps_over_time", "acceptance_length", "stale_host_divergence_run"]
+    no_run = f"no run folder (summary.json, steps.csv, requests.csv) under {results_dir}"
     if run_dir is None:
-        for p in run_plots:
-            out.skip(p, f"no run folder (summary.json, steps.csv, requests.csv) under {results_dir}")
+        for p in ["steps_over_time", "acceptance_length"]:
+            out.skip(p, no_run)
     else:
         print(f"plot_all: run plots from {run_dir}")
         plot_steps_over_time(run_dir, out)
         plot_acceptance(run_dir, out)
-        plot_run_mismatches(run_dir, out)
+    if mismatch_dir is not None:
+        plot_run_mismatches(mismatch_dir, out)
+    else:
+        out.skip("stale_host_divergence_run", why or no_run)
     return out, found
+
+
+def _sweep_point_that_checked_every_impl(sweep_dir, rows):
+    """(folder, None) of an ok point whose metadata check ran every implementation of the
+    sweep, or (None, why) when none did: a point checks only its own implementation unless the
+    sweep ran with --check-impl all, and its panels would be zero for every other one."""
+    impls = {r.get("impl") for r in rio.ok_rows(rows)}
+    for r in sorted(rio.ok_rows(rows), key=lambda r: -(r.get("concurrency") or 0)):
+        checked = set(str(r.get("check_impls") or "").split(";"))
+        folder = os.path.join(sweep_dir, r.get("out", ""))
+        if r.get("check") and impls <= checked and os.path.isfile(os.path.join(folder, "summary.json")):
+            print(f"plot_all: stale-host plot from sweep point {r['point_id']} (checked {', '.join(sorted(checked))})")
+            return folder, None
+    return None, (f"no point of {sweep_dir} checked every implementation ({', '.join(sorted(map(str, impls)))}); "
+                  "rerun the sweep with --check-impl all, or pass --run DIR of a run with --impl all")
 
 
 def _sweep_point_for_run_plots(sweep_dir, rows):

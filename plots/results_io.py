@@ -36,6 +36,37 @@ MODE_TITLES = {"none": "No DSpark", "dspark": "DSpark", "adaptive": "DSpark + ad
 MISMATCH_KINDS = ["stale_host", "padding_residue", "bug"]
 
 
+# vLLM `bench serve`'s result keys, the one spelling of summary.json, sweep rows and sweep.csv
+# (sim/observe/serving_result.h ServingColumns(); tests/test_run_conventions.cc checks the two lists are
+# equal). Latencies in ms, throughputs per second, duration in s.
+SERVING_COLUMNS = [
+    "completed", "failed", "total_input_tokens", "total_output_tokens", "duration",
+    "request_throughput", "request_goodput", "output_throughput", "total_token_throughput",
+    "mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p50_ttft_ms", "p90_ttft_ms", "p99_ttft_ms",
+    "mean_tpot_ms", "median_tpot_ms", "std_tpot_ms", "p50_tpot_ms", "p90_tpot_ms", "p99_tpot_ms",
+    "mean_itl_ms", "median_itl_ms", "std_itl_ms", "p50_itl_ms", "p90_itl_ms", "p99_itl_ms",
+    "mean_e2el_ms", "median_e2el_ms", "std_e2el_ms", "p50_e2el_ms", "p90_e2el_ms", "p99_e2el_ms",
+]
+# Sweep rows written before the keys were vLLM's (result schema 1 of 2026-11): renamed on read,
+# so that older result folders still plot. Nothing writes these names any more.
+LEGACY_ROW_NAMES = {
+    "output_throughput_tok_s": "output_throughput",
+    "request_throughput_req_s": "request_throughput",
+    "total_token_throughput_tok_s": "total_token_throughput",
+    "duration_s": "duration",
+}
+for _metric in ("ttft", "tpot", "itl", "e2el"):
+    LEGACY_ROW_NAMES[f"{_metric}_ms_mean"] = f"mean_{_metric}_ms"
+    LEGACY_ROW_NAMES[f"{_metric}_ms_median"] = f"median_{_metric}_ms"
+    for _p in ("p90", "p99"):
+        LEGACY_ROW_NAMES[f"{_metric}_ms_{_p}"] = f"{_p}_{_metric}_ms"
+
+
+def upgrade_row(row):
+    """A sweep row with the legacy metric names renamed to SERVING_COLUMNS' names."""
+    return {LEGACY_ROW_NAMES.get(k, k): v for k, v in row.items()}
+
+
 class InputError(Exception):
     """A result file is absent or does not hold what the plot needs."""
 
@@ -123,6 +154,7 @@ def read_sweep(folder):
             raise InputError(f"{path}:{number}: not a sweep row ({e.msg})") from e
         if not isinstance(row, dict) or "point_id" not in row:
             raise InputError(f"{path}:{number}: a sweep row needs a point_id")
+        row = upgrade_row(row)
         pid = row["point_id"]
         if pid not in best or rank.get(row.get("status"), 2) < rank.get(best[pid].get("status"), 2):
             best[pid] = row

@@ -164,6 +164,61 @@ class InputsTest(PlotTestCase):
         self.assertNotEqual(run_plot_all(os.path.join(self.tmp, "absent")).returncode, 0)
 
 
+class ReadabilityTest(PlotTestCase):
+    """Issue 15: labelled log ticks, request counts said, a stale-host plot that checked all."""
+
+    def setUp(self):
+        super().setUp()
+        sys.path.insert(0, HERE)
+        import plot_all  # noqa: E402
+        import results_io  # noqa: E402
+        self.plot_all, self.rio = plot_all, results_io
+
+    def test_a_log_axis_under_a_factor_of_two_still_has_four_labels(self):
+        import matplotlib.pyplot as plt
+        for lo, hi in ((2.2, 3.1), (150.0, 9000.0), (0.9, 1.05)):
+            fig, ax = plt.subplots()
+            ax.plot([1, 2], [lo, hi])
+            ax.set_yscale("log")
+            self.plot_all._label_log_axis(ax)
+            fig.canvas.draw()
+            ymin, ymax = ax.get_ylim()
+            labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text() and ymin <= t.get_position()[1] <= ymax]
+            self.assertGreaterEqual(len(labels), 4, f"{lo}..{hi}: {labels}")
+            plt.close(fig)
+
+    def test_points_with_different_request_counts_are_said(self):
+        sweep = os.path.join(self.tmp, "sweep")
+        os.makedirs(sweep)
+        rows = []
+        for i, (c, n) in enumerate(((1, 32), (8, 32), (64, 128))):
+            rows.append({"point_id": f"p{i}", "index": i, "status": "ok", "workload": "speed-8k",
+                         "batch_size": 256, "concurrency": c, "num_requests": -1, "requests": n,
+                         "mode": "dspark", "impl": "fused", "mean_tpot_ms": 2.0 + i, "p50_tpot_ms": 2.0 + i,
+                         "p90_tpot_ms": 2.5 + i, "p99_tpot_ms": 3.0 + i, "mean_ttft_ms": 100.0 * (i + 1),
+                         "output_throughput": 300.0 * (i + 1), "mean_acceptance_length": 3.0})
+        with open(os.path.join(sweep, "sweep.jsonl"), "w", encoding="utf-8") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in rows))
+        result = run_plot_all(sweep, "--out", os.path.join(self.tmp, "plots"))
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertIn("request counts differ: 32 at concurrency 1, 8; 128 at concurrency 64", result.stdout)
+
+    def test_the_stale_host_plot_of_a_sweep_needs_a_point_that_checked_every_impl(self):
+        result = run_plot_all(os.path.join(FIXTURE, "sweep"), "--out", os.path.join(self.tmp, "plots"))
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertIn("skipped stale_host_divergence_run: no point of", result.stdout)
+        self.assertIn("checked every implementation", result.stdout)
+
+    def test_old_sweep_rows_are_read_in_vllm_keys(self):
+        row = self.rio.upgrade_row({"point_id": "p", "tpot_ms_mean": 2.0, "ttft_ms_p99": 5.0,
+                                    "output_throughput_tok_s": 10.0, "duration_s": 3.0})
+        self.assertEqual(row, {"point_id": "p", "mean_tpot_ms": 2.0, "p99_ttft_ms": 5.0,
+                               "output_throughput": 10.0, "duration": 3.0})
+        for r in self.rio.read_sweep(os.path.join(FIXTURE, "sweep")):
+            if r["status"] == "ok":
+                self.assertIn("mean_tpot_ms", r)
+
+
 class AtomicWriteTest(PlotTestCase):
     """Outputs are written beside their final name and renamed over it: never seen half-written."""
 

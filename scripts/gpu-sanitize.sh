@@ -13,15 +13,15 @@ out=${OUT:-gpu-out}/sanitize; mkdir -p "$out"
 tools=${SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}
 shards=${SANITIZE_SHARDS:-2}
 limit=${SANITIZE_TIMEOUT:-400}
-# The GPU tests: every suite defined in tests/*.cu (a few of them are host-only and cost little).
+# The GPU tests: every suite defined in tests/*/*.cu (a few of them are host-only and cost little).
 # Left out: TpotLoop.ForwardStandInLastsWhatItIsAskedTo asserts a duration, which
 # instrumentation stretches; GpuFaultInjection.* issues a failing CUDA call on purpose;
 # GpuFaults.SizesBeyond* allocates ~42 GiB and GpuFaults.ACapacityBeyond* takes nearly all device
 # memory, which parallel instrumented shards cannot share.
-# For initcheck also InitcheckProbeGpu.* (tests/test_initcheck_probe_gpu.cu), which reproduces
+# For initcheck also InitcheckProbeGpu.* (tests/kernels/test_initcheck_probe_gpu.cu), which reproduces
 # the tool's report on a graph's first replay; it runs apart, below, and its error counts are
 # printed as evidence.
-suites=$(grep -ohE '^(TEST|TEST_P|TEST_F)\((\w+),' tests/*.cu | sed -E 's/.*\((\w+),/\1/' | sort -u)
+suites=$(grep -ohE '^(TEST|TEST_P|TEST_F)\((\w+),' tests/*/*.cu | sed -E 's/.*\((\w+),/\1/' | sort -u)
 positive=$(for s in $suites; do printf '*%s.*:' "$s"; done)
 filter=${SANITIZE_FILTER:-"${positive%:}:-TpotLoop.ForwardStandInLastsWhatItIsAskedTo:GpuFaultInjection.*:GpuFaults.SizesBeyond*:GpuFaults.ACapacityBeyond*"}
 run_cfg=(run --workload batch1-512 --num-requests 2 --executor gpu --impl fused,fused-suite,chain --no-check)

@@ -1,6 +1,6 @@
 // `bench`, `microbench` and `calibrate` in a build without CUDA: they measure GPU time, so they
 // say so and point to CPU mode instead of being missing from the command list. (With CUDA they
-// are sim/cmd_bench.cu, sim/cmd_microbench.cu and sim/cmd_calibrate.cu.)
+// are sim/cli/cmd_bench.cu, sim/cli/cmd_microbench.cu and sim/cli/cmd_calibrate.cu.)
 #if !defined(DSPARK_HAVE_CUDA)
 
 #include <cstdio>

@@ -30,6 +30,7 @@
 #include "sim/exec/gpu_timing.cuh"
 #include "sim/studies/metadata_bench.cuh"
 #include "sim/results/result_files.h"
+#include "sim/results/source_tree.h"
 #include "sim/model/time_model.h"
 #include "sim/studies/tpot_loop.cuh"
 #include "sim/studies/workload.h"
@@ -174,9 +175,7 @@ std::string Csv(const ojson& meta, const ojson& rows, const std::vector<std::str
 }
 
 TimeModelParams LoadTimeParams(const std::string& calibration, std::string* source, absl::Status* status) {
-  std::string path = calibration;
-  const std::string bundled = absl::StrCat(DSPARK_SOURCE_DIR, "/workloads/calibration_h200.json");
-  if (path.empty() && fs::exists(bundled)) path = bundled;
+  const std::string path = calibration.empty() ? BundledCalibrationPath() : calibration;
   *source = path.empty() ? "built-in defaults (sim/time_model.cc)" : path;
   if (path.empty()) return DefaultTimeModelParams();
   auto p = LoadCalibration(path);
@@ -629,7 +628,7 @@ absl::StatusOr<ojson> RunFull(const BenchConfig& cfg, std::string* md, std::vect
   section["status"] = "ok";
   section["steps"] = result->steps;
   section["topb_on_device"] = g["topb_on_device"];
-  section["metrics"] = {{"tpot_ms_mean", result->summary["metrics"]["tpot_ms"]["mean"]},
+  section["metrics"] = {{"tpot_ms_mean", result->summary["mean_tpot_ms"]},
                         {"mean_acceptance_length", result->summary["metrics"]["speculative"]["mean_acceptance_length"]}};
   absl::StrAppendFormat(md, "%d steps; top-B allocation ran on the device in %d steps (host qsl stale in %d).\n\n",
                         result->steps, g["topb_on_device"]["launches"].get<int64_t>(),

@@ -2,11 +2,11 @@
 //
 //  (a) Metadata table: the eight seed cases at batch 16 (kernels/suite/cases.h) x every
 //      implementation; GPU µs per builder suite (median, p10, p90 over --reps samples) by the
-//      graph method and the eager method (sim/metadata_bench.cuh), speedup against chain in the
+//      graph method and the eager method (sim/studies/metadata_bench.cuh), speedup against chain in the
 //      same case and method, launches per suite, the three kinds of difference from the
 //      reference, and the empty-kernel floor of each method measured beside every case.
 //  (b) Batch-1 TPOT table: batch1-512 (512 in / 128 out, repeated-prompt acceptance) in modes
-//      none / dspark / adaptive, per implementation, from the TPOT loop (sim/tpot_loop.cuh):
+//      none / dspark / adaptive, per implementation, from the TPOT loop (sim/studies/tpot_loop.cuh):
 //      --tpot-samples single-request runs per (mode, implementation), interleaved across the
 //      implementations; TPOT / TTFT / ITL are medians over the samples of each run's mean,
 //      throughput is all output tokens over all run durations.

@@ -1,7 +1,7 @@
 // `dspark-sim microbench`: GPU time per call of every token-mapping and indexer-decode
 // implementation, alone and as mapping+indexer pairs, on batch-16 decode and DSpark verify
 // shapes, each beside the empty-kernel floor measured the same way in the same run
-// (method: sim/gpu_timing.cuh). Every row is also checked once against the CPU reference
+// (method: sim/exec/gpu_timing.cuh). Every row is also checked once against the CPU reference
 // built from the device boundaries; a wrong fused or device-chain row makes the command fail.
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>

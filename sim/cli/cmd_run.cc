@@ -3,7 +3,11 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
 #include "sim/cli/cli_registry.h"
 #include "sim/exec/executor_registry.h"
@@ -33,27 +37,36 @@ int RunCommand(int argc, char** argv) {
   }
   const nlohmann::json& s = result->summary;
   const nlohmann::json& m = s["metrics"];
+  const auto ms = [&](const std::string& key) { return s.contains(key) ? s[key].get<double>() : 0.0; };
   std::printf("dspark-sim run: %s, mode %s, time-impl %s, seed %llu\n",
               s["workload"].value("preset", s["workload"].value("path", std::string())).c_str(),
               s["config"]["mode"].get<std::string>().c_str(),
               s["config"]["time_impl"].get<std::string>().c_str(),
               static_cast<unsigned long long>(config->seed));
   std::printf("  requests %lld  concurrency %d  steps %lld  preemptions %lld\n",
-              static_cast<long long>(m["completed"].get<int64_t>()),
+              static_cast<long long>(s["completed"].get<int64_t>()),
               s["workload"]["concurrency"].get<int32_t>(),
               static_cast<long long>(result->steps),
               static_cast<long long>(m["preemptions"].get<int64_t>()));
-  std::printf("  TTFT mean %.3f ms  TPOT mean %.3f ms  ITL mean %.3f ms  E2EL mean %.3f ms\n",
-              m["ttft_ms"]["mean"].get<double>(), m["tpot_ms"]["mean"].get<double>(),
-              m["itl_ms"]["mean"].get<double>(), m["e2el_ms"]["mean"].get<double>());
+  // The latencies asked for (--percentile-metrics), in vLLM's keys.
+  std::string latencies;
+  for (const std::string& metric : config->result_spec.percentile_metrics)
+    absl::StrAppendFormat(&latencies, "  %s mean %.3f ms", absl::AsciiStrToUpper(metric),
+                          ms(absl::StrCat("mean_", metric, "_ms")));
+  if (!latencies.empty()) std::printf("%s\n", latencies.c_str());
   std::printf("  output throughput %.1f tok/s  mean acceptance length %.3f\n",
-              m["output_throughput_tok_s"].get<double>(),
+              s["output_throughput"].get<double>(),
               m["speculative"]["mean_acceptance_length"].get<double>());
+  if (!s["request_goodput"].is_null())
+    std::printf("  request goodput %.3f req/s\n", s["request_goodput"].get<double>());
   std::printf("  simulator: %lld steps in %.3f s wall = %.0f steps/s (metadata check %s)\n",
               static_cast<long long>(result->steps), result->wall_s,
               result->wall_s > 0 ? result->steps / result->wall_s : 0.0,
               config->check ? (HasExecutor("metadata-check") ? "on" : "requested, not built") : "off");
   std::printf("  wrote %s/{summary.json,steps.csv,requests.csv,perf.json}\n", config->out_dir.c_str());
+  if (!result->result_file.empty()) std::printf("  saved the result to %s\n", result->result_file.c_str());
+  for (const auto& note : s["workload"].value("notes", std::vector<std::string>()))
+    std::printf("  note: %s\n", note.c_str());
   return 0;
 }
 

@@ -1,4 +1,4 @@
-// `dspark-sim soak`: the long determinism / invariant / memory run of sim/soak.h; writes
+// `dspark-sim soak`: the long determinism / invariant / memory run of sim/studies/soak.h; writes
 // OUT/soak.json and exits 1 when a check failed.
 #include <cstdio>
 #include <filesystem>

@@ -1,10 +1,11 @@
-// `dspark-sim sweep`: option parsing and the subcommand; the sweep itself is sim/sweep.cc.
+// `dspark-sim sweep`: option parsing and the subcommand; the sweep itself is sim/studies/sweep.cc.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include <boost/program_options.hpp>
 
@@ -19,6 +20,7 @@
 #include "sim/model/time_model.h"
 #include "sim/options/option_errors.h"
 #include "sim/options/option_text.h"
+#include "sim/workload/input_file.h"
 
 namespace dspark::sim {
 namespace po = boost::program_options;
@@ -69,8 +71,10 @@ po::options_description VisibleOptions() {
     ("workload", po::value<std::string>(), "axis: comma list of presets (speed-8k, batch1-512, chat); default speed-8k when no --trace is given")
     ("trace", po::value<std::vector<std::string>>()->multitoken(), "axis: trace files (repeat the option or list several), after the presets")
     ("concurrency", po::value<std::string>()->default_value("1,8,128,1024"), "axis: client concurrency values (0 = no limit)")
+    ("max-concurrency", po::value<std::string>(), "vLLM's name of --concurrency")
     ("batch-size", po::value<std::string>()->default_value("256"), "axis: max_num_seqs values")
     ("num-requests", po::value<std::string>()->default_value("auto"), "axis: request counts; auto = max(32, 2 x concurrency) as the seed ran, or run's default at concurrency 0")
+    ("num-prompts", po::value<std::string>(), "vLLM's name of --num-requests")
     ("mode", po::value<std::string>()->default_value("none,dspark,adaptive"), "axis: none, dspark, adaptive")
     ("impl", po::value<std::string>()->default_value("all"), absl::StrCat("axis: implementations that time the steps (run --time-impl): a comma list, or all, of\n", ImplHelpText()).c_str())
     ("check-impl", po::value<std::string>()->default_value("same"), "implementations each point's metadata check runs (run --impl): same (the point's) or a list")
@@ -108,10 +112,10 @@ absl::StatusOr<std::vector<int64_t>> ParseIntList(const std::string& option, con
     } else if (!absl::SimpleAtoi(piece, &v) || v < min_value) {
       return absl::InvalidArgumentError(absl::StrCat("--", option, ": expected a comma list of integers >= ",
                                                      min_value, auto_value ? " or auto" : "", ", got '",
-                                                     piece, "' in '", text, "'"));
+                                                     Abbreviate(piece), "' in '", Abbreviate(text), "'"));
     }
     if (std::find(values.begin(), values.end(), v) != values.end())
-      return absl::InvalidArgumentError(absl::StrCat("--", option, ": '", piece, "' is listed twice in '", text, "'"));
+      return absl::InvalidArgumentError(absl::StrCat("--", option, ": '", Abbreviate(piece), "' is listed twice in '", Abbreviate(text), "'"));
     values.push_back(v);
   }
   return values;
@@ -161,7 +165,7 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
   po::variables_map vm;
   std::vector<std::string> cli_pass, file_pass;
   bool cli_trace = false;
-  // UTF-8 only (options end up in sweep_meta.json), nothing that hangs Boost (sim/option_text.h).
+  // UTF-8 only (options end up in sweep_meta.json), nothing that hangs Boost (sim/options/option_text.h).
   if (auto s = CheckOptionArgs(argc, argv); !s.ok()) return s;
   try {
     const po::parsed_options parsed = po::command_line_parser(argc, argv).options(all).allow_unregistered().run();
@@ -210,8 +214,9 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
 
   if (vm.count("merge")) {
     c.merge_inputs = vm["merge"].as<std::vector<std::string>>();
-    for (const char* name : {"workload", "trace", "concurrency", "batch-size", "num-requests", "mode",
-                             "impl", "check-impl", "shard", "max-points"})
+    for (const char* name : {"workload", "trace", "concurrency", "max-concurrency", "batch-size",
+                             "num-requests", "num-prompts", "mode", "impl", "check-impl", "shard",
+                             "max-points"})
       if (vm.count(name) && !vm[name].defaulted())
         return absl::InvalidArgumentError(absl::StrCat("--merge takes only the folders and --out; got --", name));
     if (vm["resume"].as<bool>()) return absl::InvalidArgumentError("--merge takes only the folders and --out; got --resume");
@@ -235,14 +240,25 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
     if (auto preset = FindWorkloadPreset(w); !preset.ok())
       return absl::InvalidArgumentError(absl::StrCat("--workload: ", preset.status().message()));
 
-  auto conc = ParseInt32List("concurrency", vm["concurrency"].as<std::string>(), 0);
+  // vLLM's names are aliases of the axes: either spelling, not both.
+  std::string conc_text = vm["concurrency"].as<std::string>();
+  std::string requests_text = vm["num-requests"].as<std::string>();
+  for (const auto& [alias, name, text] : {std::tuple{"max-concurrency", "concurrency", &conc_text},
+                                          std::tuple{"num-prompts", "num-requests", &requests_text}}) {
+    if (!vm.count(alias)) continue;
+    if (!vm[name].defaulted())
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, " and --", alias, " are the same option: give one"));
+    *text = vm[alias].as<std::string>();
+  }
+  auto conc = ParseInt32List("concurrency", conc_text, 0);
   if (!conc.ok()) return conc.status();
   c.concurrency = *conc;
   auto batch = ParseInt32List("batch-size", vm["batch-size"].as<std::string>(), 1);
   if (!batch.ok()) return batch.status();
   c.batch_sizes = *batch;
   const int64_t auto_requests = SweepConfig::kAutoRequests;
-  auto requests = ParseIntList("num-requests", vm["num-requests"].as<std::string>(), 1, &auto_requests);
+  auto requests = ParseIntList("num-requests", requests_text, 1, &auto_requests);
   if (!requests.ok()) return requests.status();
   c.num_requests = *requests;
   c.modes.clear();
@@ -266,14 +282,14 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
   const std::string shard = vm["shard"].as<std::string>();
   const std::vector<std::string> parts = absl::StrSplit(shard, '/');
   if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &c.shard_index) || !absl::SimpleAtoi(parts[1], &c.shard_count))
-    return absl::InvalidArgumentError(absl::StrCat("--shard: expected i/n (e.g. 0/4), got '", shard, "'"));
+    return absl::InvalidArgumentError(absl::StrCat("--shard: expected i/n (e.g. 0/4), got '", Abbreviate(shard), "'"));
   c.max_points = vm["max-points"].as<int64_t>();
   const std::string progress = vm["progress"].as<std::string>();
   if (progress == "auto") c.progress = ProgressStyle::kAuto;
   else if (progress == "bar") c.progress = ProgressStyle::kBar;
   else if (progress == "lines") c.progress = ProgressStyle::kLines;
   else if (progress == "none") c.progress = ProgressStyle::kNone;
-  else return absl::InvalidArgumentError(absl::StrCat("--progress: expected auto, bar, lines or none, got '", progress, "'"));
+  else return absl::InvalidArgumentError(absl::StrCat("--progress: expected auto, bar, lines or none, got '", Abbreviate(progress), "'"));
   if (auto s = c.Validate(); !s.ok()) return s;
   return c;
 }

@@ -15,7 +15,10 @@ Engine::Engine(const SchedulerConfig& scheduler_config, const std::vector<Reques
       options_(options),
       scheduler_(scheduler_config, workload, acceptance, time_model, seed) {
   scheduler_.set_events(this);
-  for (int32_t i = 0; i < options_.concurrency; ++i) free_slots_.push_back(0.0);
+  // A limit above the request count never binds: one slot per request is the same client,
+  // and --concurrency 2147483647 must not allocate 2^31 slots.
+  const int64_t slots = std::min<int64_t>(options_.concurrency, static_cast<int64_t>(workload.size()));
+  for (int64_t i = 0; i < slots; ++i) free_slots_.push_back(0.0);
 }
 
 void Engine::ReleaseArrivals() {

@@ -1,5 +1,5 @@
 // The executors a run can use, each registered from its own file (the CPU metadata check in
-// sim/exec/metadata_check.cc; the GPU executor, in CUDA builds, in sim/exec/gpu_executor.cu).
+// sim/exec/cpu_executor.cc; the GPU executor, in CUDA builds, in sim/exec/gpu_executor.cu).
 // A run (sim/studies/run.cc) asks every registered factory, in the declared order, for an
 // executor; a factory returns nullptr when the request does not ask for its executor.
 #pragma once
@@ -23,6 +23,9 @@ struct ExecutorRequest {
   bool gpu_cold_l2 = true;    // executor gpu: flush L2 before every timed suite
   SchedulerConfig scheduler;  // sizes the executors' buffers
   std::string out_dir;        // where an executor writes its own files (e.g. gpu_steps.csv)
+  std::string dump_dir;       // run --dump-steps: the step dump's folder, empty for none
+  int64_t dump_limit = 0;     // [steps] run --dump-steps-limit
+  nlohmann::json meta;        // the run's meta block (argv, seed, git), for files executors write
 };
 
 using ExecutorFactory = std::function<absl::StatusOr<std::unique_ptr<StepExecutor>>(const ExecutorRequest&)>;

@@ -14,7 +14,7 @@
 //      prefill batches without a graph); chain and cached always eagerly.
 //      Each suite is timed with CUDA events: cold L2 flushes before it (outside the window); an
 //      eager suite starts after the flush completes, so its host work and launch latency fall
-//      inside the window (sim/gpu_timing.cuh).
+//      inside the window (sim/exec/gpu_timing.cuh).
 //   3. Download every implementation's outputs (after all timing) and compare them exactly with
 //      the CPU reference built from the device truth (GpuSuite::Download). Any "bug" mismatch
 //      fails the step with step, case, implementation, builder, field and first index;

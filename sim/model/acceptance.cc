@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "sim/workload/input_file.h"
 
 namespace dspark::sim {
 namespace {
@@ -51,7 +52,7 @@ absl::StatusOr<AcceptanceParams> AcceptancePreset(absl::string_view name, int sp
     params.request_logit_sigma = 0.0;
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--acceptance-preset: expected 'default' or 'repeated-prompt', got '", name, "'"));
+        "--acceptance-preset: expected 'default' or 'repeated-prompt', got '", Abbreviate(name), "'"));
   }
   return params;
 }
@@ -67,7 +68,7 @@ absl::StatusOr<std::vector<double>> ParseAcceptanceCurve(absl::string_view text,
     double v = 0;
     if (!absl::SimpleAtod(piece, &v) || !(v >= 0.0 && v <= 1.0))
       return absl::InvalidArgumentError(absl::StrCat(
-          "--acceptance-curve: expected comma-separated probabilities in [0, 1], got '", piece,
+          "--acceptance-curve: expected comma-separated probabilities in [0, 1], got '", Abbreviate(piece),
           "'"));
     curve.push_back(v);
   }

@@ -2,7 +2,7 @@
 //  - SurvivalScores: S(r, k) = prod_{i<=k} c_i in float32, left to right (the fixed order that
 //    kernels/topb_alloc.cuh documents);
 //  - TopBAllocator: the simulator's fast path of the device allocation. It must equal
-//    EmulateTopBAlloc (the kernel body) and ref::TopBAlloc slot for slot; tests/test_sim_adaptive.cc
+//    EmulateTopBAlloc (the kernel body) and ref::TopBAlloc slot for slot; tests/model/test_sim_adaptive.cc
 //    checks that on many random cases with ties, and every materialised step plan re-runs the
 //    emulated kernel and compares (StepPlan::Arrays);
 //  - PickDraftBudget: the host policy that chooses B from (stale) confidences and a step-cost

@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "kernels/topb_alloc.cuh"
+#include "sim/workload/input_file.h"
 
 namespace dspark::sim {
 
@@ -22,7 +23,7 @@ absl::StatusOr<SpecMode> ParseSpecMode(absl::string_view name) {
   for (SpecMode m : {SpecMode::kNone, SpecMode::kDSpark, SpecMode::kAdaptive})
     if (name == SpecModeName(m)) return m;
   return absl::InvalidArgumentError(
-      absl::StrCat("--mode: expected none, dspark or adaptive, got '", name, "'"));
+      absl::StrCat("--mode: expected none, dspark or adaptive, got '", Abbreviate(name), "'"));
 }
 
 int32_t AutoKvBlocks(const SchedulerConfig& c) {

@@ -121,7 +121,7 @@ class Scheduler final : public StepMaterializer {
   const KvCache& kv() const { return kv_; }
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
-  // Read-only views for independent checkers (sim/invariants.h): the running requests in
+  // Read-only views for independent checkers (sim/observe/invariants.h): the running requests in
   // admission order, and the KV blocks and workload id of request `req`.
   const std::vector<int32_t>& running() const { return running_; }
   const std::vector<int32_t>& blocks_of(int32_t req) const { return reqs_[req].blocks; }

@@ -10,6 +10,7 @@
 #include "absl/strings/strip.h"
 #include "absl/strings/ascii.h"
 #include "nlohmann/json.hpp"
+#include "sim/workload/input_file.h"
 
 namespace dspark::sim {
 namespace {
@@ -141,13 +142,11 @@ absl::Status ReadForward(const std::string& path, const nlohmann::json& obj, con
 }  // namespace
 
 absl::StatusOr<TimeModelParams> LoadCalibration(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("--calibration: cannot open '", path, "'"));
-  std::stringstream buf;
-  buf << in.rdbuf();
+  absl::StatusOr<std::string> text = ReadInputFile(path, "--calibration", CalibrationReadLimits());
+  if (!text.ok()) return text.status();
   nlohmann::json doc;
   try {
-    doc = nlohmann::json::parse(buf.str());
+    doc = nlohmann::json::parse(*text);
   } catch (const nlohmann::json::parse_error& e) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": not valid JSON: ", e.what()));
   }

@@ -17,7 +17,7 @@
 // otherwise from the documented defaults in time_model.cc: the seed's batch-16 table (seed
 // 000: "Before" is `chain`, "After" is `fused`) and labelled estimates for the others. The
 // defaults of the forward and host terms are calibrated so that batch-1 512/128 reproduces
-// the seed's TPOT (tests/test_sim_time_model.cc shows the calibration).
+// the seed's TPOT (tests/model/test_sim_time_model.cc shows the calibration).
 #pragma once
 
 #include <array>

@@ -1,5 +1,5 @@
 // An invariant check of the scheduler, the engine and the KV pool, written from DESIGN.md and
-// the layout conventions of sim/step_plan.h rather than from the scheduler: it recomputes the
+// the layout conventions of sim/model/step_plan.h rather than from the scheduler: it recomputes the
 // CUDA-graph capture sizes itself and calls no scheduler helper. It is a StepObserver: it reads
 // each plan, the request events and (through OnStart) the KV state, and never steers.
 //

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "sim/observe/serving_result.h"
 
 namespace dspark::sim {
 
@@ -79,6 +80,9 @@ void MetricsObserver::OnVerification(int32_t req, int32_t proposed, int32_t veri
   r.drafts_verified += verified;
   r.drafts_accepted += accepted;
   ++verifications_;
+  // The accepted drafts are a prefix: positions 0 .. accepted-1 of this verification.
+  if (accepted_per_pos_.size() < static_cast<size_t>(accepted)) accepted_per_pos_.resize(accepted, 0);
+  for (int32_t k = 0; k < accepted; ++k) ++accepted_per_pos_[k];
   drafts_proposed_ += proposed;
   drafts_verified_ += verified;
   drafts_accepted_ += accepted;
@@ -90,51 +94,46 @@ double MetricsObserver::mean_acceptance_length() const {
                                          static_cast<double>(verifications_);
 }
 
-namespace {
-
-nlohmann::json ToJson(const Distribution& d, double scale) {
-  return {{"mean", d.mean * scale}, {"median", d.median * scale}, {"p90", d.p90 * scale},
-          {"p99", d.p99 * scale},   {"min", d.min * scale},       {"max", d.max * scale},
-          {"count", d.count}};
+// vLLM's SpecDecodingLogging.log() (vllm/v1/spec_decode/metrics.py): accepted tokens at
+// position k over the number of drafts (verifications that had drafts), k = 0 .. K-1.
+std::vector<double> MetricsObserver::PerPositionAcceptanceRate() const {
+  std::vector<double> rates;
+  for (int64_t n : accepted_per_pos_)
+    rates.push_back(verifications_ > 0 ? static_cast<double>(n) / verifications_ : 0.0);
+  return rates;
 }
 
-}  // namespace
-
 absl::Status MetricsObserver::Finish(nlohmann::json* section) {
-  std::vector<double> ttft, tpot, e2el;
+  ServingSamples samples;
   double first_submit = -1, last_finish = 0;
-  int64_t input_tokens = 0, output_tokens = 0, completed = 0;
   for (size_t i = 0; i < requests_.size(); ++i) {
     const RequestRecord& r = requests_[i];
-    if (r.finish_s < 0) continue;
-    ++completed;
+    if (r.finish_s < 0) {
+      ++samples.failed;  // not finished: only in a run aborted by an error
+      continue;
+    }
+    ++samples.completed;
     if (r.output_tokens != workload_[i].output_len)
       return absl::InternalError(absl::StrFormat(
           "metrics: request id %d emitted %d tokens, expected %d", workload_[i].id,
           r.output_tokens, workload_[i].output_len));
-    input_tokens += workload_[i].prompt_len;
-    output_tokens += r.output_tokens;
+    samples.input_tokens += workload_[i].prompt_len;
+    samples.output_tokens += r.output_tokens;
     if (first_submit < 0 || r.submit_s < first_submit) first_submit = r.submit_s;
     last_finish = std::max(last_finish, r.finish_s);
-    ttft.push_back(r.first_token_s - r.submit_s);
-    e2el.push_back(r.finish_s - r.submit_s);
-    if (r.output_tokens > 1)
-      tpot.push_back((r.finish_s - r.first_token_s) / static_cast<double>(r.output_tokens - 1));
+    samples.ttft_s.push_back(r.first_token_s - r.submit_s);
+    samples.e2el_s.push_back(r.finish_s - r.submit_s);
+    // vLLM's calculate_metrics(): TPOT over requests of > 1 token; 0 for goodput otherwise.
+    const double tpot = r.output_tokens > 1 ? (r.finish_s - r.first_token_s) /
+                                                  static_cast<double>(r.output_tokens - 1)
+                                            : 0.0;
+    if (r.output_tokens > 1) samples.tpot_s.push_back(tpot);
+    samples.all_tpot_s.push_back(tpot);
   }
-  const double duration = completed > 0 ? last_finish - first_submit : 0.0;
-  std::vector<double> itl(itl_s_.begin(), itl_s_.end());
+  samples.duration_s = samples.completed > 0 ? last_finish - first_submit : 0.0;
+  samples.itl_s.assign(itl_s_.begin(), itl_s_.end());
+  serving_ = ServingResult(samples, result_spec_);
   nlohmann::json& s = *section;
-  s["completed"] = completed;
-  s["total_input_tokens"] = input_tokens;
-  s["total_output_tokens"] = output_tokens;
-  s["duration_s"] = duration;
-  s["request_throughput_req_s"] = duration > 0 ? completed / duration : 0.0;
-  s["output_throughput_tok_s"] = duration > 0 ? output_tokens / duration : 0.0;
-  s["total_token_throughput_tok_s"] = duration > 0 ? (input_tokens + output_tokens) / duration : 0.0;
-  s["ttft_ms"] = ToJson(Summarize(ttft), 1e3);
-  s["tpot_ms"] = ToJson(Summarize(tpot), 1e3);
-  s["itl_ms"] = ToJson(Summarize(itl), 1e3);
-  s["e2el_ms"] = ToJson(Summarize(e2el), 1e3);
   s["preemptions"] = preemptions_;
   s["speculative"] = {{"mean_acceptance_length", mean_acceptance_length()},
                       {"verifications", verifications_},
@@ -143,7 +142,8 @@ absl::Status MetricsObserver::Finish(nlohmann::json* section) {
                       {"drafts_accepted", drafts_accepted_},
                       {"acceptance_rate", drafts_verified_ > 0
                                               ? static_cast<double>(drafts_accepted_) / drafts_verified_
-                                              : 0.0}};
+                                              : 0.0},
+                      {"per_position_acceptance_rate", PerPositionAcceptanceRate()}};
   // Per-step series, aggregated (in OnStep, over every step): how many steps of each case,
   // their batch sizes, and how many carried a stale host view.
   nlohmann::json cases = nlohmann::json::object();

@@ -20,6 +20,7 @@
 #include "nlohmann/json.hpp"
 #include "sim/engine/step_observer.h"
 #include "sim/workload/trace.h"
+#include "sim/observe/serving_result.h"
 
 namespace dspark::sim {
 
@@ -66,7 +67,16 @@ class MetricsObserver final : public StepObserver {
     ++requests_[req].preemptions;
     ++preemptions_;
   }
+  // Writes the project's metrics (preemptions, speculative, steps) into `section`; the
+  // serving result in vLLM's keys is kept for serving_result().
   absl::Status Finish(nlohmann::json* section) override;
+
+  // What the serving result reports (--percentile-metrics, --metric-percentiles, --goodput).
+  void set_result_spec(const ResultSpec& spec) { result_spec_ = spec; }
+  // After Finish: vLLM's result keys (sim/observe/serving_result.h), for the top level of summary.json.
+  const nlohmann::json& serving_result() const { return serving_; }
+  // [K] accepted drafts at position k / drafts, as vLLM's spec-decode metrics give it.
+  std::vector<double> PerPositionAcceptanceRate() const;
 
   const std::vector<RequestRecord>& requests() const { return requests_; }
   const std::vector<StepRecord>& steps() const { return steps_; }  // every stride-th step
@@ -91,6 +101,9 @@ class MetricsObserver final : public StepObserver {
   std::vector<float> itl_s_;  // [s] float halves the memory of the largest series
   int64_t preemptions_ = 0;
   int64_t verifications_ = 0, drafts_proposed_ = 0, drafts_verified_ = 0, drafts_accepted_ = 0;
+  std::vector<int64_t> accepted_per_pos_;  // [k] verifications that accepted draft position k
+  ResultSpec result_spec_;
+  nlohmann::json serving_;
 };
 
 }  // namespace dspark::sim

@@ -1,6 +1,8 @@
 #include "sim/options/option_errors.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -11,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "sim/workload/input_file.h"
 
 namespace dspark::sim {
 namespace po = boost::program_options;
@@ -52,7 +55,7 @@ std::string BadValue(const po::options_description& desc, const po::error& e,
   const std::string expected = ExpectedValue(desc, name);
   const std::optional<std::string> given = QuotedArgument(e.what());
   if (expected.empty() || !given.has_value()) return "";
-  return absl::StrCat(shown, ": expected ", expected, ", got '", *given, "'");
+  return absl::StrCat(shown, ": expected ", expected, ", got '", Abbreviate(*given), "'");
 }
 
 std::string OptionName(const po::error& e) {
@@ -68,14 +71,61 @@ absl::string_view LineKey(absl::string_view line) {
   return absl::StripAsciiWhitespace(eq == absl::string_view::npos ? line : line.substr(0, eq));
 }
 
+// Levenshtein distance, for "did you mean".
+size_t EditDistance(absl::string_view a, absl::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// vLLM `bench serve` spellings with a different name here.
+constexpr std::pair<absl::string_view, absl::string_view> kVllmSpellings[] = {
+    {"dataset-path", "trace"}, {"dataset-name", "trace-format"}, {"num-prompt", "num-prompts"}};
+
+// The option of `desc` that an unknown `name` (without dashes) most likely meant: the same
+// with '_' for '-', a vLLM spelling, or one within 2 edits (of a name of >= 4 letters).
+std::string DidYouMean(const po::options_description& desc, absl::string_view name) {
+  std::string key(name.substr(0, 64));
+  std::replace(key.begin(), key.end(), '_', '-');
+  key = absl::AsciiStrToLower(key);
+  for (const auto& [vllm, ours] : kVllmSpellings)
+    if (key == vllm && desc.find_nothrow(std::string(ours), false) != nullptr) return std::string(ours);
+  std::string best;
+  size_t best_distance = key.size() >= 4 ? 3 : 1;
+  for (const auto& option : desc.options()) {
+    const std::string& candidate = option->long_name();
+    const size_t d = EditDistance(key, candidate);
+    if (d < best_distance) {
+      best = candidate;
+      best_distance = d;
+    }
+  }
+  return best;
+}
+
+// "; did you mean --X?" for an unknown option with a close spelling, else "".
+std::string Suggestion(const po::options_description& desc, const po::error& e,
+                       absl::string_view dashes) {
+  if (dynamic_cast<const po::unknown_option*>(&e) == nullptr) return "";
+  const std::string meant = DidYouMean(desc, absl::StripPrefix(OptionName(e), "--"));
+  return meant.empty() ? "" : absl::StrCat("; did you mean ", dashes, meant, "?");
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> ReadConfigFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("--config: cannot open '", path, "'"));
-  std::ostringstream text;
-  text << in.rdbuf();
-  std::string s = text.str();
+  absl::StatusOr<std::string> text = ReadInputFile(path, "--config", ConfigReadLimits());
+  if (!text.ok()) return text.status();
+  std::string s = *std::move(text);
   if (absl::StartsWith(s, "\xEF\xBB\xBF")) s.erase(0, 3);
   return s;
 }
@@ -84,7 +134,8 @@ absl::Status CommandLineError(const po::options_description& desc, const po::err
                               absl::string_view command) {
   const std::string bad_value = BadValue(desc, e, OptionName(e), OptionName(e));
   if (!bad_value.empty()) return absl::InvalidArgumentError(bad_value);
-  return absl::InvalidArgumentError(absl::StrCat(e.what(), " (see dspark-sim ", command, " --help)"));
+  return absl::InvalidArgumentError(absl::StrCat(Abbreviate(e.what(), 200), Suggestion(desc, e, "--"),
+                                                 " (see dspark-sim ", command, " --help)"));
 }
 
 absl::Status ConfigFileError(const po::options_description& desc, const po::error& e,
@@ -116,8 +167,9 @@ absl::Status ConfigFileError(const po::options_description& desc, const po::erro
       found > 0 ? absl::StrCat(path, ":", found, ": ") : absl::StrCat(path, ": ");
   const std::string bad_value = BadValue(desc, e, key, absl::StrCat("key '", key, "'"));
   if (!bad_value.empty()) return absl::InvalidArgumentError(absl::StrCat(where, bad_value));
-  return absl::InvalidArgumentError(
-      absl::StrCat(where, e.what(), " (see dspark-sim ", command, " --help)"));
+  return absl::InvalidArgumentError(absl::StrCat(where, Abbreviate(e.what(), 200),
+                                                 Suggestion(desc, e, ""), " (see dspark-sim ",
+                                                 command, " --help)"));
 }
 
 }  // namespace dspark::sim

@@ -1,6 +1,6 @@
 // Checks of the text handed to Boost.Program_options (argv and --config files), made before it
 // parses anything:
-//  - UTF-8 only, since the options end up in JSON result files (sim/utf8.h);
+//  - UTF-8 only, since the options end up in JSON result files (sim/workload/utf8.h);
 //  - none of Boost's message placeholders (%canonical_option%, %invalid_line%, %option%,
 //    %original_token%, %prefix%, %value%): Boost 1.74 builds an error message by replacing each placeholder until
 //    none is left, so an option name or value that contains its own placeholder makes it loop

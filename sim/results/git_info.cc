@@ -5,12 +5,15 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "sim/results/source_tree.h"
 
 namespace dspark::sim {
 namespace {
 
 std::string RunGit(const std::string& args) {
-  const std::string cmd = absl::StrCat("git -C '", DSPARK_SOURCE_DIR, "' ", args, " 2>/dev/null");
+  const std::string root = SourceTreeRoot();
+  if (root.empty()) return "";
+  const std::string cmd = absl::StrCat("git -C '", root, "' ", args, " 2>/dev/null");
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
   if (!pipe) return "";
   std::string out;

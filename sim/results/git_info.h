@@ -11,7 +11,7 @@ struct GitRevision {
   bool dirty = false;           // tracked files differ from HEAD (meaningful only when known)
 };
 
-// Asks git about DSPARK_SOURCE_DIR. Anything but a full SHA from `git rev-parse HEAD` (a
+// Asks git about SourceTreeRoot() (sim/results/source_tree.h). Anything but a full SHA from `git rev-parse HEAD` (a
 // missing git, a copy of the tree without history) gives sha "unknown", never a made-up value.
 GitRevision ReadGitRevision();
 

@@ -2,6 +2,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
+#include <system_error>
+#include <utility>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +12,7 @@
 #include "kernels/batch.h"
 #include "kernels/topb_alloc.cuh"
 #include "sim/model/acceptance.h"
+#include "sim/workload/input_file.h"
 
 namespace dspark::sim {
 
@@ -71,6 +75,14 @@ absl::Status RunConfig::Validate() const {
         "got %d",
         ModelConsts{}.mla_block_size, s.block_size));
   const int64_t per_req_blocks = (int64_t{s.max_model_len} + s.block_size - 1) / s.block_size;
+  // Every running request at max_model_len holds per_req_blocks; a larger pool is never used,
+  // and would only be allocated (the free list is 4 bytes a block).
+  const int64_t max_useful_blocks = per_req_blocks * s.max_num_seqs + 1;
+  if (s.num_kv_blocks > max_useful_blocks)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--num-kv-blocks: expected at most max_num_seqs * ceil(max_model_len / %d) + 1 = %d * %d "
+        "+ 1 = %d (every running request at max_model_len; more blocks are never used), got %d",
+        s.block_size, s.max_num_seqs, per_req_blocks, max_useful_blocks, s.num_kv_blocks));
   if (s.num_kv_blocks != 0 && s.num_kv_blocks < per_req_blocks + 1)
     return absl::InvalidArgumentError(absl::StrFormat(
         "--num-kv-blocks=%d cannot hold one request of max_model_len=%d tokens (%d blocks of %d, "
@@ -115,21 +127,67 @@ absl::Status RunConfig::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat("--request-rate: expected > 0 (or inf), got ", request_rate));
   if (!(burstiness > 0) || !std::isfinite(burstiness))
     return absl::InvalidArgumentError(absl::StrCat("--burstiness: expected a finite value > 0, got ", burstiness));
+  // A gamma draw of shape b < 1 is Gamma(b + 1) * U^(1/b) (sim/rng.h): for tiny b, U^(1/b)
+  // underflows to 0 and every gap would silently be 0.
+  if (burstiness < kMinBurstiness)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--burstiness: expected >= %g, got %g (a gamma shape this small draws gaps that underflow "
+        "to 0: every request would arrive at once)",
+        kMinBurstiness, burstiness));
+  if (!(time_scale >= 0) || !std::isfinite(time_scale))
+    return absl::InvalidArgumentError(
+        absl::StrCat("--time-scale: expected a finite factor >= 0, got ", time_scale));
+  if (time_scale != 1.0 && (trace_path.empty() || request_rate_given))
+    return absl::InvalidArgumentError(
+        "--time-scale: scales a trace's own timestamps; it needs --trace and no finite "
+        "--request-rate (which re-times every request)");
   if (num_requests == 0 || num_requests < -1)
     return absl::InvalidArgumentError(absl::StrCat("--num-requests: expected >= 1, got ", num_requests));
+  // A generated workload allocates every request up front (a trace only keeps its first N).
+  if (!workload.empty() && num_requests > kMaxGeneratedRequests)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--num-requests: expected at most %d for a generated workload (every request is "
+        "allocated up front), got %d",
+        kMaxGeneratedRequests, num_requests));
   if (impls.empty()) return absl::InvalidArgumentError("--impl: expected at least one implementation");
   if (executor != "cpu" && executor != "gpu")
-    return absl::InvalidArgumentError(absl::StrCat("--executor: expected cpu or gpu, got '", executor, "'"));
+    return absl::InvalidArgumentError(absl::StrCat("--executor: expected cpu or gpu, got '", Abbreviate(executor), "'"));
   if (out_dir.empty()) return absl::InvalidArgumentError("--out: expected a directory");
+  // Output paths are checked before the run, not when its files are written at the end.
+  std::error_code ec;
+  if (std::filesystem::exists(out_dir, ec) && !std::filesystem::is_directory(out_dir, ec))
+    return absl::InvalidArgumentError(
+        absl::StrCat("--out: '", out_dir, "' exists and is not a directory; expected a directory"));
+  for (const auto& [option, path] : {std::pair{"--step-log", &step_log},
+                                     std::pair{"--dump-workload", &dump_workload}})
+    if (!path->empty() && std::filesystem::is_directory(*path, ec))
+      return absl::InvalidArgumentError(
+          absl::StrCat(option, ": '", *path, "' is a directory; expected a file to write"));
   if (steps_csv_stride < 1)
     return absl::InvalidArgumentError(absl::StrCat("--steps-csv-stride: expected >= 1, got ", steps_csv_stride));
+  // A bound on the dump's size: each step is at most a few MB of arrays at the largest capacity.
+  if (dump_steps_limit < 1 || dump_steps_limit > 1000000)
+    return absl::InvalidArgumentError(
+        absl::StrCat("--dump-steps-limit: expected an integer in [1, 1000000], got ", dump_steps_limit));
   return absl::OkStatus();
+}
+
+std::string RunConfig::ResultFilename(int32_t concurrency) const {
+  if (!result_filename.empty()) return result_filename;
+  // Python's str(float): "inf", "2.0", "0.5".
+  std::string rate = std::isinf(request_rate) ? "inf" : absl::StrFormat("%.17g", request_rate);
+  if (!std::isinf(request_rate) && rate.find_first_of(".e") == std::string::npos) rate += ".0";
+  const std::string source =
+      !workload.empty() ? workload : std::filesystem::path(trace_path).stem().string();
+  return absl::StrCat("dspark-sim-", rate, "qps",
+                      concurrency > 0 ? absl::StrCat("-concurrency", concurrency) : "", "-",
+                      source, ".json");
 }
 
 nlohmann::json RunConfig::ToJson() const {
   std::vector<std::string> impl_names;
   for (Impl impl : impls) impl_names.emplace_back(ImplKey(impl));
-  return {
+  nlohmann::json j = {
       {"seed", seed},
       {"trace", trace_path},
       {"workload", workload},
@@ -158,6 +216,19 @@ nlohmann::json RunConfig::ToJson() const {
       {"calibration", calibration},
       {"steps_csv_stride", steps_csv_stride},
   };
+  // Only when not the defaults, so that a sweep point's id (a hash of this) stays the same.
+  if (over_length != OverLength::kError) j["over_length"] = std::string(OverLengthName(over_length));
+  if (time_scale != 1.0) j["time_scale"] = time_scale;
+  const ResultSpec defaults;
+  if (result_spec.percentile_metrics != defaults.percentile_metrics)
+    j["percentile_metrics"] = result_spec.percentile_metrics;
+  if (result_spec.metric_percentiles != defaults.metric_percentiles)
+    j["metric_percentiles"] = result_spec.metric_percentiles;
+  if (!result_spec.goodput_ms.empty()) {
+    nlohmann::json& g = j["goodput_ms"];
+    for (const auto& [name, ms] : result_spec.goodput_ms) g[name] = ms;
+  }
+  return j;
 }
 
 }  // namespace dspark::sim

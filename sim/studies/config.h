@@ -1,5 +1,5 @@
 // Options of `dspark-sim run`, parsed from the command line (and --config FILE, same keys)
-// only in the command function (sim/cmd_run.cc), then checked by Validate().
+// by ParseRunArgs (sim/studies/run.h) for `run` and each sweep point, then checked by Validate().
 #pragma once
 
 #include <cstdint>
@@ -11,8 +11,15 @@
 #include "nlohmann/json.hpp"
 #include "sim/model/scheduler.h"
 #include "sim/workload/trace.h"
+#include "sim/observe/serving_result.h"
 
 namespace dspark::sim {
+
+// Most requests a preset may generate: each costs a few hundred bytes in the workload, the
+// scheduler and the metrics (about 1 GB at this count).
+inline constexpr int64_t kMaxGeneratedRequests = int64_t{1} << 22;
+// Smallest --burstiness (gamma shape of the inter-arrival gaps) whose draws do not underflow.
+inline constexpr double kMinBurstiness = 1e-3;
 
 struct RunConfig {
   std::vector<std::string> argv;  // as given, for summary.json meta
@@ -24,9 +31,14 @@ struct RunConfig {
   std::string workload;
   TraceFormat trace_format = TraceFormat::kAuto;
   bool skip_bad_rows = false;
+  OverLength over_length = OverLength::kError;  // trace rows beyond max_model_len
+  double time_scale = 1.0;  // a trace's arrival times are multiplied by this (0.5: twice as fast)
   int32_t concurrency = -1;     // [requests in flight]; -1: the workload's default, 0: none
-  double request_rate = std::numeric_limits<double>::infinity();  // [requests/s]
-  bool request_rate_given = false;  // traces keep their own timestamps unless given
+  // [requests/s] Any infinite value (inf, Inf, infinity, 1e999: parsed, never compared as
+  // text) means no re-timing, as in vLLM: a trace keeps its timestamps, and generated or
+  // length-only requests all arrive at t=0. A finite rate re-times every request.
+  double request_rate = std::numeric_limits<double>::infinity();
+  bool request_rate_given = false;  // a finite --request-rate was given
   double burstiness = 1.0;      // gamma shape of inter-arrival gaps (1 = Poisson)
   int64_t num_requests = -1;    // -1: the preset's default, or the whole trace
 
@@ -41,21 +53,32 @@ struct RunConfig {
   Impl time_impl = Impl::kFused;
   bool check = true;
   // Where each step's metadata runs: "cpu" (the emulated check above, modelled costs) or "gpu"
-  // (sim/gpu_executor.cu: every step through the kernels on the device, timed and compared).
+  // (sim/exec/gpu_executor.cu: every step through the kernels on the device, timed and compared).
   std::string executor = "cpu";
   bool gpu_cold_l2 = true;  // executor gpu: flush L2 before every timed suite
   std::string calibration;  // time-model calibration JSON; empty: workloads/calibration.json
                             // when present, else the defaults
 
+  // The serving result (sim/observe/serving_result.h) and vLLM's --save-result file.
+  ResultSpec result_spec;
+  bool save_result = false;      // also write the result JSON to result_dir/result_filename
+  std::string result_dir;        // empty: out_dir
+  std::string result_filename;   // empty: vLLM's pattern without the date (ResultFilename())
+
   // Output.
   std::string out_dir = "results/run";
   std::string step_log;            // per-step arrays as text (small runs)
   std::string dump_workload;       // write the built workload as JSONL here
+  std::string dump_steps;          // write every step's arrays and references here (.npy + index.json)
+  int64_t dump_steps_limit = 1000; // [steps] at most this many are dumped
   int64_t steps_csv_stride = 1;    // write every n-th step to steps.csv
   bool check_kv_each_step = false; // full KV consistency check after every step
-  bool check_invariants = false;   // sim/invariants.h on every step (section "invariants")
+  bool check_invariants = false;   // sim/observe/invariants.h on every step (section "invariants")
 
   absl::Status Validate() const;
+  // --save-result's file name: vLLM's "{label}-{rate}qps[-concurrency{C}]-{model}-{date}.json"
+  // without the date (results are deterministic): "dspark-sim-infqps-concurrency4-chat.json".
+  std::string ResultFilename(int32_t concurrency) const;
   nlohmann::json ToJson() const;
 };
 

@@ -93,7 +93,7 @@ absl::StatusOr<Check> CheckRow(GpuSuite& suite, Impl impl) {
   return c;
 }
 
-// Times `call` per sample (sim/gpu_timing.cuh); the first failing status of any call is returned.
+// Times `call` per sample (sim/exec/gpu_timing.cuh); the first failing status of any call is returned.
 // `host_us` (optional) receives the host time of each call, warm-up samples included.
 absl::StatusOr<std::vector<double>> Sample(const std::function<absl::Status()>& call, cudaStream_t stream,
                                            timing::L2Flusher& flusher, const timing::TimingOptions& opt,

@@ -16,6 +16,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -26,14 +27,17 @@
 #include "sim/exec/cuda_device.h"
 #include "sim/engine/engine.h"
 #include "sim/exec/executor_registry.h"
+#include "sim/exec/step_dump.h"
 #include "sim/observe/invariants.h"
 #include "sim/observe/metrics.h"
 #include "sim/options/option_errors.h"
 #include "sim/results/result_files.h"
+#include "sim/results/source_tree.h"
 #include "sim/observe/step_log.h"
 #include "sim/model/time_model.h"
 #include "sim/options/option_text.h"
 #include "sim/studies/workload.h"
+#include "sim/workload/input_file.h"
 
 namespace dspark::sim {
 namespace po = boost::program_options;
@@ -52,12 +56,22 @@ po::options_description RunOptions() {
     ("seed", po::value<std::string>()->default_value("0"), "seed of every random draw (lengths, arrivals, acceptance)")
     ("trace", po::value<std::string>(), "replay this trace file (see workloads/TRACE_FORMATS.md)")
     ("workload", po::value<std::string>(), "generate a preset workload: speed-8k, batch1-512, chat")
-    ("trace-format", po::value<std::string>()->default_value("auto"), "auto, azure, vidur, burstgpt, mooncake, jsonl")
-    ("skip-bad-rows", po::bool_switch(), "skip (and count) bad trace rows instead of stopping")
-    ("concurrency", po::value<int32_t>()->default_value(-1), "client limit on requests in flight (0 = none; default: the workload's, batch1-512 is 1)")
-    ("request-rate", po::value<std::string>(), "arrival rate [requests/s] or inf (default inf; a trace keeps its timestamps unless given)")
+    ("trace-format", po::value<std::string>()->default_value("auto"), "auto, azure, vidur, burstgpt, mooncake, jsonl; or burstgpt-lengths: BurstGPT as vLLM's benchmark reads it (GPT-4 rows, lengths only, arrivals from --request-rate)")
+    ("skip-bad-rows", po::bool_switch(), "skip (and count) bad trace rows instead of stopping (over-length rows too: --over-length skip)")
+    ("over-length", po::value<std::string>()->default_value("error"), "trace rows with prompt + output above --max-model-len: error (a bad row, as vLLM rejects it), skip (skipped and counted) or clip (cut to fit, as Vidur does; counted)")
+    ("time-scale", po::value<double>()->default_value(1.0), "multiply a trace's arrival times by F (0.5 replays it twice as fast; the gaps' shape, its burstiness, is kept; 0: all at t=0)")
+    ("concurrency", po::value<int32_t>()->default_value(-1), "client limit on requests in flight (0 = none; default: the workload's, batch1-512 is 1; above the request count it is the request count)")
+    ("max-concurrency", po::value<int32_t>(), "vLLM's name of --concurrency")
+    ("request-rate", po::value<std::string>(), "arrival rate [requests/s]; inf (any spelling: Inf, infinity, 1e999) re-times nothing: a trace keeps its timestamps, generated or length-only requests all arrive at t=0 (default inf)")
     ("burstiness", po::value<double>()->default_value(1.0), "gamma shape of the inter-arrival gaps (1 = Poisson)")
     ("num-requests", po::value<int64_t>()->default_value(-1), "requests to replay (default: preset default, or the whole trace)")
+    ("num-prompts", po::value<int64_t>(), "vLLM's name of --num-requests")
+    ("percentile-metrics", po::value<std::string>()->default_value("ttft,tpot,itl,e2el"), "metrics with mean_/median_/std_/p{N}_ keys in the result: comma list of ttft, tpot, itl, e2el")
+    ("metric-percentiles", po::value<std::string>()->default_value("50,90,99"), "percentiles of those metrics, comma list (vLLM's default is 99)")
+    ("goodput", po::value<std::vector<std::string>>()->multitoken(), "SLOs KEY:VALUE [ms], KEY one of ttft, tpot, e2el (e.g. --goodput ttft:200 tpot:50): request_goodput counts the requests that meet all of them")
+    ("save-result", po::bool_switch(), "also write the result JSON (summary.json's content) to --result-dir/--result-filename, as vllm bench serve does")
+    ("result-dir", po::value<std::string>(), "folder of --save-result's file (default: --out)")
+    ("result-filename", po::value<std::string>(), "name of --save-result's file (default: dspark-sim-{rate}qps[-concurrency{C}]-{workload}.json)")
     ("mode", po::value<std::string>()->default_value("adaptive"), "none, dspark or adaptive (DSpark with adaptive verification)")
     ("spec-k", po::value<int32_t>()->default_value(5), "DSpark speculative length K")
     ("impl", po::value<std::string>()->default_value("all"), absl::StrCat("implementations the metadata check runs: a comma list, or all, of\n", ImplHelpText()).c_str())
@@ -79,6 +93,8 @@ po::options_description RunOptions() {
     ("calibration", po::value<std::string>(), "time-model calibration JSON (default: workloads/calibration_h200.json when present)")
     ("step-log", po::value<std::string>(), "write every step's arrays to this text file (small runs)")
     ("dump-workload", po::value<std::string>(), "also write the workload as built (generated or parsed, re-timed, truncated) to this JSONL file")
+    ("dump-steps", po::value<std::string>(), "write every step's device view, host view, sizes and reference outputs to this folder as .npy files plus index.json (workloads/STEP_DUMP.md; replay with scripts/replay_steps.py)")
+    ("dump-steps-limit", po::value<int64_t>()->default_value(kDefaultDumpStepsLimit), "--dump-steps writes at most this many steps (the first ones)")
     ("steps-csv-stride", po::value<int64_t>()->default_value(1), "write every n-th step to steps.csv")
     ("check-kv", po::bool_switch(), "check KV block accounting after every step (slow)")
     ("check-invariants", po::bool_switch(), "independent invariant check of every step: budgets, graph padding, KV partition, each request finished once (sim/invariants.h; O(KV pool) per step)");
@@ -105,7 +121,7 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   const po::options_description desc = RunOptions();
   po::variables_map vm;
   bool cli_trace = false, cli_calibration = false;
-  // UTF-8 only (options end up in summary.json), nothing that hangs Boost (sim/option_text.h).
+  // UTF-8 only (options end up in summary.json), nothing that hangs Boost (sim/options/option_text.h).
   DS_RETURN_IF_ERROR(CheckOptionArgs(argc, argv));
   try {
     po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
@@ -135,7 +151,7 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   // Read as text: boost's unsigned conversion would wrap "-1" to 2^64 - 1.
   if (const std::string seed = vm["seed"].as<std::string>(); !absl::SimpleAtoi(seed, &c.seed))
     return absl::InvalidArgumentError(
-        absl::StrCat("--seed: expected an integer in [0, 18446744073709551615], got '", seed, "'"));
+        absl::StrCat("--seed: expected an integer in [0, 18446744073709551615], got '", Abbreviate(seed), "'"));
   if (vm.count("trace"))
     c.trace_path = cli_trace ? vm["trace"].as<std::string>()
                              : ResolveAgainst(vm["trace"].as<std::string>(), c.config_file);
@@ -144,15 +160,42 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   if (!format.ok()) return format.status();
   c.trace_format = *format;
   c.skip_bad_rows = vm["skip-bad-rows"].as<bool>();
+  DS_ASSIGN_OR_RETURN(c.over_length, ParseOverLength(vm["over-length"].as<std::string>()));
+  c.time_scale = vm["time-scale"].as<double>();
   c.concurrency = vm["concurrency"].as<int32_t>();
+  // vLLM's names are aliases: either spelling, not both.
+  if (vm.count("max-concurrency")) {
+    if (!vm["concurrency"].defaulted())
+      return absl::InvalidArgumentError("--concurrency and --max-concurrency are the same option: give one");
+    c.concurrency = vm["max-concurrency"].as<int32_t>();
+  }
   if (vm.count("request-rate")) {
+    // Parsed, never compared as text: inf, Inf, INF, infinity and 1e999 are one value, and
+    // every infinite rate means the same (RunConfig::request_rate_given).
     const std::string rate = vm["request-rate"].as<std::string>();
-    c.request_rate_given = rate != "inf";
-    if (c.request_rate_given && !absl::SimpleAtod(rate, &c.request_rate))
-      return absl::InvalidArgumentError(absl::StrCat("--request-rate: expected a number or inf, got '", rate, "'"));
+    if (!absl::SimpleAtod(rate, &c.request_rate))
+      return absl::InvalidArgumentError(
+          absl::StrCat("--request-rate: expected a number or inf, got '", Abbreviate(rate), "'"));
+    c.request_rate_given = !std::isinf(c.request_rate);
   }
   c.burstiness = vm["burstiness"].as<double>();
   c.num_requests = vm["num-requests"].as<int64_t>();
+  if (vm.count("num-prompts")) {
+    if (!vm["num-requests"].defaulted())
+      return absl::InvalidArgumentError("--num-requests and --num-prompts are the same option: give one");
+    c.num_requests = vm["num-prompts"].as<int64_t>();
+  }
+  DS_ASSIGN_OR_RETURN(c.result_spec.percentile_metrics,
+                      ParsePercentileMetrics(vm["percentile-metrics"].as<std::string>()));
+  DS_ASSIGN_OR_RETURN(c.result_spec.metric_percentiles,
+                      ParseMetricPercentiles(vm["metric-percentiles"].as<std::string>()));
+  if (vm.count("goodput")) {
+    DS_ASSIGN_OR_RETURN(c.result_spec.goodput_ms,
+                        ParseGoodput(vm["goodput"].as<std::vector<std::string>>()));
+  }
+  c.save_result = vm["save-result"].as<bool>();
+  if (vm.count("result-dir")) c.result_dir = vm["result-dir"].as<std::string>();
+  if (vm.count("result-filename")) c.result_filename = vm["result-filename"].as<std::string>();
   auto mode = ParseSpecMode(vm["mode"].as<std::string>());
   if (!mode.ok()) return mode.status();
   c.scheduler.mode = *mode;
@@ -171,7 +214,7 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   c.executor = vm["executor"].as<std::string>();
   const std::string gpu_l2 = vm["gpu-l2"].as<std::string>();
   if (gpu_l2 != "cold" && gpu_l2 != "warm")
-    return absl::InvalidArgumentError(absl::StrCat("--gpu-l2: expected cold or warm, got '", gpu_l2, "'"));
+    return absl::InvalidArgumentError(absl::StrCat("--gpu-l2: expected cold or warm, got '", Abbreviate(gpu_l2), "'"));
   c.gpu_cold_l2 = gpu_l2 == "cold";
   if (vm["cuda-graphs"].as<bool>() && vm["no-cuda-graphs"].as<bool>())
     return absl::InvalidArgumentError("--cuda-graphs and --no-cuda-graphs contradict each other");
@@ -189,6 +232,8 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
                                     : ResolveAgainst(vm["calibration"].as<std::string>(), c.config_file);
   if (vm.count("step-log")) c.step_log = vm["step-log"].as<std::string>();
   if (vm.count("dump-workload")) c.dump_workload = vm["dump-workload"].as<std::string>();
+  if (vm.count("dump-steps")) c.dump_steps = vm["dump-steps"].as<std::string>();
+  c.dump_steps_limit = vm["dump-steps-limit"].as<int64_t>();
   c.steps_csv_stride = vm["steps-csv-stride"].as<int64_t>();
   c.check_kv_each_step = vm["check-kv"].as<bool>();
   c.check_invariants = vm["check-invariants"].as<bool>();
@@ -213,9 +258,7 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   }
   const AcceptanceModel acceptance(acceptance_params, spec_k);
 
-  std::string calibration = config.calibration;
-  const std::string bundled = absl::StrCat(DSPARK_SOURCE_DIR, "/workloads/calibration_h200.json");
-  if (calibration.empty() && fs::exists(bundled)) calibration = bundled;
+  const std::string calibration = config.calibration.empty() ? BundledCalibrationPath() : config.calibration;
   TimeModelParams time_params = DefaultTimeModelParams();
   if (!calibration.empty()) {
     DS_ASSIGN_OR_RETURN(time_params, LoadCalibration(calibration));
@@ -242,6 +285,10 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   request.gpu_cold_l2 = config.gpu_cold_l2;
   request.scheduler = config.scheduler;
   request.out_dir = config.out_dir;
+  request.dump_dir = config.dump_steps;
+  request.dump_limit = config.dump_steps_limit;
+  request.meta = {{"tool", "dspark-sim run --dump-steps"}, {"argv", config.argv}, {"seed", config.seed}};
+  request.meta.update(GitInfo());
   std::vector<std::unique_ptr<StepExecutor>> executors;
   for (const ExecutorRegistration& registered : RegisteredExecutors()) {
     DS_ASSIGN_OR_RETURN(std::unique_ptr<StepExecutor> executor, registered.factory(request));
@@ -257,6 +304,7 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
     engine.AddObserver(invariants.get());
   }
   MetricsObserver metrics(workload.requests, config.steps_csv_stride);
+  metrics.set_result_spec(config.result_spec);
   engine.AddObserver(&metrics);
   std::unique_ptr<StepLogObserver> step_log;
   if (!config.step_log.empty()) {
@@ -308,6 +356,14 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
                     {"peak_kv_blocks", sched.counters().peak_kv_blocks},
                     {"capture_sizes", sched.capture_sizes()}};
   DS_RETURN_IF_ERROR(metrics.Finish(&s["metrics"]));
+  // vLLM's result keys at the top level (sim/observe/serving_result.h), with its setup keys.
+  s.update(metrics.serving_result());
+  s["num_prompts"] = static_cast<int64_t>(workload.requests.size());
+  s["request_rate"] = std::isinf(config.request_rate) ? nlohmann::json("inf")
+                                                      : nlohmann::json(config.request_rate);
+  s["burstiness"] = config.burstiness;
+  s["max_concurrency"] = workload.concurrency > 0 ? nlohmann::json(workload.concurrency) : nlohmann::json();
+  s["backend"] = "dspark-sim";
   if (config.check && !HasExecutor("metadata-check"))
     s["metadata_check"] = "requested, but this build has no metadata-check executor";
   // Each section once: an executor's, then the invariant check's.
@@ -339,6 +395,15 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   DS_RETURN_IF_ERROR(WriteFileAtomically(out / "perf.json", perf.dump(2) + "\n"));
   if (step_log) DS_RETURN_IF_ERROR(WriteFileAtomically(config.step_log, step_log->text()));
   DS_RETURN_IF_ERROR(WriteFileAtomically(out / "summary.json", s.dump(2) + "\n"));
+  if (config.save_result) {
+    const fs::path dir(config.result_dir.empty() ? config.out_dir : config.result_dir);
+    fs::create_directories(dir, ec);
+    if (ec)
+      return absl::PermissionDeniedError(
+          absl::StrCat("--result-dir: cannot create '", dir.string(), "': ", ec.message()));
+    result.result_file = (dir / config.ResultFilename(workload.concurrency)).string();
+    DS_RETURN_IF_ERROR(WriteFileAtomically(result.result_file, s.dump(2) + "\n"));
+  }
   if (!run_status.ok())
     return absl::Status(run_status.code(),
                         absl::StrFormat("%s [run aborted: the %d completed steps' results are in %s (summary.json "

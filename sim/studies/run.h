@@ -20,6 +20,7 @@ struct RunResult {
   nlohmann::json summary;  // what summary.json holds
   int64_t steps = 0;
   double wall_s = 0;       // host wall-clock time of the simulation loop
+  std::string result_file;  // --save-result: where the result JSON went
 };
 
 // Runs a validated config and writes its outputs into config.out_dir.

@@ -15,6 +15,7 @@
 #include "sim/engine/engine.h"
 #include "sim/workload/generators.h"
 #include "sim/results/git_info.h"
+#include "sim/results/source_tree.h"
 #include "sim/observe/invariants.h"
 #include "sim/observe/metrics.h"
 #include "sim/workload/rng.h"
@@ -225,6 +226,7 @@ absl::Status RunOnce(int run_index, const SoakOptions& o, const TimeModel& time_
       run->error = absl::StrCat(where, ": ", metrics_status.message());
       break;
     }
+    m.update(metrics.serving_result());  // vLLM's keys (completed, tokens, latencies)
     batch_digest.MixText(m.dump());
     run->batch_digests.push_back(batch_digest.value());
     digest = SplitMix64(digest ^ batch_digest.value());
@@ -289,9 +291,7 @@ absl::StatusOr<int64_t> ReadVmRssKiB() {
 
 absl::StatusOr<SoakResult> RunSoak(const SoakOptions& o) {
   DS_RETURN_IF_ERROR(o.Validate());
-  std::string calibration = o.calibration;
-  const std::string bundled = absl::StrCat(DSPARK_SOURCE_DIR, "/workloads/calibration_h200.json");
-  if (calibration.empty() && std::filesystem::exists(bundled)) calibration = bundled;
+  const std::string calibration = o.calibration.empty() ? BundledCalibrationPath() : o.calibration;
   TimeModelParams time_params = DefaultTimeModelParams();
   if (!calibration.empty()) {
     DS_ASSIGN_OR_RETURN(time_params, LoadCalibration(calibration));

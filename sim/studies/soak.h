@@ -8,7 +8,7 @@
 // end-of-run checks, and memory is bounded by one batch (per-request state, the per-step and
 // per-token series of the metrics observer) whatever `steps` is.
 //
-// Every step goes through the invariant checker (sim/invariants.h), a digest observer and the
+// Every step goes through the invariant checker (sim/observe/invariants.h), a digest observer and the
 // metrics observer (which checks every finished request emitted exactly its output length; it
 // keeps per-request records and per-token ITL samples, bounded by the batch, and no per-step
 // series since the soak writes no steps.csv); every `rss_sample_every` steps VmRSS is read from

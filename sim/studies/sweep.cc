@@ -25,6 +25,8 @@
 #include "sim/workload/generators.h"
 #include "sim/results/result_files.h"
 #include "sim/model/time_model.h"
+#include "sim/workload/input_file.h"
+#include "sim/observe/serving_result.h"
 
 namespace dspark::sim {
 namespace fs = std::filesystem;
@@ -152,11 +154,10 @@ const std::vector<std::string>& CsvColumns() {
     auto* cols = new std::vector<std::string>{
         "point_id", "index", "group", "status", "reason", "error", "workload", "trace",
         "concurrency", "batch_size", "num_requests", "mode", "impl", "check_impls", "check",
-        "executor", "seed", "requests", "completed"};
-    for (const char* metric : {"ttft_ms", "tpot_ms", "itl_ms", "e2el_ms"})
-      for (const char* stat : {"mean", "median", "p90", "p99"}) cols->push_back(absl::StrCat(metric, "_", stat));
-    for (const char* col : {"output_throughput_tok_s", "request_throughput_req_s",
-                            "total_token_throughput_tok_s", "duration_s", "mean_acceptance_length",
+        "executor", "seed", "requests"};
+    // vLLM's result keys, the one spelling of summary.json and plots/results_io.py.
+    for (const std::string& key : ServingColumns()) cols->push_back(key);
+    for (const char* col : {"mean_acceptance_length",
                             "acceptance_rate", "preemptions", "steps", "simulated_time_s",
                             "stale_host", "padding_residue", "bug", "sim_wall_s", "wall_s", "out"})
       cols->push_back(col);
@@ -265,9 +266,9 @@ class Progress {
 };
 
 absl::StatusOr<ojson> ReadJsonFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open '", path.string(), "'"));
-  ojson j = ojson::parse(in, nullptr, /*allow_exceptions=*/false);
+  DS_ASSIGN_OR_RETURN(const std::string text,
+                      ReadInputFile(path.string(), "sweep", ResultReadLimits()));
+  ojson j = ojson::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return absl::DataLossError(absl::StrCat("'", path.string(), "' is not valid JSON"));
   return j;
 }
@@ -423,11 +424,9 @@ bool InShard(const SweepPoint& point, const SweepConfig& config) {
 
 absl::StatusOr<SweepLog> ReadSweepLog(const std::string& path) {
   SweepLog log;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return log;
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return log;
+  DS_ASSIGN_OR_RETURN(const std::string text, ReadInputFile(path, "sweep", ResultReadLimits()));
   size_t pos = 0;
   int64_t line_no = 0;
   while (pos < text.size()) {
@@ -502,13 +501,10 @@ ojson MakeOkRow(const SweepPoint& p, const SweepConfig& c, const RunResult& resu
   const nlohmann::json& s = result.summary;
   ojson row = RowHead(p, c, "ok");
   row["requests"] = At(s, {"workload", "requests"});
-  row["completed"] = At(s, {"metrics", "completed"});
-  for (const char* metric : {"ttft_ms", "tpot_ms", "itl_ms", "e2el_ms"})
-    for (const char* stat : {"mean", "median", "p90", "p99"})
-      row[absl::StrCat(metric, "_", stat)] = At(s, {"metrics", metric, stat});
-  for (const char* key : {"output_throughput_tok_s", "request_throughput_req_s",
-                          "total_token_throughput_tok_s", "duration_s"})
-    row[key] = At(s, {"metrics", key});
+  // The summary's vLLM keys as they are: the fixed columns, then any other percentile asked for.
+  for (const std::string& key : ServingColumns()) row[key] = At(s, {key.c_str()});
+  for (const auto& [key, value] : s.items())
+    if (IsServingKey(key) && !row.contains(key)) row[key] = value;
   row["mean_acceptance_length"] = At(s, {"metrics", "speculative", "mean_acceptance_length"});
   row["acceptance_rate"] = At(s, {"metrics", "speculative", "acceptance_rate"});
   row["preemptions"] = At(s, {"metrics", "preemptions"});

@@ -37,8 +37,8 @@ inline constexpr int kSweepSchemaVersion = 1;
 // Runs one validated point config and writes `run`'s output files into config.out_dir.
 using PointRunner = std::function<absl::StatusOr<RunResult>(const RunConfig& config)>;
 
-// Keyed by executor name. "cpu" (ExecuteRun) is registered by sim/sweep.cc; a GPU executor
-// registers "gpu" from its own translation unit with a static RegisterPointRunner.
+// Keyed by executor name. "cpu" (ExecuteRun) is registered by sim/studies/sweep.cc; "gpu", in
+// CUDA builds, by sim/studies/gpu_point_runner.cu, each with a static RegisterPointRunner.
 std::map<std::string, PointRunner>& PointRunners();
 
 struct RegisterPointRunner {

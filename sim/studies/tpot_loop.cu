@@ -437,14 +437,15 @@ absl::StatusOr<TpotLoopResult> TpotLoop::Run(const TpotLoopOptions& opt, const s
     }
   }
   DS_RETURN_IF_ERROR(metrics.Finish(&res.metrics));
+  res.metrics.update(metrics.serving_result());  // vLLM's keys (sim/observe/serving_result.h)
   const nlohmann::json& m = res.metrics;
-  res.ttft_ms_mean = m["ttft_ms"]["mean"].get<double>();
-  res.tpot_ms_mean = m["tpot_ms"]["mean"].get<double>();
-  res.tpot_ms_median = m["tpot_ms"]["median"].get<double>();
-  res.itl_ms_mean = m["itl_ms"]["mean"].get<double>();
-  res.e2el_ms_mean = m["e2el_ms"]["mean"].get<double>();
-  res.output_tok_s = m["output_throughput_tok_s"].get<double>();
-  res.duration_s = m["duration_s"].get<double>();
+  res.ttft_ms_mean = m["mean_ttft_ms"].get<double>();
+  res.tpot_ms_mean = m["mean_tpot_ms"].get<double>();
+  res.tpot_ms_median = m["median_tpot_ms"].get<double>();
+  res.itl_ms_mean = m["mean_itl_ms"].get<double>();
+  res.e2el_ms_mean = m["mean_e2el_ms"].get<double>();
+  res.output_tok_s = m["output_throughput"].get<double>();
+  res.duration_s = m["duration"].get<double>();
   res.completed = m["completed"].get<int64_t>();
   res.output_tokens = m["total_output_tokens"].get<int64_t>();
   res.mean_acceptance_length = metrics.mean_acceptance_length();

@@ -2,7 +2,7 @@
 // the host, the chosen implementation builds its metadata on the device the way an engine
 // would, and a "forward stand-in" kernel occupies the GPU for the time model's forward time.
 // TTFT, TPOT, ITL and throughput come from real wall-clock time, as `vllm bench serve`
-// defines them (sim/metrics.h), so an implementation's syncs cost what they cost.
+// defines them (sim/observe/metrics.h), so an implementation's syncs cost what they cost.
 //
 // Per step i, on the host:
 //   1. Scheduler::Plan and the step's arrays (real host work), then, with model_host, a host
@@ -58,7 +58,7 @@ struct TpotLoopOptions {
 };
 
 struct TpotLoopResult {
-  nlohmann::json metrics;          // sim/metrics.h section from real times (ttft_ms, tpot_ms, ...)
+  nlohmann::json metrics;          // sim/observe/metrics.h section from real times (ttft_ms, tpot_ms, ...)
   double ttft_ms_mean = 0;
   double tpot_ms_mean = 0;
   double tpot_ms_median = 0;

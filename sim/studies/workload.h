@@ -1,6 +1,6 @@
 // Turns a run's options into the request list it replays: a parsed trace or a generated
 // preset, optionally re-timed, sorted by (arrival, id). Generated requests are cut to
-// max_model_len; a trace row beyond it is a bad row (sim/trace.h).
+// max_model_len; a trace row beyond it is a bad row (sim/workload/trace.h).
 #pragma once
 
 #include <cstdint>

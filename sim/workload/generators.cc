@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "sim/workload/input_file.h"
 
 namespace dspark::sim {
 namespace {
@@ -37,7 +38,7 @@ absl::StatusOr<WorkloadPreset> FindWorkloadPreset(absl::string_view name) {
     if (p.name == name) return p;
   return absl::InvalidArgumentError(absl::StrCat("--workload: expected one of ",
                                                  absl::StrJoin(WorkloadPresetNames(), ", "),
-                                                 "; got '", name, "'"));
+                                                 "; got '", Abbreviate(name), "'"));
 }
 
 int64_t DefaultNumRequests(const WorkloadPreset& preset, int32_t concurrency) {

@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 #include "sim/workload/utf8.h"
+#include "sim/workload/input_file.h"
 
 namespace dspark::sim {
 namespace {
@@ -138,7 +139,7 @@ absl::StatusOr<int32_t> ParseTokens(const Location& loc, const CsvField& f, absl
                     absl::StrCat("expected an integer token count, got ", Quote(f.text)));
   if (!parsed || v < min_value || v > kMaxTraceTokens)
     return RowError(loc, f.column, name,
-                    absl::StrCat(RangeExpectation(min_value, kMaxTraceTokens), f.text));
+                    absl::StrCat(RangeExpectation(min_value, kMaxTraceTokens), Abbreviate(f.text)));
   return static_cast<int32_t>(v);
 }
 
@@ -218,13 +219,14 @@ const std::vector<CsvLayout>& CsvLayouts() {
 }
 
 const CsvLayout& LayoutOf(TraceFormat format) {
+  if (format == TraceFormat::kBurstGptLengths) format = TraceFormat::kBurstGpt;
   for (const auto& l : CsvLayouts())
     if (l.format == format) return l;
   return CsvLayouts().front();
 }
 
 // Outcome of one data row: a request, a counted failure (BurstGPT), or an error.
-enum class RowKind { kRequest, kFailedRequest };
+enum class RowKind { kRequest, kFailedRequest, kOtherModel };
 
 absl::StatusOr<RowKind> ParseCsvRow(TraceFormat format, const Location& loc,
                                     const std::vector<CsvField>& fields,
@@ -242,7 +244,9 @@ absl::StatusOr<RowKind> ParseCsvRow(TraceFormat format, const Location& loc,
       return RowKind::kRequest;
     }
     case TraceFormat::kVidur: {
-      auto t = ParseSeconds(loc, fields[col[0]], "arrived_at");
+      // A length-only CSV (no arrived_at column, col[0] < 0) arrives at 0; the run re-times it.
+      absl::StatusOr<double> t = 0.0;
+      if (col[0] >= 0) t = ParseSeconds(loc, fields[col[0]], "arrived_at");
       if (!t.ok()) return t.status();
       auto prompt = ParseTokens(loc, fields[col[1]], "num_prefill_tokens", 1);
       if (!prompt.ok()) return prompt.status();
@@ -251,13 +255,17 @@ absl::StatusOr<RowKind> ParseCsvRow(TraceFormat format, const Location& loc,
       row->frac_s = *t;
       row->prompt_len = *prompt;
       row->output_len = *output;
-      row->time_column = fields[col[0]].column;
-      row->time_text = std::string(fields[col[0]].text);
+      row->time_column = col[0] >= 0 ? fields[col[0]].column : 1;
+      row->time_text = col[0] >= 0 ? std::string(fields[col[0]].text) : "0 (no arrived_at)";
       row->prompt_column = fields[col[1]].column;
       return RowKind::kRequest;
     }
-    case TraceFormat::kBurstGpt: {
-      auto t = ParseSeconds(loc, fields[col[0]], "Timestamp");
+    case TraceFormat::kBurstGpt:
+    case TraceFormat::kBurstGptLengths: {
+      // Lengths only: the timestamp is not read (the run re-times the requests).
+      const bool lengths_only = format == TraceFormat::kBurstGptLengths;
+      absl::StatusOr<double> t = 0.0;
+      if (!lengths_only) t = ParseSeconds(loc, fields[col[0]], "Timestamp");
       if (!t.ok()) return t.status();
       if (fields[col[1]].text.empty())
         return RowError(loc, fields[col[1]].column, "Model", "expected a model name, got ''");
@@ -277,11 +285,14 @@ absl::StatusOr<RowKind> ParseCsvRow(TraceFormat format, const Location& loc,
       row->prompt_len = *prompt;
       row->output_len = *output;
       row->time_column = fields[col[0]].column;
-      row->time_text = std::string(fields[col[0]].text);
+      row->time_text = lengths_only ? "0 (lengths only)" : std::string(fields[col[0]].text);
       row->prompt_column = fields[col[2]].column;
       // A logged request with no response failed in the original service: it is not part of
       // the offered load that completed, and a zero-length output cannot be simulated.
-      return *output == 0 ? RowKind::kFailedRequest : RowKind::kRequest;
+      if (*output == 0) return RowKind::kFailedRequest;
+      // vLLM's BurstGPTDataset.load_data(): df[df["Model"] == "GPT-4"].
+      if (lengths_only && fields[col[1]].text != "GPT-4") return RowKind::kOtherModel;
+      return RowKind::kRequest;
     }
     default:
       return absl::InternalError("not a CSV format");
@@ -338,7 +349,8 @@ absl::StatusOr<int64_t> JsonInteger(const Location& loc, absl::string_view line,
                 static_cast<int64_t>(v.get<uint64_t>()) >= min_value
           : v.is_number_integer() && v.get<int64_t>() >= min_value && v.get<int64_t>() <= max_value;
   if (!in_range)
-    return RowError(loc, col, key, absl::StrCat(RangeExpectation(min_value, max_value), text));
+    return RowError(loc, col, key,
+                    absl::StrCat(RangeExpectation(min_value, max_value), Abbreviate(text)));
   return v.get<int64_t>();
 }
 
@@ -418,9 +430,10 @@ absl::Status ParseJsonObject(const Location& loc, absl::string_view line, nlohma
 }
 
 absl::StatusOr<RowKind> ParseMooncakeRow(const Location& loc, absl::string_view line,
-                                         RawRow* row) {
+                                         RawRow* row, bool* has_hash_ids) {
   nlohmann::json obj;
   if (auto s = ParseJsonObject(loc, line, &obj); !s.ok()) return s;
+  *has_hash_ids = *has_hash_ids || obj.contains("hash_ids");
   const auto ts = obj.find("timestamp");
   if (ts == obj.end()) return RowError(loc, 1, "timestamp", "missing; expected milliseconds");
   auto ms = JsonNonNegative(loc, line, *ts, "timestamp", "milliseconds");
@@ -530,7 +543,8 @@ absl::StatusOr<TraceFormat> DetectJson(const Location& loc, absl::string_view li
 }
 
 bool IsCsvFormat(TraceFormat f) {
-  return f == TraceFormat::kAzure || f == TraceFormat::kVidur || f == TraceFormat::kBurstGpt;
+  return f == TraceFormat::kAzure || f == TraceFormat::kVidur || f == TraceFormat::kBurstGpt ||
+         f == TraceFormat::kBurstGptLengths;
 }
 
 // Field names of a format, for the messages of checks that span fields or rows.
@@ -538,7 +552,8 @@ absl::string_view LengthFields(TraceFormat f) {
   switch (f) {
     case TraceFormat::kAzure: return "ContextTokens + GeneratedTokens";
     case TraceFormat::kVidur: return "num_prefill_tokens + num_decode_tokens";
-    case TraceFormat::kBurstGpt: return "Request tokens + Response tokens";
+    case TraceFormat::kBurstGpt:
+    case TraceFormat::kBurstGptLengths: return "Request tokens + Response tokens";
     case TraceFormat::kMooncake: return "input_length + output_length";
     default: return "prompt_len + output_len";
   }
@@ -548,15 +563,53 @@ absl::string_view TimeField(TraceFormat f) {
   switch (f) {
     case TraceFormat::kAzure: return "TIMESTAMP";
     case TraceFormat::kVidur: return "arrived_at";
-    case TraceFormat::kBurstGpt: return "Timestamp";
+    case TraceFormat::kBurstGpt:
+    case TraceFormat::kBurstGptLengths: return "Timestamp";
     case TraceFormat::kMooncake: return "timestamp";
     default: return "arrival_s";
   }
 }
 
+// An accepted row's arrival: the last one, against which the next is checked, and the first.
+struct Arrival {
+  int64_t whole_s = 0;
+  double frac_s = 0.0;
+  int64_t line = 0;
+  std::string text;
+};
+
+// A time that a double cannot hold to 1 us (sim/trace.h kMaxArrivalS) would make every
+// latency of the run round to 0: an error, never a silently wrong result. Relative formats
+// are checked as written; Azure's absolute times by their distance from the first row.
+absl::Status CheckTimeRange(TraceFormat format, const Location& loc, const RawRow& row,
+                            const std::optional<Arrival>& first) {
+  if (format != TraceFormat::kAzure) {
+    if (row.frac_s < kMaxArrivalS) return absl::OkStatus();
+    return RowError(loc, row.time_column, TimeField(format),
+                    absl::StrCat("expected a time below 2^33 s = ",
+                                 format == TraceFormat::kMooncake ? "8589934592000 ms"
+                                                                  : "8589934592 s",
+                                 ", where a double still resolves 1 us, got ",
+                                 Quote(row.time_text)));
+  }
+  if (!first.has_value() || row.whole_s - first->whole_s < int64_t{1} << 33)
+    return absl::OkStatus();
+  return RowError(loc, row.time_column, TimeField(format),
+                  absl::StrFormat("expected a time less than 2^33 s = 8589934592 s after the "
+                                  "first row's %s (line %d), where a double still resolves 1 us, "
+                                  "got %s",
+                                  Quote(first->text), first->line, Quote(row.time_text)));
+}
+
 // Faults of the file as a whole, before any line is read.
 absl::Status CheckEncoding(absl::string_view text, absl::string_view source) {
   const Location start{source, 1};
+  // UTF-32LE's mark begins with UTF-16LE's, so it is tested first.
+  if (absl::StartsWith(text, absl::string_view("\xFF\xFE\0\0", 4)) ||
+      absl::StartsWith(text, absl::string_view("\0\0\xFE\xFF", 4)))
+    return RowError(start, 1, "(encoding)",
+                    "expected UTF-8 text, got a UTF-32 byte-order mark; convert the file "
+                    "(iconv -f UTF-32 -t UTF-8)");
   if (absl::StartsWith(text, "\xFF\xFE") || absl::StartsWith(text, "\xFE\xFF"))
     return RowError(start, 1, "(encoding)",
                     "expected UTF-8 text, got a UTF-16 byte-order mark; convert the file "
@@ -575,18 +628,37 @@ absl::string_view TraceFormatName(TraceFormat format) {
     case TraceFormat::kAzure: return "azure";
     case TraceFormat::kVidur: return "vidur";
     case TraceFormat::kBurstGpt: return "burstgpt";
+    case TraceFormat::kBurstGptLengths: return "burstgpt-lengths";
     case TraceFormat::kMooncake: return "mooncake";
     case TraceFormat::kJsonl: return "jsonl";
   }
   return "?";
 }
 
+absl::string_view OverLengthName(OverLength policy) {
+  switch (policy) {
+    case OverLength::kError: return "error";
+    case OverLength::kSkip: return "skip";
+    case OverLength::kClip: return "clip";
+  }
+  return "?";
+}
+
+absl::StatusOr<OverLength> ParseOverLength(absl::string_view name) {
+  for (OverLength p : {OverLength::kError, OverLength::kSkip, OverLength::kClip})
+    if (name == OverLengthName(p)) return p;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--over-length: expected error, skip or clip, got '", Abbreviate(name), "'"));
+}
+
 absl::StatusOr<TraceFormat> ParseTraceFormat(absl::string_view name) {
   for (TraceFormat f : {TraceFormat::kAuto, TraceFormat::kAzure, TraceFormat::kVidur,
-                        TraceFormat::kBurstGpt, TraceFormat::kMooncake, TraceFormat::kJsonl})
+                        TraceFormat::kBurstGpt, TraceFormat::kMooncake, TraceFormat::kJsonl,
+                        TraceFormat::kBurstGptLengths})
     if (name == TraceFormatName(f)) return f;
   return absl::InvalidArgumentError(absl::StrCat(
-      "--trace-format: expected auto, azure, vidur, burstgpt, mooncake or jsonl, got '", name,
+      "--trace-format: expected auto, azure, vidur, burstgpt, mooncake, jsonl or "
+      "burstgpt-lengths, got '", Abbreviate(name),
       "'"));
 }
 
@@ -625,6 +697,7 @@ absl::StatusOr<Trace> ParseTrace(absl::string_view text, absl::string_view sourc
     format = *detected;
   }
   trace.format = format;
+  if (format == TraceFormat::kBurstGptLengths) trace.has_arrivals = false;
 
   // CSV: map required column names to positions in the header.
   std::vector<int> col;
@@ -644,6 +717,13 @@ absl::StatusOr<Trace> ParseTrace(absl::string_view text, absl::string_view sourc
                                           header[at].column));
         at = static_cast<int>(i);
       }
+      // Vidur's processed CSVs of length-only datasets (arXiv summarization, ShareGPT, LMSYS)
+      // have no arrival column.
+      if (at < 0 && format == TraceFormat::kVidur && name == "arrived_at") {
+        trace.has_arrivals = false;
+        col.push_back(-1);
+        continue;
+      }
       if (at < 0)
         return RowError(first_loc, 1, name,
                         absl::StrCat("missing from the header; the ", TraceFormatName(format),
@@ -658,14 +738,7 @@ absl::StatusOr<Trace> ParseTrace(absl::string_view text, absl::string_view sourc
                                  " trace, got ", Quote(lines[first].text)));
   }
 
-  // The last accepted row's arrival, against which the next one is checked.
-  struct Arrival {
-    int64_t whole_s = 0;
-    double frac_s = 0.0;
-    int64_t line = 0;
-    std::string text;
-  };
-  std::optional<Arrival> last;
+  std::optional<Arrival> last, first_time;
   std::vector<RawRow> rows;
   rows.reserve(lines.size());
   absl::flat_hash_map<int64_t, int64_t> id_line;  // jsonl: explicit id -> line, for duplicates
@@ -695,18 +768,24 @@ absl::StatusOr<Trace> ParseTrace(absl::string_view text, absl::string_view sourc
         kind = ParseCsvRow(format, loc, fields, col, &row);
       }
     } else if (format == TraceFormat::kMooncake) {
-      kind = ParseMooncakeRow(loc, line.text, &row);
+      kind = ParseMooncakeRow(loc, line.text, &row, &trace.has_hash_ids);
     } else {
       kind = ParseOwnJsonlRow(loc, line.text, &row, &has_id);
     }
     // vLLM rejects a request whose prompt plus output exceeds max_model_len; so does the replay.
+    bool skip_row = false;  // --over-length skip: skipped whatever skip_bad_rows says
     if (kind.ok() && *kind == RowKind::kRequest && options.max_model_len > 0 &&
-        int64_t{row.prompt_len} + row.output_len > options.max_model_len)
+        options.over_length != OverLength::kClip &&
+        int64_t{row.prompt_len} + row.output_len > options.max_model_len) {
+      skip_row = options.over_length == OverLength::kSkip;
       kind = RowError(loc, row.prompt_column, LengthFields(format),
                       absl::StrFormat("expected at most max_model_len = %d tokens "
                                       "(--max-model-len), got %d + %d = %d",
                                       options.max_model_len, row.prompt_len, row.output_len,
                                       int64_t{row.prompt_len} + row.output_len));
+    }
+    if (kind.ok())
+      if (absl::Status s = CheckTimeRange(format, loc, row, first_time); !s.ok()) kind = s;
     if (kind.ok() && last.has_value() &&
         (row.whole_s < last->whole_s || (row.whole_s == last->whole_s && row.frac_s < last->frac_s)))
       kind = RowError(loc, row.time_column, TimeField(format),
@@ -731,13 +810,14 @@ absl::StatusOr<Trace> ParseTrace(absl::string_view text, absl::string_view sourc
       }
     }
     if (!kind.ok()) {
-      if (!options.skip_bad_rows) return kind.status();
+      if (!options.skip_bad_rows && !skip_row) return kind.status();
       ++trace.skipped_rows;
       if (trace.skipped_examples.size() < kSkippedExamples)
         trace.skipped_examples.push_back(std::string(kind.status().message()));
       continue;
     }
     last = Arrival{row.whole_s, row.frac_s, line.number, row.time_text};
+    if (!first_time.has_value()) first_time = *last;
     if (format == TraceFormat::kJsonl) {
       if (!ids_given.has_value()) {
         ids_given = has_id;
@@ -750,6 +830,10 @@ absl::StatusOr<Trace> ParseTrace(absl::string_view text, absl::string_view sourc
       ++trace.failed_requests;
       continue;
     }
+    if (*kind == RowKind::kOtherModel) {
+      ++trace.other_models_excluded;
+      continue;
+    }
     rows.push_back(std::move(row));
   }
 
@@ -759,8 +843,11 @@ absl::StatusOr<Trace> ParseTrace(absl::string_view text, absl::string_view sourc
   if (rows.empty())
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s: expected at least one request, got none (data rows: %d, skipped as bad: %d, failed "
-        "requests with 0 response tokens: %d)",
-        source, trace.data_rows, trace.skipped_rows, trace.failed_requests));
+        "requests with 0 response tokens: %d%s)",
+        source, trace.data_rows, trace.skipped_rows, trace.failed_requests,
+        format == TraceFormat::kBurstGptLengths
+            ? absl::StrCat(", rows of a model other than GPT-4: ", trace.other_models_excluded)
+            : ""));
 
   int64_t base_whole = rows.front().whole_s;
   double base_frac = rows.front().frac_s;
@@ -788,12 +875,9 @@ absl::StatusOr<Trace> ParseTrace(absl::string_view text, absl::string_view sourc
 }
 
 absl::StatusOr<Trace> LoadTrace(const std::string& path, const TraceOptions& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("--trace: cannot open '", path, "'"));
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(absl::StrCat("--trace: error reading '", path, "'"));
-  return ParseTrace(buf.str(), path, options);
+  absl::StatusOr<std::string> text = ReadInputFile(path, "--trace", options.read_limits);
+  if (!text.ok()) return text.status();
+  return ParseTrace(*text, path, options);
 }
 
 std::string ToJsonl(const std::vector<RequestSpec>& requests) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "sim/workload/input_file.h"
 
 namespace dspark::sim {
 
@@ -22,6 +23,9 @@ namespace dspark::sim {
 inline constexpr int kMaxAcceptanceProfile = 16;
 // Longest prompt or output a trace row may give; larger values are taken as corrupt input.
 inline constexpr int32_t kMaxTraceTokens = 1 << 24;
+// [s] Arrival times must stay below this: a double resolves 2^-20 s (< 1 us) up to 2^33 s
+// (272 years); at 1e18 s, a TTFT or TPOT of milliseconds would round to 0.
+inline constexpr double kMaxArrivalS = 8589934592.0;  // 2^33
 
 struct RequestSpec {
   int64_t id = 0;            // unique within a workload; the tie-breaker after arrival time
@@ -34,18 +38,32 @@ struct RequestSpec {
   std::vector<double> acceptance;
 };
 
-enum class TraceFormat { kAuto, kAzure, kVidur, kBurstGpt, kMooncake, kJsonl };
+// kBurstGptLengths: a BurstGPT CSV read as vLLM's benchmark reads it (BurstGPTDataset in
+// vllm/benchmarks/datasets.py): only rows of Model "GPT-4" with Response tokens > 0, lengths
+// only; the arrivals come from --request-rate (never auto-detected: --trace-format).
+enum class TraceFormat { kAuto, kAzure, kVidur, kBurstGpt, kMooncake, kJsonl, kBurstGptLengths };
 
 absl::string_view TraceFormatName(TraceFormat format);
 // Accepts auto, azure, vidur, burstgpt, mooncake, jsonl.
 absl::StatusOr<TraceFormat> ParseTraceFormat(absl::string_view name);
 
+// What a row with prompt + output above max_model_len gets (--over-length).
+enum class OverLength {
+  kError,  // a bad row: stops the load, or is skipped under skip_bad_rows (vLLM rejects it)
+  kSkip,   // skipped and counted, whatever skip_bad_rows says
+  kClip,   // kept, to be cut to max_model_len by the workload (Vidur clips its traces)
+};
+absl::StatusOr<OverLength> ParseOverLength(absl::string_view name);
+absl::string_view OverLengthName(OverLength policy);
+
 struct TraceOptions {
   TraceFormat format = TraceFormat::kAuto;
   bool skip_bad_rows = false;
-  // [tokens] a request row with prompt + output above this is a bad row (vLLM rejects such a
-  // request rather than cutting it); 0: no limit.
+  // [tokens] a request row with prompt + output above this is handled by `over_length`;
+  // 0: no limit.
   int32_t max_model_len = 0;
+  OverLength over_length = OverLength::kError;
+  ReadLimits read_limits = TraceReadLimits();  // LoadTrace: file size, line length, timeout
 };
 
 struct Trace {
@@ -57,6 +75,11 @@ struct Trace {
   std::vector<std::string> skipped_examples;  // messages of the first few skipped rows
   int64_t failed_requests = 0;  // BurstGPT rows with 0 response tokens: failed requests in
                                 // the original log, excluded from the workload
+  // False for a length-only trace (a Vidur CSV without arrived_at): every arrival is 0 and
+  // the run takes them from --request-rate and --burstiness.
+  bool has_arrivals = true;
+  int64_t other_models_excluded = 0;  // burstgpt-lengths: rows of a Model other than GPT-4
+  bool has_hash_ids = false;  // Mooncake rows with hash_ids (prefix-cache blocks, not modelled)
 };
 
 // Reads and parses `path`.

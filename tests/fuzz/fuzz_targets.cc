@@ -41,7 +41,7 @@ using sim::TraceOptions;
 
 // The file name the trace targets give the parser; every message must start with it.
 constexpr absl::string_view kSource = "fuzz.trace";
-// Number of skipped-row messages a trace keeps (sim/trace.cc).
+// Number of skipped-row messages a trace keeps (sim/workload/trace.cc).
 constexpr size_t kSkippedExamples = 10;
 // Argv tokens taken from one input; more are ignored, which keeps each run short.
 constexpr size_t kMaxArgTokens = 32;
@@ -153,7 +153,7 @@ void RequireSameRequests(const std::vector<RequestSpec>& a, const std::vector<Re
   }
 }
 
-// A successful parse: the documented guarantees of sim/trace.h and TRACE_FORMATS.md.
+// A successful parse: the documented guarantees of sim/workload/trace.h and TRACE_FORMATS.md.
 void CheckTrace(const Trace& t, const TraceOptions& options, absl::string_view text) {
   FUZZ_REQUIRE(t.format != TraceFormat::kAuto, "no format recorded");
   if (options.format != TraceFormat::kAuto)
@@ -454,7 +454,7 @@ void CheckDumps(const sim::RunConfig& c) {
 }
 
 // The scheduler and the step plans size and index their arrays with int32 arithmetic on the
-// validated limits (sim/scheduler.cc, kernels/batch.h); a config Validate accepts must keep it
+// validated limits (sim/model/scheduler.cc, kernels/batch.h); a config Validate accepts must keep it
 // in range.
 void CheckDerivedSizes(const sim::RunConfig& c) {
   const sim::SchedulerConfig& s = c.scheduler;

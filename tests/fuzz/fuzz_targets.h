@@ -4,7 +4,7 @@
 // that libFuzzer records the input.
 //
 // The same functions serve the libFuzzer binaries (tests/fuzz/fuzz_<target>.cc, built with
-// -DDSPARK_FUZZ=ON and clang) and the corpus replay in tests/test_fuzz_corpus.cc (any
+// -DDSPARK_FUZZ=ON and clang) and the corpus replay in tests/fuzz/test_fuzz_corpus.cc (any
 // compiler), so every committed input is re-checked in the normal test run.
 #pragma once
 

@@ -1,0 +1,28 @@
+// The reference outputs of one step as a flat list of named, typed, shaped arrays, cut to each
+// field's defined region (kernels/suite/suite.h). This is what `run --dump-steps` writes and
+// what a replay harness compares a user's kernel against, cell by cell.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/batch.h"
+#include "kernels/suite/suite.h"
+
+namespace dspark {
+
+struct ReferenceField {
+  std::string name;            // "<builder>.<field>", e.g. "indexer_r1.bt_out"
+  std::vector<int64_t> shape;  // the defined region, row-major
+  bool int64_field = false;    // int64 (i64 holds the values), else int32 (i32)
+  std::vector<int32_t> i32;
+  std::vector<int64_t> i64;
+};
+
+// Every field of `ref` over its defined region for the step `in`. The indexer's two ratios read
+// the same inputs and so share one reference; both names are listed.
+std::vector<ReferenceField> ReferenceFields(const SuiteReference& ref, const BatchInputs& in,
+                                            const ModelConsts& consts);
+
+}  // namespace dspark

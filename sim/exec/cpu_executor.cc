@@ -1,0 +1,117 @@
+#include "sim/exec/cpu_executor.h"
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_format.h"
+#include "kernels/common/status_macros.h"
+#include "sim/exec/executor_registry.h"
+
+namespace dspark::sim {
+
+CpuExecutor::CpuExecutor(std::vector<Impl> impls, ModelConsts consts) : impls_(std::move(impls)) {
+  for (Impl impl : impls_) {
+    suites_[impl] = std::make_unique<CpuSuite>(consts);
+    stats_[impl] = ImplStats{};
+  }
+}
+
+absl::Status CpuExecutor::Execute(const StepPlan& plan, const StepArrays& arrays) {
+  const BatchInputs inputs = ToBatchInputs(plan, arrays);
+  const int c = static_cast<int>(plan.step_case);
+  const std::string case_name(StepCaseName(plan.step_case));
+  for (Impl impl : impls_) {
+    auto result = suites_[impl]->Run(impl, inputs);
+    if (!result.ok())
+      return absl::Status(result.status().code(),
+                          absl::StrFormat("step %d (%s), impl %s: %s", plan.index, case_name, ImplName(impl),
+                                          result.status().message()));
+    ImplStats& st = stats_[impl];
+    ++st.steps;
+    st.counters += result->counters;
+    ++st.steps_by_case[c];
+    st.launches_by_case[c] += result->counters.Launches();
+    std::array<bool, 3> step_has{};
+    for (const FieldMismatch& m : result->mismatches) {
+      const int k = static_cast<int>(m.kind);
+      if (m.kind == MismatchKind::kBug)
+        return absl::InternalError(absl::StrFormat(
+            "metadata check: BUG in impl %s at step %d (%s): builder %s, field %s, first differing index %d "
+            "(expected %d, got %d; %d cells differ)",
+            ImplName(impl), plan.index, case_name, m.builder, m.field, m.index, m.expected, m.actual, m.count));
+      step_has[k] = true;
+      st.kinds[k].cells += m.count;
+      st.by_builder[m.builder][k] += m.count;
+      st.by_field[m.builder + "." + m.field][k] += m.count;
+    }
+    for (int k = 0; k < 3; ++k) {
+      if (!step_has[k]) continue;
+      ++st.kinds[k].steps;
+      ++st.by_case[case_name][k];
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CpuExecutor::Finish(nlohmann::json* section) {
+  nlohmann::json& out = *section;
+  out["kinds"] = {"stale_host", "padding_residue", "bug"};
+  out["units"] = "stale_host / padding_residue / bug and by_case: steps with at least one differing field; "
+                 "divergence.*.cells: differing elements";
+  out["note"] =
+      "Outputs of every implementation compared exactly with the CPU reference built from the device view. "
+      "stale_host: a host-boundary implementation read stale host state; padding_residue: the old chain "
+      "zeroes only column 0 of padding block-table rows; bug: anything else (the run stops on one).";
+  for (Impl impl : impls_) {
+    const ImplStats& st = stats_[impl];
+    const auto per_step = [&](int64_t v) { return st.steps ? static_cast<double>(v) / st.steps : 0.0; };
+    nlohmann::json j;
+    j["steps_checked"] = st.steps;
+    j["reads_host_boundaries"] = ReadsHostBoundaries(impl);
+    j["graph_capturable"] = GraphCapturable(impl);
+    j["launches_per_step"] = per_step(st.counters.Launches());
+    j["kernels_per_step"] = per_step(st.counters.kernels);
+    j["h2d_copies_per_step"] = per_step(st.counters.h2d_copies);
+    j["host_syncs_per_step"] = per_step(st.counters.host_syncs);
+    j["host_array_ops_per_step"] = per_step(st.counters.host_array_ops);
+    const char* kind_names[3] = {"stale_host", "padding_residue", "bug"};
+    for (int k = 0; k < 3; ++k) {
+      j["divergence"][kind_names[k]] = {{"steps", st.kinds[k].steps}, {"cells", st.kinds[k].cells}};
+      for (const auto& [b, v] : st.by_builder)
+        if (v[k]) j["divergence"][kind_names[k]]["cells_by_builder"][b] = v[k];
+      for (const auto& [f, v] : st.by_field)
+        if (v[k]) j["divergence"][kind_names[k]]["cells_by_field"][f] = v[k];
+      for (const auto& [cs, v] : st.by_case)
+        if (v[k]) j["divergence"][kind_names[k]]["steps_by_case"][cs] = v[k];
+    }
+    // The flat shape sweep rows and plots read: steps with a difference, per kind and case.
+    for (int k = 0; k < 3; ++k) j[kind_names[k]] = st.kinds[k].steps;
+    j["by_case"] = nlohmann::json::object();
+    for (int c = 0; c < kNumStepCases; ++c) {
+      if (!st.steps_by_case[c]) continue;
+      const std::string cs(StepCaseName(static_cast<StepCase>(c)));
+      auto it = st.by_case.find(cs);
+      for (int k = 0; k < 3; ++k) j["by_case"][cs][kind_names[k]] = it == st.by_case.end() ? 0 : it->second[k];
+    }
+    for (int c = 0; c < kNumStepCases; ++c) {
+      if (!st.steps_by_case[c]) continue;
+      const std::string cs(StepCaseName(static_cast<StepCase>(c)));
+      j["cases"][cs] = {{"steps", st.steps_by_case[c]},
+                        {"launches_per_step", static_cast<double>(st.launches_by_case[c]) / st.steps_by_case[c]}};
+    }
+    out["impls"][std::string(ImplName(impl))] = std::move(j);
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+const RegisterExecutor kRegisterCpuExecutor(
+    "metadata-check", kCpuExecutorOrder,
+    [](const ExecutorRequest& request) -> absl::StatusOr<std::unique_ptr<StepExecutor>> {
+      if (!request.check || request.impls.empty()) return std::unique_ptr<StepExecutor>();
+      return std::unique_ptr<StepExecutor>(std::make_unique<CpuExecutor>(request.impls));
+    });
+
+}  // namespace
+
+}  // namespace dspark::sim

@@ -1,0 +1,140 @@
+// Time model: the batch-1 512/128 calibration against the seed's TPOT table (seed 000), the
+// overlap rule, and calibration files.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "sim/model/acceptance.h"
+#include "sim/engine/engine.h"
+#include "sim/workload/generators.h"
+#include "sim/observe/metrics.h"
+#include "sim/model/time_model.h"
+
+namespace dspark::sim {
+namespace {
+
+struct CalibrationPoint {
+  SpecMode mode;
+  Impl impl;
+  double seed_tpot_ms;  // seed 000, batch-1 TPOT, 512 in / 128 out
+  std::string name;
+};
+
+void PrintTo(const CalibrationPoint& p, std::ostream* os) { *os << p.name; }
+
+double SimulatedTpotMs(SpecMode mode, Impl impl) {
+  SchedulerConfig c;
+  c.mode = mode;
+  const WorkloadPreset preset = *FindWorkloadPreset("batch1-512");
+  Rng lengths(0, RngStream::kLengths);
+  // 1000 requests: the sampling error of the acceptance length is then ~0.2%.
+  const std::vector<RequestSpec> reqs = *GeneratePreset(preset, 1000, lengths);
+  const AcceptanceModel acceptance(*AcceptancePreset(preset.acceptance_preset, 5), 5);
+  const TimeModel time_model(DefaultTimeModelParams());
+  EngineOptions options;
+  options.concurrency = 1;
+  options.time_impl = impl;
+  c.cost_impl = impl;
+  Engine engine(c, reqs, acceptance, time_model, options, 0);
+  MetricsObserver metrics(reqs);
+  engine.AddObserver(&metrics);
+  EXPECT_TRUE(engine.Run().ok());
+  nlohmann::json s;
+  EXPECT_TRUE(metrics.Finish(&s).ok());
+  return metrics.serving_result()["mean_tpot_ms"].get<double>();
+}
+
+class Batch1Calibration : public ::testing::TestWithParam<CalibrationPoint> {};
+
+// "Before" in the seed is `chain`, "After" is `fused`. The defaults reproduce each figure to
+// within 1%.
+TEST_P(Batch1Calibration, ReproducesTheSeedTpot) {
+  const CalibrationPoint p = GetParam();
+  const double tpot = SimulatedTpotMs(p.mode, p.impl);
+  EXPECT_NEAR(tpot, p.seed_tpot_ms, 0.01 * p.seed_tpot_ms) << "simulated " << tpot << " ms";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Seed000, Batch1Calibration,
+    ::testing::Values(CalibrationPoint{SpecMode::kNone, Impl::kChain, 6.091, "none_before"},
+                      CalibrationPoint{SpecMode::kNone, Impl::kFused, 5.736, "none_after"},
+                      CalibrationPoint{SpecMode::kDSpark, Impl::kChain, 1.657, "dspark_before"},
+                      CalibrationPoint{SpecMode::kDSpark, Impl::kFused, 1.407, "dspark_after"},
+                      CalibrationPoint{SpecMode::kAdaptive, Impl::kChain, 1.781, "adaptive_before"},
+                      CalibrationPoint{SpecMode::kAdaptive, Impl::kFused, 1.457, "adaptive_after"}),
+    [](const ::testing::TestParamInfo<CalibrationPoint>& info) { return info.param.name; });
+
+TEST(TimeModel, SerialisingImplementationsAddHostTimeOthersOverlapIt) {
+  const TimeModel model(DefaultTimeModelParams());
+  StepPlan plan;
+  plan.step_case = StepCase::kDecode;
+  plan.num_reqs_real = plan.num_reqs = 1;
+  plan.num_tokens_real = plan.num_tokens = 1;
+  plan.sum_seq_lens = 600;
+  const StepCost chain = model.Cost(plan, Impl::kChain, false);
+  const StepCost fused = model.Cost(plan, Impl::kFused, false);
+  EXPECT_DOUBLE_EQ(chain.wall_us, chain.host_us + chain.gpu_us);
+  EXPECT_DOUBLE_EQ(fused.wall_us, std::max(fused.host_us, fused.gpu_us));
+  EXPECT_DOUBLE_EQ(chain.gpu_us - fused.gpu_us, 191.10 - 46.27);
+  // Metadata GPU cost grows with tokens above the reference size.
+  EXPECT_DOUBLE_EQ(model.MetadataGpuUs(Impl::kFused, StepCase::kDecode, 96), 46.27);
+  EXPECT_DOUBLE_EQ(model.MetadataGpuUs(Impl::kFused, StepCase::kDecode, 1096), 46.27 + 2.5);
+}
+
+TEST(TimeModel, ImplNames) {
+  EXPECT_EQ(*ParseImplKey("device-chain"), Impl::kDeviceChain);
+  EXPECT_FALSE(ParseImplKey("triton").ok());
+  auto all = ParseImplKeyList("fused,all");
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 5u);
+  EXPECT_EQ(all->front(), Impl::kFused);
+  EXPECT_FALSE(ParseImplKeyList("").ok());
+}
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(TimeModel, CalibrationFileOverridesDefaults) {
+  const std::string path = WriteTemp("calib.json", R"({
+    "meta": {"gpu": "NVIDIA H200", "driver": "580", "date": "2025-01-01"},
+    "metadata": {"fused-suite": {"gpu_us": {"decode": 6.5, "dspark_adaptive_verify": 7.0},
+                                  "serializes_host": false, "host_us": 3}},
+    "forward": {"drafter": {"fixed_us": 400}},
+    "host": {"sched_us": 90}
+  })");
+  auto p = LoadCalibration(path);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const ImplCost& suite = p->impls[Impl::kFusedSuite.index()];
+  EXPECT_EQ(suite.gpu_us[static_cast<int>(StepCase::kDecode)], 6.5);
+  EXPECT_EQ(suite.gpu_us[static_cast<int>(StepCase::kAdaptiveVerify)], 7.0);
+  EXPECT_FALSE(suite.estimated);
+  EXPECT_EQ(suite.host_us, 3.0);
+  EXPECT_EQ(p->drafter.fixed_us, 400.0);
+  EXPECT_EQ(p->sched_us, 90.0);
+  EXPECT_EQ(p->target.fixed_us, DefaultTimeModelParams().target.fixed_us);
+  EXPECT_EQ(p->source_device, "gpu=NVIDIA H200, driver=580, date=2025-01-01");
+}
+
+TEST(TimeModel, CalibrationFileErrorsNameTheKey) {
+  auto bad_case = LoadCalibration(WriteTemp("c1.json", R"({"metadata": {"fused": {"gpu_us": {"decod": 1}}}})"));
+  ASSERT_FALSE(bad_case.ok());
+  EXPECT_NE(std::string(bad_case.status().message()).find("key 'metadata.fused.gpu_us.decod': unknown case"),
+            std::string::npos) << bad_case.status();
+  auto bad_impl = LoadCalibration(WriteTemp("c2.json", R"({"metadata": {"triton": {}}})"));
+  ASSERT_FALSE(bad_impl.ok());
+  EXPECT_NE(std::string(bad_impl.status().message()).find("metadata.triton"), std::string::npos);
+  auto negative = LoadCalibration(WriteTemp("c3.json", R"({"host": {"sched_us": -1}})"));
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(std::string(negative.status().message()).find("key 'host.sched_us': expected a number >= 0"),
+            std::string::npos) << negative.status();
+  EXPECT_FALSE(LoadCalibration(WriteTemp("c4.json", "{not json")).ok());
+  EXPECT_EQ(LoadCalibration("/nonexistent.json").status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace dspark::sim

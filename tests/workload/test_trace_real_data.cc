@@ -1,0 +1,57 @@
+// Parsers on the real traces in shared/data (never committed; skipped when absent).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "sim/workload/trace.h"
+#include "tests/common/test_paths.h"
+
+namespace dspark::sim {
+namespace {
+
+// Empty names (no data folder found) do not exist, so the tests skip naming what was looked for.
+std::string SharedFile(const char* name) {
+  const std::filesystem::path dir = testing_util::SharedDataDir();
+  return dir.empty() ? std::string() : (dir / name).string();
+}
+const std::string kAzure = SharedFile("azure_llm_inference_conv_2023.csv");
+const std::string kVidur = SharedFile("vidur_splitwise_conv.csv");
+constexpr char kWhere[] = " (looked in $DSPARK_DATA_DIR, <tree>/../shared/data, <tree>/.gpu-data)";
+
+bool Exists(const std::string& path) { return std::ifstream(path).good(); }
+
+TEST(TraceRealData, AzureConversationTraceHas19366Requests) {
+  if (!Exists(kAzure)) GTEST_SKIP() << "shared data absent: azure_llm_inference_conv_2023.csv" << kWhere;
+  auto t = LoadTrace(kAzure, {});
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->format, TraceFormat::kAzure);
+  EXPECT_EQ(t->data_rows, 19366);
+  EXPECT_EQ(t->requests.size(), 19366u);
+  EXPECT_EQ(t->skipped_rows, 0);
+  EXPECT_EQ(t->requests.front().arrival_s, 0.0);
+  EXPECT_NEAR(t->requests.back().arrival_s, 3501.721937, 1e-6);
+}
+
+TEST(TraceRealData, VidurSplitwiseCopyHasTheSameRequestsRowByRow) {
+  if (!Exists(kAzure) || !Exists(kVidur))
+    GTEST_SKIP() << "shared data absent: azure_llm_inference_conv_2023.csv or vidur_splitwise_conv.csv" << kWhere;
+  auto a = LoadTrace(kAzure, {});
+  auto v = LoadTrace(kVidur, {});
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->format, TraceFormat::kVidur);
+  ASSERT_EQ(a->requests.size(), v->requests.size());
+  int64_t mismatched = 0;
+  for (size_t i = 0; i < a->requests.size(); ++i) {
+    const RequestSpec &x = a->requests[i], &y = v->requests[i];
+    if (x.id != y.id || x.prompt_len != y.prompt_len || x.output_len != y.output_len ||
+        std::abs(x.arrival_s - y.arrival_s) > 1e-6)
+      ++mismatched;
+  }
+  EXPECT_EQ(mismatched, 0);
+}
+
+}  // namespace
+}  // namespace dspark::sim
