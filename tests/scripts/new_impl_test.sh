@@ -2,7 +2,7 @@
 # CTest `new_impl_scaffold` (label newimpl): scripts/new-impl.sh in a scratch copy of the tree,
 # a CPU-only build of that copy (dspark-sim only; ccache makes the unchanged files hits), then
 # `verify`, `run` and `bench` with --impl NAME, without editing any existing file.
-# Usage: tests/new_impl_test.sh SOURCE_DIR SCRATCH_DIR
+# Usage: tests/scripts/new_impl_test.sh SOURCE_DIR SCRATCH_DIR
 set -euo pipefail
 src=$(cd "$1" && pwd)
 work=$2
