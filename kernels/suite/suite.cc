@@ -1,6 +1,7 @@
 #include "kernels/suite/suite.h"
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 #include <optional>
 #include <utility>
@@ -188,6 +189,13 @@ class FieldDiff {
     }
     ++m_.count;
   }
+  // want[0, n) against got[0, n), element i at index first + i: one memcmp when they agree
+  // (the usual case), the element loop to locate and count the differences otherwise.
+  template <typename T>
+  void CheckSpan(int64_t first, const T* want, const T* got, int64_t n) {
+    if (n <= 0 || std::memcmp(want, got, static_cast<size_t>(n) * sizeof(T)) == 0) return;
+    for (int64_t i = 0; i < n; ++i) Check(first + i, want[i], got[i]);
+  }
   void AppendTo(std::vector<FieldMismatch>& out, MismatchKind kind) {
     if (m_.count == 0) return;
     m_.kind = kind;
@@ -218,13 +226,13 @@ std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const 
 
   {
     FieldDiff d("token_map", "token_to_req");
-    for (int64_t t = 0; t < N; ++t) d.Check(t, want.token_to_req[t], got.token_to_req[t]);
+    d.CheckSpan(0, want.token_to_req.data(), got.token_to_req, N);
     d.AppendTo(out, ordinary);
   }
   {
     FieldDiff lens("swa", "swa_lens"), idx("swa", "swa_indices");
-    for (int64_t t = 0; t < N; ++t) lens.Check(t, want.swa.lens[t], got.swa_lens[t]);
-    for (int64_t i = 0; i < N * W; ++i) idx.Check(i, want.swa.indices[i], got.swa_indices[i]);
+    lens.CheckSpan(0, want.swa.lens.data(), got.swa_lens, N);
+    idx.CheckSpan(0, want.swa.indices.data(), got.swa_indices, N * W);
     lens.AppendTo(out, ordinary);
     idx.AppendTo(out, ordinary);
   }
@@ -232,10 +240,8 @@ std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const 
     // MLA ratio 1 has no output of its own in vLLM (it hands out slot_mapping and the token
     // map), so mla_r1_slots is not compared.
     FieldDiff r2("mla_r2", "compressed_slots"), ring("mla_r2", "ring_slots");
-    for (int64_t t = 0; t < C; ++t) {
-      r2.Check(t, want.mla_r2_slots[t], got.mla_r2_slots[t]);
-      ring.Check(t, want.ring_slots[t], got.ring_slots[t]);
-    }
+    r2.CheckSpan(0, want.mla_r2_slots.data(), got.mla_r2_slots, C);
+    ring.CheckSpan(0, want.ring_slots.data(), got.ring_slots, C);
     r2.AppendTo(out, ordinary);
     ring.AppendTo(out, ordinary);
   }
@@ -251,18 +257,23 @@ std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const 
     // Ratio 2 hands out [0, N_d) of its compressed lengths, seq // 2 (vLLM's `seq_lens //= ratio`
     // or expanded_seq_lens_buffer); ratio 1 its whole buffer, zero from N_d.
     if (k == 0)
-      for (int64_t t = 0; t < C; ++t) seq.Check(t, want.indexer.seq_out[t], o.seq_out[t]);
+      seq.CheckSpan(0, want.indexer.seq_out.data(), o.seq_out, C);
     else
       for (int64_t t = 0; t < z.num_decode_tokens; ++t) seq.Check(t, want.indexer.seq_out[t] / 2, o.seq_out[t]);
-    for (int64_t t = 0; t < z.num_decode_tokens; ++t) {
-      for (int64_t col = 0; col < bt_w; ++col) {
-        FieldDiff& field = (t >= actual && col >= 1) ? bt_pad : bt;
-        field.Check(t * stride + col, want.indexer.bt_rows[t * bt_w + col], o.bt_out[t * stride + col]);
+    // Row by row (the output rows are strided); columns 1.. of a padding row are bt_out_padding.
+    for (int64_t t = 0; t < z.num_decode_tokens && bt_w > 0; ++t) {
+      const int32_t* w = want.indexer.bt_rows.data() + t * bt_w;
+      const int32_t* g = o.bt_out + t * stride;
+      if (t < actual) {
+        bt.CheckSpan(t * stride, w, g, bt_w);
+      } else {
+        bt.Check(t * stride, w[0], g[0]);
+        bt_pad.CheckSpan(t * stride + 1, w + 1, g + 1, bt_w - 1);
       }
-      lens.Check(t, want.indexer.decode_lens[t], o.decode_lens[t]);
-      indices.Check(t, want.indexer.indices[t], o.indices[t]);
     }
-    for (int64_t r = 0; r < z.num_decodes; ++r) per_req.Check(r, want.indexer.per_req[r], o.per_req[r]);
+    lens.CheckSpan(0, want.indexer.decode_lens.data(), o.decode_lens, z.num_decode_tokens);
+    indices.CheckSpan(0, want.indexer.indices.data(), o.indices, z.num_decode_tokens);
+    per_req.CheckSpan(0, want.indexer.per_req.data(), o.per_req, z.num_decodes);
     seq.AppendTo(out, ordinary);
     bt.AppendTo(out, ordinary);
     bt_pad.AppendTo(out, padding);
