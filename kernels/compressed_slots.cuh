@@ -38,6 +38,9 @@ struct CompressedSlotParams {
   int32_t bt_stride;               // [int32] row stride of block_table
   int32_t ratio;                   // [tokens per compressed entry] 1 or 2
   int32_t block_size;              // [tokens per block] uncompressed block size (mla_block_size)
+  // 1: a token whose own slot_mapping is -1 still gets its slot (the indexer's call of
+  // get_compressed_slot_mapping uses the older signature without slot_mapping).
+  int32_t ignore_slot_mapping = 0;
 };
 
 inline CompressedSlotParams MakeCompressedSlotParams(const BatchSizes& s, const DeviceBatch& d,
@@ -82,7 +85,7 @@ DS_HD_INLINE int64_t CompressedSlotOfStoredToken(const CompressedSlotParams& p, 
 // Compressed slot of token t, or -1. `qsl` is the boundaries to read (shared or global); t may
 // be any index of out.
 DS_HD_INLINE int64_t CompressedSlotOfToken(const CompressedSlotParams& p, const int32_t* qsl, int32_t t) {
-  if (t >= qsl[p.num_reqs] || p.slot_mapping[t] == -1) return -1;
+  if (t >= qsl[p.num_reqs] || (p.ignore_slot_mapping == 0 && p.slot_mapping[t] == -1)) return -1;
   return CompressedSlotOfStoredToken(p, qsl, t);
 }
 

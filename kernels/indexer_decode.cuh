@@ -47,6 +47,10 @@ struct IndexerDecodeParams {
   int32_t bt_width;                // W [blocks] columns copied per row
   int32_t bt_stride;               // [int32] row stride of block_table, >= W
   int32_t out_stride;              // [int32] row stride of bt_out, >= W
+  // [positions per entry] seq_out[t] for t < N_d is divided by this: 1 for vLLM's kernel (its
+  // ratio-2 builder divides afterwards, `seq_lens //= ratio`); the fused suite writes ratio 2's
+  // compressed lengths directly with 2.
+  int32_t seq_divisor = 1;
 };
 
 inline constexpr int32_t kIndexerThreads = 128;   // [threads per block]
@@ -86,7 +90,7 @@ inline absl::Status CanImplementIndexerDecode(const IndexerDecodeParams& p) {
 // they are ignored when !valid.
 DS_HD_INLINE void IndexerWriteTokenScalars(const IndexerDecodeParams& p, int32_t t, bool valid, int32_t r,
                                            int32_t s, int32_t e, int32_t actual) {
-  p.seq_out[t] = valid ? p.seq_lens[r] - (e - s) + (t - s) + 1 : 0;
+  p.seq_out[t] = valid ? (p.seq_lens[r] - (e - s) + (t - s) + 1) / p.seq_divisor : 0;
   p.decode_lens[t] = 1;
   p.indices[t] = valid ? r : p.num_decodes + t - actual;
 }

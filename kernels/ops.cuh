@@ -421,4 +421,54 @@ struct Fill2DKernel {
   }
 };
 
+// cub::DeviceScan's first kernel (DeviceScanInitKernel): clears the tile-status words the scan
+// kernel's decoupled look-back reads. PyTorch's cumsum and repeat_interleave issue it before
+// every scan, so each scan is two launches (VLLM_CODE_MAP.md s.2.8).
+struct ScanTileInitKernel {
+  static constexpr int kPhases = 1;
+  using Shared = NoShared;
+  int32_t* tile_status;  // [tiles]
+  int32_t tiles;         // [tiles] ceil(n / tile items), at least 1
+
+  LaunchShape Shape() const { return ElementwiseShape(tiles); }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
+    const int32_t i = GlobalThread(c);
+    if (i < tiles) tile_status[i] = 0;
+  }
+};
+
+// int64 tensor >= scalar, as a bool tensor stored as int32 0 / 1.
+struct GeInt64ScalarKernel {
+  static constexpr int kPhases = 1;
+  using Shared = NoShared;
+  const int64_t* a;  // [n]
+  int64_t scalar;
+  int32_t* out;      // [n]
+  int32_t n;         // [elements]
+
+  LaunchShape Shape() const { return ElementwiseShape(n); }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
+    const int32_t i = GlobalThread(c);
+    if (i < n) out[i] = a[i] >= scalar;
+  }
+};
+
+// tensor.clamp_(min=0) of a strided [rows, cols] int32 tensor, in place.
+struct ClampMinZero2DKernel {
+  static constexpr int kPhases = 1;
+  using Shared = NoShared;
+  int32_t* x;      // [rows, stride]
+  int32_t stride;  // [int32]
+  int32_t rows;    // [rows]
+  int32_t cols;    // [int32]
+
+  LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
+    const int32_t i = GlobalThread(c);
+    if (i >= rows * cols) return;
+    int32_t& v = x[static_cast<int64_t>(i / cols) * stride + i % cols];
+    v = v < 0 ? 0 : v;
+  }
+};
+
 }  // namespace dspark::ops

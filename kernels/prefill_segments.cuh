@@ -4,7 +4,8 @@
 // segments of at most `segment_len` (1024) tokens, so that the FlashInfer TRTLLM-GEN launcher
 // picks its faster query tile; BF16 keeps exactly one segment per prefill request. Segment k,
 // covering query offsets [seg_start, seg_end) of request r, gets
-//   seg_qsl[k]      = qsl[r] + seg_start               (absolute token offset into the batch)
+//   seg_qsl[k]      = qsl[r] - qsl[nd] + seg_start     (from the first prefill token, as
+//                                                       #57207's prefill_segment_query_start)
 //   seg_seq_lens[k] = seq_lens[r] - qlen_r + seg_end   (keeps every token's absolute position)
 // so for any token at offset o inside segment k, seg_seq_lens[k] - seg_len + o equals its
 // position seq_lens[r] - qlen_r + (offset in request).
@@ -14,7 +15,7 @@
 // seq_lens[r]), so BF16 grouping stays exactly "one per request", as before the PR.
 //
 // Buffers are persistent and fully rewritten by every launch:
-//   seg_qsl[seg_count .. max_segments] = qsl[R] (the end of the last prefill token),
+//   seg_qsl[seg_count .. max_segments] = qsl[R] - qsl[nd] (the prefill token count: cu[-1]),
 //   seg_seq_lens[seg_count .. max_segments) = 0,  seg_count[0] = number of segments.
 // Everything comes from device qsl / seq_lens, so a captured graph replayed after seq_lens or
 // qsl changed in place builds the new segmentation. seg_count stays on the device.
@@ -112,7 +113,7 @@ DS_HD_INLINE int32_t WritePrefillRequestSegments(const PrefillSegmentParams& p, 
     const int32_t k = first_seg + i;
     if (k >= p.max_segments) break;
     const int32_t seg_start = i * step;
-    p.seg_qsl[k] = qstart + seg_start;
+    p.seg_qsl[k] = qstart - p.query_start_loc[p.num_decodes] + seg_start;
     p.seg_seq_lens[k] = context + MinI(seg_start + step, qlen);
   }
   return count;
@@ -121,7 +122,7 @@ DS_HD_INLINE int32_t WritePrefillRequestSegments(const PrefillSegmentParams& p, 
 // Writes the unused tail from index `count` on; `lane` of `num_lanes` takes every num_lanes-th entry.
 DS_HD_INLINE void WritePrefillSegmentTail(const PrefillSegmentParams& p, int32_t count, int32_t lane,
                                           int32_t num_lanes) {
-  const int32_t end = p.query_start_loc[p.num_reqs];
+  const int32_t end = p.query_start_loc[p.num_reqs] - p.query_start_loc[p.num_decodes];
   for (int32_t k = MinI(MaxI(count, 0), p.max_segments) + lane; k <= p.max_segments; k += num_lanes) {
     p.seg_qsl[k] = end;
     if (k < p.max_segments) p.seg_seq_lens[k] = 0;

@@ -44,6 +44,8 @@ struct SwaParams {
   int32_t bt_stride;               // [int32] row stride of block_table
   int32_t window;                  // W: [tokens] window length, also the row stride of swa_indices
   int32_t block_size;              // bs: [tokens per block] SWA cache block size
+  int32_t token_offset = 0;        // [tokens] first row SwaKernel writes: rows [token_offset,
+                                   //   token_offset + num_tokens) (vLLM's prefill launch: ndt)
 };
 
 inline SwaParams MakeSwaParams(const BatchSizes& s, const DeviceBatch& d, const ModelConsts& m,
@@ -118,10 +120,32 @@ struct SwaKernel {
     const int32_t* qsl = QslView(p.query_start_loc, p.token_to_req, p.num_reqs, s);
     const int32_t lane = c.thread % kLanesPerRow;
     for (int32_t row = c.thread / kLanesPerRow; row < kRowsPerBlock; row += kThreads / kLanesPerRow) {
-      const int32_t t = c.block * kRowsPerBlock + row;
-      if (t >= p.num_tokens) return;
+      const int32_t t = p.token_offset + c.block * kRowsPerBlock + row;
+      if (t >= p.token_offset + p.num_tokens) return;
       SwaWriteRow(p, t, SwaResolveRow(p, qsl, t), lane, kLanesPerRow);
     }
+  }
+};
+
+// vLLM's ComputePrefillMetadataKernel (SWA builder): the KV gather length of each prefill
+// request, q + min(prefix, W - 1) with prefix = seq_len - q.
+struct SwaPrefillMetadataKernel {
+  static constexpr int kPhases = 1;
+  using Shared = NoShared;
+  const int32_t* query_start_loc;  // [num_decodes + num_prefills + 1] device boundaries
+  const int32_t* seq_lens;         // [num_decodes + num_prefills]
+  int32_t* gather_lens;            // [num_prefills]
+  int32_t num_decodes;             // [requests] before the first prefill
+  int32_t num_prefills;            // [requests]
+  int32_t window;                  // W [tokens]
+
+  LaunchShape Shape() const { return {CeilDiv(num_prefills, 128), 128}; }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
+    const int32_t i = c.block * c.block_dim + c.thread;
+    if (i >= num_prefills) return;
+    const int32_t r = num_decodes + i;
+    const int32_t q = query_start_loc[r + 1] - query_start_loc[r];
+    gather_lens[i] = q + MinI(seq_lens[r] - q, window - 1);
   }
 };
 

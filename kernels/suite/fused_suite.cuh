@@ -35,7 +35,7 @@
 //   tail blocks    kTailChunk entries of every tail region each, stores only (plus one load of
 //                  qsl[R] for the segment starts): seq_out[N_d, C) = 0 (both ratios), the three
 //                  int64 slot buffers [N, C) = -1, seg_seq_lens[seg_bound, max_segments) = 0,
-//                  seg_qsl[seg_bound + 1, max_segments] = qsl[R].
+//                  seg_qsl[seg_bound + 1, max_segments] = qsl[R] - qsl[nd].
 // Token, slot and row blocks load qsl (and seq_lens where they need them) into shared memory in
 // phase 0 with one independent load per lane, so one DRAM round trip covers them; phase 1
 // searches there (broadcast reads).
@@ -143,9 +143,10 @@ DS_HD_INLINE RingSlotParams SuiteRingParams(const FusedSuiteParams& p, const int
                         p.num_reqs,        p.capacity, p.bt_stride,   p.ring_capacity};
 }
 DS_HD_INLINE IndexerDecodeParams SuiteIndexerParams(const FusedSuiteParams& p, int32_t k, const int32_t* seq_lens) {
+  // Ratio 2 (k = 1) writes its compressed lengths, seq // 2, as vLLM's ratio-2 builder hands out.
   return IndexerDecodeParams{p.query_start_loc, seq_lens,          p.block_table, p.seq_out[k],  p.bt_out[k],
                              p.decode_lens[k],  p.indices[k],      p.per_req[k],  p.num_decodes, p.num_decode_tokens,
-                             p.capacity,        p.bt_width,        p.bt_stride,   p.out_stride};
+                             p.capacity,        p.bt_width,        p.bt_stride,   p.out_stride,  k + 1};
 }
 DS_HD_INLINE PrefillSegmentParams SuiteSegmentParams(const FusedSuiteParams& p, int32_t max_segments) {
   return PrefillSegmentParams{p.query_start_loc, p.seq_lens,    p.seg_qsl,    p.seg_seq_lens,  p.seg_count,
@@ -313,7 +314,7 @@ struct FusedSuiteKernel {
       const int32_t begin = p.seg_bound + 1 + offset;
       const int32_t end = MinI(begin + kTailChunk, p.max_segments + 1);
       if (begin + thread < end) {
-        const int32_t last = p.query_start_loc[p.num_reqs];
+        const int32_t last = p.query_start_loc[p.num_reqs] - p.query_start_loc[p.num_decodes];
         for (int32_t k = begin + thread; k < end; k += kThreads) p.seg_qsl[k] = last;
       }
     }

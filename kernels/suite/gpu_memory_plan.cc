@@ -141,7 +141,7 @@ absl::StatusOr<GpuMemoryPlan> PlanGpuSuiteMemory(const GpuSuiteCapacity& c, cons
   plan.AddDevice("step inputs (query_start_loc, seq_lens, slot_mapping)", in.bt_off);
   plan.AddDevice("block table", in.bytes == kBytesOverflow ? kBytesOverflow : in.bytes - in.bt_off);
   plan.AddDevice("arange", 4 * static_cast<uint64_t>(layout.arange_len));
-  plan.AddDevice("scratch arena", SuiteScratchBytes(layout));
+  plan.AddDevice("scratch arena", MaxWorkspaceBytes(layout));
   if (output_sets > 0)
     plan.AddDevice(absl::StrFormat("outputs of %d implementation%s", output_sets, output_sets == 1 ? "" : "s"),
                    SatMul(static_cast<uint64_t>(output_sets), GpuSuiteOutputSetBytes(layout)));

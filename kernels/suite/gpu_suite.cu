@@ -21,7 +21,6 @@ namespace dspark {
 namespace gpu_suite_internal {
 
 constexpr int32_t kPoison = -99;
-constexpr size_t kNumImpls = sizeof(kAllImpls) / sizeof(kAllImpls[0]);
 
 // Fills an int64 buffer (the poison of the int64 slot buffers; outside every counted suite run).
 struct FillI64Kernel {
@@ -130,9 +129,28 @@ struct Outputs {
   }
 };
 
-// Every value a captured graph freezes: the sizes in kernel arguments, and for the
-// host-boundary-total implementations the host totals their op sizes come from.
-using GraphKey = std::tuple<int, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, bool, int32_t, int32_t>;
+// Every value a captured graph freezes: the sizes in kernel arguments, for the host-total
+// implementations the host totals their op sizes come from, and a hash of the host view of the
+// prefill rows, which (c) and (d) plan on the host (indexer prefill chunks, #57207 segments).
+using GraphKey =
+    std::tuple<int, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, bool, int32_t, int32_t, uint64_t>;
+
+// FNV-1a over the host qsl and seq_lens of the prefill rows [nd, R); 0 without prefills.
+uint64_t HostPrefillHash(const BatchInputs& in) {
+  const BatchSizes& z = in.sizes;
+  if (z.num_decodes >= z.num_reqs || in.host.query_start_loc == nullptr) return 0;
+  uint64_t h = 1469598103934665603ull;
+  const auto mix = [&h](int32_t v) {
+    for (int b = 0; b < 4; ++b) {
+      h ^= static_cast<uint64_t>((static_cast<uint32_t>(v) >> (8 * b)) & 0xffu);
+      h *= 1099511628211ull;
+    }
+  };
+  for (int32_t r = z.num_decodes; r <= z.num_reqs; ++r) mix(in.host.query_start_loc[r]);
+  if (in.host.seq_lens != nullptr)
+    for (int32_t r = z.num_decodes; r < z.num_reqs; ++r) mix(in.host.seq_lens[r]);
+  return h;
+}
 
 struct GraphEntry {
   SuiteGraph graph;
@@ -144,7 +162,6 @@ struct GraphEntry {
 
 using gpu_suite_internal::GraphEntry;
 using gpu_suite_internal::GraphKey;
-using gpu_suite_internal::kNumImpls;
 using gpu_suite_internal::Outputs;
 
 // ---------------------------------------------------------------- SuiteGraph
@@ -223,8 +240,8 @@ struct GpuSuite::State {
   DeviceBuffer<uint8_t> scratch;  // the backends' scratch arena
   PinnedBuffer<uint8_t> staging;  // the eager backends' pinned staging arena
 
-  std::array<std::unique_ptr<Outputs>, kNumImpls> outputs;
-  std::array<OpCounters, kNumImpls> counters;
+  std::vector<std::unique_ptr<Outputs>> outputs = std::vector<std::unique_ptr<Outputs>>(NumImpls());  // by Impl::index()
+  std::vector<OpCounters> counters = std::vector<OpCounters>(NumImpls());
 
   bool staged = false;
   BatchInputs view;  // device pointers: `inputs`; host pointers: the vectors below
@@ -238,15 +255,16 @@ struct GpuSuite::State {
 
   GraphKey Key(Impl impl) const {
     const BatchSizes& z = view.sizes;
-    const bool host_totals = impl != Impl::kFused && impl != Impl::kFusedSuite && view.host.query_start_loc;
+    const bool host_totals = (ReadsHostTotals(impl) || ReadsHostBoundaries(impl)) && view.host.query_start_loc;
     const int32_t total = host_totals ? view.host.query_start_loc[z.num_reqs] : -1;
     const int32_t decode_total = host_totals ? view.host.query_start_loc[z.num_decodes] : -1;
-    return GraphKey{static_cast<int>(impl), z.num_reqs, z.num_tokens, z.num_decodes, z.num_decode_tokens,
-                    z.capacity, z.bt_width, z.bt_stride, view.fp8_prefill, total, decode_total};
+    return GraphKey{static_cast<int>(impl.index()), z.num_reqs, z.num_tokens, z.num_decodes, z.num_decode_tokens,
+                    z.capacity, z.bt_width, z.bt_stride, view.fp8_prefill, total, decode_total,
+                    host_totals ? gpu_suite_internal::HostPrefillHash(view) : 0};
   }
 
   absl::StatusOr<Outputs*> OutputsFor(Impl impl) {
-    std::unique_ptr<Outputs>& o = outputs[static_cast<size_t>(impl)];
+    std::unique_ptr<Outputs>& o = outputs[impl.index()];
     if (o == nullptr) {
       try {
         o = std::make_unique<Outputs>(layout);
@@ -273,9 +291,15 @@ struct GpuSuite::State {
   absl::Status Issue(Impl impl, uint8_t* pinned, size_t pinned_bytes, OpCounters& counted) {
     DS_ASSIGN_OR_RETURN(Outputs * o, OutputsFor(impl));
     GpuBackend be(stream.get(), scratch.get(), scratch.size(), pinned, pinned_bytes);
-    const absl::Status s = RunSuite(be, impl, Step(*o));
+    const ImplInfo& info = impl.info();
+    const SuiteStep step = Step(*o);
+    absl::Status s = ValidateSuiteStep(impl, step);
+    if (s.ok() && info.gpu == nullptr)
+      s = absl::FailedPreconditionError(
+          absl::StrCat("GpuSuite: ", info.name, " has no GPU entry (its file was not compiled by nvcc)"));
+    if (s.ok()) s = info.gpu(be, step);
     counted = be.counters();
-    counters[static_cast<size_t>(impl)] = be.counters();
+    counters[impl.index()] = be.counters();
     return s;
   }
 
@@ -328,7 +352,7 @@ absl::StatusOr<std::unique_ptr<GpuSuite>> GpuSuite::Create(const GpuSuiteCapacit
     st->inputs_staging = PinnedBuffer<uint8_t>(st->input_bytes);
     st->qsl_staging = PinnedBuffer<int32_t>(reqs + 1);
     st->arange = DeviceBuffer<int32_t>(static_cast<size_t>(st->layout.arange_len));
-    st->scratch = DeviceBuffer<uint8_t>(SuiteScratchBytes(st->layout));
+    st->scratch = DeviceBuffer<uint8_t>(MaxWorkspaceBytes(st->layout));
     st->staging = PinnedBuffer<uint8_t>(SuiteStagingBytes(st->layout));
     const ops::ArangeKernel iota{st->arange.get(), st->layout.arange_len, 0};
     CUDA_RETURN_IF_ERROR(LaunchFunctor(iota, iota.Shape(), st->stream.get()));
@@ -430,7 +454,7 @@ absl::Status GpuSuite::Replay(Impl impl) {
   if (it == st.graphs.end() || !it->second.graph.valid())
     return absl::NotFoundError(absl::StrCat("GpuSuite::Replay: no graph of ", std::string(ImplName(impl)),
                                             " for the staged sizes; capture it first"));
-  st.counters[static_cast<size_t>(impl)] = it->second.counters;
+  st.counters[impl.index()] = it->second.counters;
   return it->second.graph.Launch(st.stream.get());
 }
 
@@ -450,7 +474,7 @@ absl::StatusOr<SuiteGraph::NodeCounts> GpuSuite::GraphNodes(Impl impl) const {
 
 absl::StatusOr<SuiteImage> GpuSuite::DownloadImage(Impl impl) {
   State& st = *d_;
-  const auto& o = st.outputs[static_cast<size_t>(impl)];
+  const auto& o = st.outputs[impl.index()];
   if (o == nullptr)
     return absl::FailedPreconditionError(absl::StrCat("GpuSuite: ", std::string(ImplName(impl)), " has not run"));
   CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st.stream.get()));
@@ -476,7 +500,7 @@ absl::StatusOr<SuiteRunResult> GpuSuite::Download(Impl impl) {
   BatchInputs truth = st.view;
   truth.device = DeviceBatch{qsl.data(), seq.data(), bt.data(), slot.data()};
   SuiteRunResult result;
-  result.counters = st.counters[static_cast<size_t>(impl)];
+  result.counters = st.counters[impl.index()];
   result.mismatches = CompareSuite(impl, truth, st.layout, st.consts, image.View());
   return result;
 }
@@ -504,7 +528,7 @@ absl::Status GpuSuite::Synchronize() {
 cudaStream_t GpuSuite::stream() const { return d_->stream.get(); }
 const SuiteLayout& GpuSuite::layout() const { return d_->layout; }
 const BatchSizes& GpuSuite::staged_sizes() const { return d_->view.sizes; }
-const OpCounters& GpuSuite::last_counters(Impl impl) const { return d_->counters[static_cast<size_t>(impl)]; }
+const OpCounters& GpuSuite::last_counters(Impl impl) const { return d_->counters[impl.index()]; }
 
 uint64_t GpuSuite::device_bytes() const {
   const State& st = *d_;

@@ -1,9 +1,10 @@
 // The builder suite of one step, in every implementation of the `impl` axis (DESIGN.md s.4),
 // and the exact check of its outputs against the CPU reference built from device truth.
 //
-// This is the interface the simulator and the executors program against. Implementations are
-// templates over a Backend (kernels/suite/suite_impls.h), instantiated for the CPU emulator in
-// suite.cc and for the GPU in gpu_suite.cu.
+// This is the interface the simulator and the executors program against. Each implementation is
+// one registered file, kernels/impls/<name>.cu, written once as a template over a Backend from
+// the building blocks of kernels/suite/suite_impls.h and instantiated for the CPU emulator and,
+// under nvcc, for the GPU (kernels/impls/register.h).
 //
 // ---- What one suite run writes (every buffer persistent, allocated once at capacity) ----
 //
@@ -16,26 +17,28 @@
 //   builder "swa"
 //     swa_lens         int32 [0, N)             window length per token, 0 for padding
 //     swa_indices      int32 rows [0, N) x [0, window)   slot per cell, -1 past the length
-//   builder "mla_r1" / "mla_r2"
+//   builder "mla_r2" (MLA ratio 1 hands out slot_mapping itself in vLLM: not compared)
 //     compressed_slots int64 [0, C)             compressed slot, -1 where none (and past M)
 //   builder "mla_r2"
 //     ring_slots       int64 [0, C)             compressor ring slot, -1 where none
-//   builder "indexer_r1" / "indexer_r2" (same inputs, separate buffers)
-//     seq_out          int32 [0, C)             causal length per decode token, 0 from A on
+//   builder "indexer_r1" / "indexer_r2" (same inputs, separate buffers; absent, so not compared,
+//   when the step has no decode request)
+//     seq_out          int32 [0, C)             causal length per decode token, 0 from A on;
+//                                               ratio 2: [0, N_d) only, each length // 2
 //     bt_out           int32 rows [0, N_d) x cols [0, W), except the cells of bt_out_padding
 //     bt_out_padding   int32 rows [A, N_d) x cols [1, W)   must be 0 (the old chain zeroes only
 //                                               column 0 of padding rows: "padding residue")
 //     decode_lens      int32 [0, N_d)           all 1
 //     indices          int32 [0, N_d)           request id; padding rows nd + t - A
 //     per_req          int32 [0, nd)            query length per decode request
-//   builder "prefill_segments" (FP8 or BF16 per BatchInputs::fp8_prefill)
+//   builder "prefill_segments" (FP8 or BF16 per BatchInputs::fp8_prefill; absent, so not
+//   compared, when the step has no prefill request)
 //     seg_qsl          int32 [0, max_segments]  segment starts, then M
 //     seg_seq_lens     int32 [0, max_segments)  segment sequence lengths, then 0
 //     seg_count        int32 [0, 1)             number of segments
 //
-// Cells outside these regions are not compared. `fused` and `fused-suite` write exactly the same
-// cells (the regions above, plus nothing else), so their whole buffers are also equal to each
-// other after any sequence of steps; the tests check that.
+// Cells outside these regions are not compared (implementations differ there, as vLLM's states
+// do: e.g. (c) leaves columns >= 1 of padding bt_out rows alone).
 //
 // FieldMismatch::index is the flat index into the buffer (row * row_stride + column for 2-D
 // fields: window for swa_indices, SuiteLayout::bt_out_stride for bt_out).
@@ -54,27 +57,17 @@
 #include "kernels/reference/indexer_decode.h"
 #include "kernels/reference/prefill_segments.h"
 #include "kernels/reference/swa.h"
+#include "kernels/suite/impl_registry.h"
 
 namespace dspark {
 
-enum class Impl { kChain, kCached, kDeviceChain, kFused, kFusedSuite };
-inline constexpr Impl kAllImpls[] = {Impl::kChain, Impl::kCached, Impl::kDeviceChain, Impl::kFused,
-                                     Impl::kFusedSuite};
-
-std::string_view ImplName(Impl impl);
-absl::StatusOr<Impl> ParseImpl(std::string_view name);
-// Parses a comma-separated list; "all" means every implementation.
-absl::StatusOr<std::vector<Impl>> ParseImplList(std::string_view list);
-// chain and cached read host query boundaries (and so go wrong when those are stale).
-bool ReadsHostBoundaries(Impl impl);
-// Whether the implementation can run inside a CUDA graph (no host reads between launches).
-bool GraphCapturable(Impl impl);
+// The implementations are registered handles (kernels/suite/impl_registry.h).
 
 // What a difference against the reference is (DESIGN.md s.6); never folded into each other.
 enum class MismatchKind {
-  kStaleHost,       // a host-boundary implementation read stale host state
-  kPaddingResidue,  // chain indexer: padding block-table rows keep earlier data past column 0
-  kBug,             // anything else, and any mismatch of fused / fused-suite / device-chain
+  kStaleHost,       // an implementation that reads the host split read it stale
+  kPaddingResidue,  // the old indexer chain: padding block-table rows keep data past column 0
+  kBug,             // anything else, and any mismatch of an impl that reads no host split
 };
 std::string_view MismatchKindName(MismatchKind kind);
 
@@ -120,6 +113,8 @@ SuiteLayout MakeSuiteLayout(int32_t max_tokens, int32_t max_reqs, int32_t max_bt
 absl::Status CheckFits(const SuiteLayout& layout, const BatchSizes& sizes, const ModelConsts& consts);
 // [bytes] of backend scratch the worst implementation needs for a step that fits `layout`.
 size_t SuiteScratchBytes(const SuiteLayout& layout);
+// [bytes] of scratch the most demanding registered implementation needs (ImplInfo::workspace_bytes).
+size_t MaxWorkspaceBytes(const SuiteLayout& layout);
 // [bytes] of pinned staging the host-boundary implementations copy through per step.
 size_t SuiteStagingBytes(const SuiteLayout& layout);
 
@@ -189,14 +184,18 @@ bool HostViewStale(const BatchInputs& in);
 
 // Compares `got` (host-readable) with the reference over every defined region and classifies
 // each differing field (DESIGN.md s.6):
-//   - impls that read no host boundaries (device-chain, fused, fused-suite): kBug;
-//   - chain / cached, field bt_out_padding: kPaddingResidue (stale host or not);
-//   - chain / cached, any other field, host view stale: kStaleHost;
-//   - chain / cached, any other field, host view fresh: kBug.
+//   - field bt_out_padding: kPaddingResidue for an impl that runs the old indexer chain
+//     (ImplTraits::old_indexer_chain), kBug otherwise;
+//   - impls that read no host boundaries (ImplTraits::reads_host_boundaries false): kBug;
+//   - impls that read the host split, host view stale: kStaleHost; fresh: kBug.
 std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const SuiteLayout& layout,
                                         const ModelConsts& consts, const SuiteOutputs& got);
 
 // ---- CPU emulation ----
+
+// Runs `impl`'s registered CPU entry on `be` after ValidateSuiteStep. The caller resets the
+// backend's scratch first.
+absl::Status RunSuite(CpuBackend& be, Impl impl, const SuiteStep& s);
 
 // Runs one implementation's suite on the CPU emulator and compares every output field exactly
 // with the reference computed from the device view. Each implementation owns its own persistent

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "kernels/suite/impl_registry.h"
 #include "sim/cli/cli_registry.h"
 #include "sim/exec/cuda_device.h"
 
@@ -14,6 +15,16 @@ namespace dspark::sim {
 namespace {
 
 int NeedsGpu(const char* command, int argc, char** argv) {
+  // An --impl list is still checked against the registry, so a typo is told apart from the
+  // missing GPU.
+  for (int i = 1; i + 1 < argc; ++i)
+    if (!std::strcmp(argv[i], "--impl")) {
+      const auto impls = ParseImplList(argv[i + 1]);
+      if (!impls.ok()) {
+        std::fprintf(stderr, "dspark-sim %s: --impl: %s\n", command, std::string(impls.status().message()).c_str());
+        return 2;
+      }
+    }
   for (int i = 1; i < argc; ++i)
     if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
       std::printf(

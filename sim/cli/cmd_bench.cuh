@@ -46,7 +46,7 @@ struct BenchConfig {
   bool cold_l2 = true;
   int reps = 200;    // [samples] per metadata row
   int warmup = 10;   // [samples] dropped first
-  std::vector<Impl> impls{std::begin(kAllImpls), std::end(kAllImpls)};
+  std::vector<Impl> impls = AllImpls();
   std::vector<SeedCase> cases{std::begin(kAllSeedCases), std::end(kAllSeedCases)};
   int32_t batch = 16;   // [requests] of the metadata cases
   uint64_t seed = 1;

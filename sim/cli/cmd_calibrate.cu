@@ -51,7 +51,7 @@ constexpr int32_t kReferenceBatch = kCalibrationReferenceBatch;
 struct CalibrateConfig {
   std::vector<std::string> argv;
   std::string out;
-  std::vector<Impl> impls{std::begin(kAllImpls), std::end(kAllImpls)};
+  std::vector<Impl> impls = AllImpls();
   std::vector<SeedCase> cases{std::begin(kAllSeedCases), std::end(kAllSeedCases)};
   std::vector<int32_t> batches = {1, 4, 16, 64, 256};
   int reps = 100;

@@ -76,7 +76,7 @@ po::options_description VisibleOptions() {
     ("num-requests", po::value<std::string>()->default_value("auto"), "axis: request counts; auto = max(32, 2 x concurrency) as the seed ran, or run's default at concurrency 0")
     ("num-prompts", po::value<std::string>(), "vLLM's name of --num-requests")
     ("mode", po::value<std::string>()->default_value("none,dspark,adaptive"), "axis: none, dspark, adaptive")
-    ("impl", po::value<std::string>()->default_value("all"), "axis: implementations that time the steps (run --time-impl): chain, cached, device-chain, fused, fused-suite, or all")
+    ("impl", po::value<std::string>()->default_value("all"), absl::StrCat("axis: implementations that time the steps (run --time-impl): a comma list, or all, of\n", ImplHelpText()).c_str())
     ("check-impl", po::value<std::string>()->default_value("same"), "implementations each point's metadata check runs (run --impl): same (the point's) or a list")
     ("executor", po::value<std::string>()->default_value("cpu"), "what runs a point: cpu (the simulator) or gpu (when built with the GPU executor)")
     ("out", po::value<std::string>()->default_value("results/sweep"), "output directory")

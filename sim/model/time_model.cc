@@ -15,7 +15,7 @@
 namespace dspark::sim {
 namespace {
 
-ImplCost& At(TimeModelParams& p, Impl impl) { return p.impls[static_cast<int>(impl)]; }
+ImplCost& At(TimeModelParams& p, Impl impl) { return p.impls[impl.index()]; }
 
 }  // namespace
 
@@ -110,6 +110,16 @@ TimeModelParams DefaultTimeModelParams() {
   suite.estimated = true;
   suite.launches = {1, 1, 1, 1, 1, 1, 1, 1};
   At(p, Impl::kFusedSuite) = suite;
+  // Any other registered implementation (a user's own file) starts from the After's costs,
+  // marked estimated until a calibration file measures it.
+  for (Impl impl : AllImpls()) {
+    if (impl == Impl::kChain || impl == Impl::kCached || impl == Impl::kDeviceChain || impl == Impl::kFused ||
+        impl == Impl::kFusedSuite)
+      continue;
+    ImplCost own = At(p, Impl::kFused);
+    own.estimated = true;
+    At(p, impl) = own;
+  }
   return p;
 }
 
@@ -306,7 +316,7 @@ bool AdaptivePlan(const StepPlan& plan) {
 }  // namespace
 
 StepWork TimeModel::Work(const StepPlan& plan, Impl impl, bool spec_mode) const {
-  const ImplCost& cost = p_.impls[static_cast<int>(impl)];
+  const ImplCost& cost = p_.impls[impl.index()];
   const bool adaptive = AdaptivePlan(plan);
   StepWork w;
   w.host_pre_us = p_.sched_us + p_.sched_us_per_req * plan.num_reqs_real +

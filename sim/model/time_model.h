@@ -36,12 +36,11 @@
 
 namespace dspark::sim {
 
-// Names of the impl axis as the CLI spells them (kernels/suite/suite.h declares the enum).
+// Names of the impl axis as the CLI spells them (kernels/suite/impl_registry.h).
 absl::string_view ImplKey(Impl impl);
 absl::StatusOr<Impl> ParseImplKey(absl::string_view name);
 // Comma-separated list; "all" means every implementation. Keeps the given order, no repeats.
 absl::StatusOr<std::vector<Impl>> ParseImplKeyList(absl::string_view list);
-inline constexpr int kNumImpls = 5;
 
 struct ForwardCoeffs {
   double fixed_us = 0;          // [us] per step
@@ -70,7 +69,7 @@ struct TimeModelParams {
   double adaptive_host_us = 0;  // [us] extra host work per adaptive step (budget, bookkeeping)
   double adaptive_gpu_us = 0;   // [us] extra GPU work per adaptive step (scores, allocation)
   int32_t reference_tokens = 96;  // [tokens] N at which gpu_us was measured (batch 16 x 6)
-  std::array<ImplCost, kNumImpls> impls;  // indexed by static_cast<int>(Impl)
+  std::vector<ImplCost> impls = std::vector<ImplCost>(NumImpls());  // by Impl::index(), every registered impl
   EngineCostParams engine;                // the engine's host costs (engine_clock.h)
   CostCurve draft_curve_ms;               // adaptive budget's draft curve; empty: derived
   CostCurve verify_curve_ms;              // ... verify curve; empty: derived (scheduler.cc)
@@ -106,7 +105,7 @@ class TimeModel {
            c.per_attn_pair_us * attn_pairs;
   }
   double MetadataGpuUs(Impl impl, StepCase c, int32_t num_tokens) const {
-    const ImplCost& cost = p_.impls[static_cast<int>(impl)];
+    const ImplCost& cost = p_.impls[impl.index()];
     const int32_t above = num_tokens > p_.reference_tokens ? num_tokens - p_.reference_tokens : 0;
     return cost.gpu_us[static_cast<int>(c)] + cost.gpu_us_per_token * above;
   }

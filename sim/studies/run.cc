@@ -75,7 +75,7 @@ po::options_description RunOptions() {
     ("mode", po::value<std::string>()->default_value("adaptive"), "none, dspark or adaptive (DSpark with adaptive verification)")
     ("adaptive-mode", po::value<std::string>()->default_value("varlen"), "adaptive verification: varlen (compact the batch) or masked (pruned drafts become padding)")
     ("spec-k", po::value<int32_t>()->default_value(5), "DSpark speculative length K")
-    ("impl", po::value<std::string>()->default_value("all"), "implementations the metadata check runs: comma list of chain, cached, device-chain, fused, fused-suite, or all")
+    ("impl", po::value<std::string>()->default_value("all"), absl::StrCat("implementations the metadata check runs: a comma list, or all, of\n", ImplHelpText()).c_str())
     ("time-impl", po::value<std::string>()->default_value("fused"), "implementation whose metadata cost (and host syncs) time the steps")
     ("check", po::bool_switch(), "run every step's metadata through the implementations (default)")
     ("no-check", po::bool_switch(), "do not run the metadata check")
@@ -351,12 +351,12 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
                       ExpectedAcceptanceLength(acceptance_params.curve.data(), spec_k)},
                      {"request_logit_sigma", acceptance_params.request_logit_sigma}};
   nlohmann::json estimated = nlohmann::json::array();
-  for (Impl impl : kAllImpls)
-    if (time_params.impls[static_cast<int>(impl)].estimated) estimated.push_back(std::string(ImplKey(impl)));
+  for (Impl impl : AllImpls())
+    if (time_params.impls[impl.index()].estimated) estimated.push_back(std::string(ImplKey(impl)));
   s["time_model"] = {{"source", time_params.source},
                      {"device", time_params.source_device},
                      {"time_impl", std::string(ImplKey(config.time_impl))},
-                     {"serializes_host", time_params.impls[static_cast<int>(config.time_impl)].serializes_host},
+                     {"serializes_host", time_params.impls[config.time_impl.index()].serializes_host},
                      {"estimated_metadata_costs", estimated}};
   const Scheduler& sched = engine.scheduler();
   s["scheduler"] = {{"steps", engine.steps()},

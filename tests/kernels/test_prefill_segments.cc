@@ -70,11 +70,13 @@ void ExpectSegmentationHolds(const TestBatch& b, bool fp8, const SegmentBuffers&
   }
   ASSERT_EQ(count, want_count);
   ASSERT_LE(count, buf.max_segments);
-  const int32_t end = b.qsl[num_reqs];
+  // #57207: starts count from the first prefill token; cu[-1] is the prefill token count.
+  const int32_t base = b.qsl[first_prefill];
+  const int32_t end = b.qsl[num_reqs] - base;
   for (int32_t k = count; k <= buf.max_segments; ++k) ASSERT_EQ(qsl[k], end) << "seg_qsl tail " << k;
   for (int32_t k = count; k < buf.max_segments; ++k) ASSERT_EQ(lens[k], 0) << "seg_seq_lens tail " << k;
   if (count > 0) {
-    EXPECT_EQ(qsl[0], b.qsl[first_prefill]);
+    EXPECT_EQ(qsl[0], 0);
   }
   for (int32_t k = 0; k < count; ++k) {
     const int32_t seg_len = qsl[k + 1] - qsl[k];
@@ -84,14 +86,14 @@ void ExpectSegmentationHolds(const TestBatch& b, bool fp8, const SegmentBuffers&
       ASSERT_LE(seg_len, kSeg) << "segment " << k;
     } else {
       const int32_t r = first_prefill + k;  // BF16: one segment per prefill request, in order
-      ASSERT_EQ(qsl[k], b.qsl[r]) << "segment " << k;
+      ASSERT_EQ(qsl[k], b.qsl[r] - base) << "segment " << k;
       ASSERT_EQ(seg_len, b.qsl[r + 1] - b.qsl[r]) << "segment " << k;
       ASSERT_EQ(lens[k], b.seq_lens[r]) << "segment " << k;
     }
     // Each token of the segment: same request, and the position survives segmentation.
     for (int32_t off = 0; off < seg_len; ++off) {
-      const int32_t t = qsl[k] + off;
-      ASSERT_EQ(b.ReqOf(t), b.ReqOf(qsl[k])) << "segment " << k << " crosses a request boundary";
+      const int32_t t = base + qsl[k] + off;
+      ASSERT_EQ(b.ReqOf(t), b.ReqOf(base + qsl[k])) << "segment " << k << " crosses a request boundary";
       ASSERT_EQ(lens[k] - seg_len + off, b.PosOf(t)) << "segment " << k << " token " << t;
     }
   }
@@ -194,6 +196,25 @@ TEST(PrefillSegmentsByHand, Q8192Prefix99000) {
   EXPECT_EQ(buf.seg_qsl[1], 8192);
   EXPECT_EQ(buf.seg_seq_lens[0], 99000 + 8192);
   EXPECT_EQ(buf.seg_seq_lens[1], 0);  // the FP8 build's second segment, cleared
+}
+
+// vLLM's test_segments_preserve_positions_and_replay_updates (#57207): queries
+// [1, 1, 2051, 19, 1024], prefixes [5000, 9000, 3, 0, 99000], 2 decodes (DESIGN.md s.3).
+TEST(PrefillSegmentsByHand, Vllm57207TestCase) {
+  BatchSpec spec = SegmentSpec("vllm_57207", {1, 1, 2051, 19, 1024}, 0, 2);
+  spec.prefixes = {5000, 9000, 3, 0, 99000};
+  const TestBatch b = BuildBatch(spec);
+  SegmentBuffers buf(MaxSegmentsFor(b));
+  Build(b, true, buf);
+  ASSERT_EQ(buf.Count(), 5);
+  const std::vector<int32_t> starts(buf.seg_qsl.begin(), buf.seg_qsl.begin() + 6);
+  EXPECT_EQ(starts, (std::vector<int32_t>{0, 1024, 2048, 2051, 2070, 3094}));
+  const std::vector<int32_t> lens(buf.seg_seq_lens.begin(), buf.seg_seq_lens.begin() + 5);
+  EXPECT_EQ(lens, (std::vector<int32_t>{1027, 2051, 2054, 19, 100024}));
+  EXPECT_EQ(buf.seg_qsl[5], b.qsl[5] - b.qsl[2]) << "cu[-1] is the prefill token count";
+  const ref::PrefillSegments want = ref::Segments(b.sizes, b.device(), true, kSeg, buf.max_segments);
+  EXPECT_EQ(buf.Qsl(), want.seg_qsl);
+  ExpectSegmentationHolds(b, true, buf);
 }
 
 TEST(PrefillSegmentsContract, BoundAndRejections) {

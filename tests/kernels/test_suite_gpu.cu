@@ -60,12 +60,10 @@ void ExpectSameCounts(const OpCounters& gpu, const OpCounters& cpu, const std::s
 
 // The classification rules of a run (see tests/kernels/test_suite.cc for the CPU side).
 void ExpectClassified(Impl impl, const CaseBatch& b, const std::vector<FieldMismatch>& ms) {
-  if (!ReadsHostBoundaries(impl)) {
-    EXPECT_TRUE(ms.empty()) << DescribeMismatches(ms);
-    return;
-  }
   EXPECT_FALSE(HasKind(ms, MismatchKind::kBug)) << DescribeMismatches(ms);
-  EXPECT_EQ(HasKind(ms, MismatchKind::kStaleHost), b.HostStale()) << DescribeMismatches(ms);
+  EXPECT_EQ(HasKind(ms, MismatchKind::kStaleHost), ReadsHostBoundaries(impl) && b.host_qsl != b.qsl)
+      << DescribeMismatches(ms);
+  if (!impl.info().traits.old_indexer_chain) EXPECT_FALSE(HasKind(ms, MismatchKind::kPaddingResidue));
 }
 
 class SuiteGpu : public ::testing::TestWithParam<SuiteCaseParam> {};
@@ -76,7 +74,7 @@ TEST_P(SuiteGpu, EagerEqualsReferenceWithCpuCounts) {
   std::unique_ptr<GpuSuite> gpu = MakeSuite();
   ASSERT_NE(gpu, nullptr);
   ASSERT_TRUE(gpu->Stage(b.Inputs()).ok());
-  for (Impl impl : kAllImpls) {
+  for (Impl impl : AllImpls()) {
     SCOPED_TRACE(std::string(ImplName(impl)) + " on " + b.name);
     const absl::Status run = gpu->Run(impl);
     ASSERT_TRUE(run.ok()) << run;
@@ -111,7 +109,7 @@ TEST_P(SuiteGpu, GraphNodesEqualCountedLaunchesAndReplayIsExact) {
     ASSERT_TRUE(gpu->Replay(impl).ok());
     const absl::StatusOr<SuiteRunResult> r = gpu->Download(impl);
     ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_TRUE(r->mismatches.empty()) << DescribeMismatches(r->mismatches);
+    ExpectClassified(impl, b, r->mismatches);
   }
 }
 
@@ -143,7 +141,7 @@ TEST_P(SuiteGpuReplay, FollowsDeviceBoundariesRewrittenInPlace) {
     ASSERT_TRUE(gpu->Replay(impl).ok());
     const absl::StatusOr<SuiteRunResult> r = gpu->Download(impl);
     ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_TRUE(r->mismatches.empty()) << ImplName(impl) << "\n" << DescribeMismatches(r->mismatches);
+    ExpectClassified(impl, b, r->mismatches);
   }
   const absl::StatusOr<SuiteImage> before = gpu->DownloadImage(Impl::kFusedSuite);
   ASSERT_TRUE(before.ok());
@@ -154,14 +152,13 @@ TEST_P(SuiteGpuReplay, FollowsDeviceBoundariesRewrittenInPlace) {
     ASSERT_TRUE(gpu->Replay(impl).ok());
     const absl::StatusOr<SuiteRunResult> r = gpu->Download(impl);  // reference from the new qsl
     ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_TRUE(r->mismatches.empty()) << DescribeMismatches(r->mismatches);
+    // (c) and (d) follow the device boundaries: no stale-host cell, only (c)'s padding residue.
+    EXPECT_FALSE(HasKind(r->mismatches, MismatchKind::kBug)) << DescribeMismatches(r->mismatches);
+    EXPECT_FALSE(HasKind(r->mismatches, MismatchKind::kStaleHost)) << DescribeMismatches(r->mismatches);
   }
   const absl::StatusOr<SuiteImage> after = gpu->DownloadImage(Impl::kFusedSuite);
   ASSERT_TRUE(after.ok());
   EXPECT_NE(before->token_to_req, after->token_to_req) << "the rewrite must change the mapping";
-  const absl::StatusOr<SuiteImage> fused = gpu->DownloadImage(Impl::kFused);
-  ASSERT_TRUE(fused.ok());
-  EXPECT_TRUE(*fused == *after) << "fused and fused-suite whole buffers differ after the replay";
 
   for (Impl impl : {Impl::kChain, Impl::kCached}) {
     ASSERT_TRUE(gpu->Run(impl).ok());
@@ -177,9 +174,9 @@ INSTANTIATE_TEST_SUITE_P(DecodeLikeCases, SuiteGpuReplay,
                                            SeedCase::kAdaptiveDraft),
                          [](const auto& info) { return std::string(SeedCaseName(info.param)); });
 
-// fused and fused-suite write exactly the same cells: whole buffers equal after a run of steps
-// (eager and replayed) through every case.
-TEST(SuiteGpuFusedSuite, WholeBuffersEqualFused) {
+// (d) and fused-suite equal the reference after a run of steps (eager and replayed) through
+// every case.
+TEST(SuiteGpuFusedSuite, MatchReferenceAcrossSteps) {
   DS_REQUIRE_GPU();
   std::unique_ptr<GpuSuite> gpu = MakeSuite();
   ASSERT_NE(gpu, nullptr);
@@ -190,11 +187,11 @@ TEST(SuiteGpuFusedSuite, WholeBuffersEqualFused) {
       for (Impl impl : {Impl::kFused, Impl::kFusedSuite}) {
         ASSERT_TRUE((seed == 2 ? gpu->Capture(impl) : absl::OkStatus()).ok());
         ASSERT_TRUE((seed == 2 ? gpu->Replay(impl) : gpu->Run(impl)).ok());
+        const absl::StatusOr<SuiteRunResult> r = gpu->Download(impl);
+        ASSERT_TRUE(r.ok()) << r.status();
+        EXPECT_TRUE(r->mismatches.empty()) << b.name << " " << ImplName(impl) << "\n"
+                                           << DescribeMismatches(r->mismatches);
       }
-      const absl::StatusOr<SuiteImage> fused = gpu->DownloadImage(Impl::kFused);
-      const absl::StatusOr<SuiteImage> fused_suite = gpu->DownloadImage(Impl::kFusedSuite);
-      ASSERT_TRUE(fused.ok() && fused_suite.ok());
-      EXPECT_TRUE(*fused == *fused_suite) << b.name;
     }
 }
 

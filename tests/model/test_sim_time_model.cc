@@ -191,7 +191,7 @@ TEST(TimeModel, CalibrationFileOverridesDefaults) {
   })");
   auto p = LoadCalibration(path);
   ASSERT_TRUE(p.ok()) << p.status();
-  const ImplCost& suite = p->impls[static_cast<int>(Impl::kFusedSuite)];
+  const ImplCost& suite = p->impls[Impl::kFusedSuite.index()];
   EXPECT_EQ(suite.gpu_us[static_cast<int>(StepCase::kDecode)], 6.5);
   EXPECT_EQ(suite.gpu_us[static_cast<int>(StepCase::kAdaptiveVerify)], 7.0);
   EXPECT_FALSE(suite.estimated);

@@ -212,12 +212,12 @@ EngineRun RunSmall(GpuExecutorOptions o) {
 TEST(GpuFaults, ThePlanIsExactlyWhatTheExecutorAllocates) {
   DS_REQUIRE_GPU();
   GpuExecutorOptions o;
-  o.impls.assign(std::begin(kAllImpls), std::end(kAllImpls));
+  o.impls = AllImpls();
   o.cold_l2 = true;  // the flush buffer is part of the plan
   EngineRun run = RunSmall(o);
   ASSERT_TRUE(run.status.ok()) << run.status;
   ASSERT_NE(run.executor, nullptr);
-  for (Impl impl : kAllImpls) ASSERT_GT(run.executor->stats(impl).steps, 0) << ImplName(impl);
+  for (Impl impl : AllImpls()) ASSERT_GT(run.executor->stats(impl).steps, 0) << ImplName(impl);
   EXPECT_EQ(run.executor->device_bytes(), run.executor->memory_plan().device_bytes());
   EXPECT_GT(run.executor->memory_plan().device_bytes(), uint64_t{256} << 20);
 }

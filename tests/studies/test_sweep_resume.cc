@@ -282,7 +282,7 @@ TEST(SweepExecutor, FailedPointsAreRecordedThenRetriedOnResume) {
   for (size_t i = 1; i < rows.size(); ++i) {
     EXPECT_EQ(rows[i]["status"], "ok");
     EXPECT_EQ(rows[i]["executor"], "fake-for-tests");
-    EXPECT_EQ(rows[i]["stale_host"], rows[i]["impl"] == "chain" ? 38 : 0);
+    EXPECT_EQ(rows[i]["stale_host"], rows[i]["impl"] == std::string(ImplName(Impl::kChain)) ? 38 : 0);
     EXPECT_EQ(rows[i]["padding_residue"], 1);
     EXPECT_EQ(rows[i]["bug"], 0);
     EXPECT_EQ(rows[i]["p99_tpot_ms"], 4.0);

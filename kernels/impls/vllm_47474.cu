@@ -1,0 +1,35 @@
+// vllm-47474: vLLM with PR #47474, state (b) of DESIGN.md s.3 (alias "cached").
+// See kernels/impls/README.md for the op-by-op table and the vLLM function of every op.
+#include "kernels/impls/register.h"
+#include "kernels/suite/vllm_ops.h"
+
+namespace dspark {
+namespace {
+
+template <class Backend>
+absl::Status RunVllm47474(Backend& be, const SuiteStep& s) {
+  using namespace vllm_ops;
+  DS_ASSIGN_OR_RETURN(const int32_t* t2r, TokenMapFromHost(be, s, s.out.token_to_req, /*zero_tail=*/true));
+  DS_RETURN_IF_ERROR(SwaBuild(be, s, t2r));
+  DS_RETURN_IF_ERROR(MlaRatio2Build(be, s));
+  DS_RETURN_IF_ERROR(RingBuild(be, s, t2r));
+  for (int k = 0; k < 2; ++k) DS_RETURN_IF_ERROR(IndexerBuild(be, s, k, /*fused=*/false));
+  return suite_internal::SegmentsHostPlanned(be, s);
+}
+
+}  // namespace
+}  // namespace dspark
+
+DSPARK_REGISTER_IMPL(vllm_47474, ::dspark::RunVllm47474, [] {
+  ::dspark::ImplInfo i;
+  i.name = "vllm-47474";
+  i.aliases = {"cached"};
+  i.description = "(b) vLLM #47474: one host numpy mapping, pageable copy, shared by the builders";
+  i.rank = 20;
+  i.traits.reads_host_boundaries = true;
+  i.traits.reads_host_totals = true;
+  i.traits.graph_capturable = false;
+  i.traits.serializes_host = true;
+  i.traits.old_indexer_chain = true;
+  return i;
+})

@@ -1,0 +1,37 @@
+// vllm-56562: vLLM with PR #56562, state (d) of DESIGN.md s.3, the seed's "After"
+// (aliases "after", "fused").
+// See kernels/impls/README.md for the op-by-op table and the vLLM function of every op.
+#include "kernels/impls/register.h"
+#include "kernels/suite/vllm_ops.h"
+
+namespace dspark {
+namespace {
+
+template <class Backend>
+absl::Status RunVllm56562(Backend& be, const SuiteStep& s) {
+  using namespace vllm_ops;
+  // _token_request_mapping_kernel: one launch, device boundaries.
+  DS_ASSIGN_OR_RETURN(const int32_t* t2r,
+                      TokenMapFused(be, suite_internal::SuiteTokenMapArgs(s, s.out.token_to_req,
+                                                                          s.layout.token_capacity)));
+  DS_RETURN_IF_ERROR(SwaBuild(be, s, t2r));
+  DS_RETURN_IF_ERROR(MlaRatio2Build(be, s));
+  DS_RETURN_IF_ERROR(RingBuild(be, s, t2r));
+  for (int k = 0; k < 2; ++k) DS_RETURN_IF_ERROR(IndexerBuild(be, s, k, /*fused=*/true));
+  return suite_internal::SegmentsHostPlanned(be, s);
+}
+
+}  // namespace
+}  // namespace dspark
+
+DSPARK_REGISTER_IMPL(vllm_56562, ::dspark::RunVllm56562, [] {
+  ::dspark::ImplInfo i;
+  i.name = "vllm-56562";
+  i.aliases = {"after", "fused"};
+  i.description = "(d) vLLM #56562, the seed's After: the mapping kernel and the fused indexer kernel";
+  i.rank = 40;
+  // The host reads of (c) that #56562 kept: decode_lens_cpu max / min, the prefill chunk plan
+  // and #57207's segment plan from qsl_cpu; none of them per-request for decode rows.
+  i.traits.reads_host_totals = true;
+  return i;
+})

@@ -1,0 +1,48 @@
+// vllm-pre47474: vLLM before PR #47474, state (a) of DESIGN.md s.3 (alias "chain").
+// See kernels/impls/README.md for the op-by-op table and the vLLM function of every op.
+#include "kernels/impls/register.h"
+#include "kernels/suite/vllm_ops.h"
+
+#include <algorithm>
+
+namespace dspark {
+namespace {
+
+template <class Backend>
+absl::Status RunVllmPre47474(Backend& be, const SuiteStep& s) {
+  using namespace vllm_ops;
+  const BatchInputs& in = *s.in;
+  // Each builder's own mapping buffer: max(N, host total) entries.
+  const size_t own = static_cast<size_t>(MaxI(in.sizes.num_tokens, in.host.query_start_loc[in.sizes.num_reqs]));
+  int32_t* swa_map = be.template Scratch<int32_t>(std::max(own, size_t{1}));
+  int32_t* mla2_map = be.template Scratch<int32_t>(std::max(own, size_t{1}));
+  int32_t* ring_map = be.template Scratch<int32_t>(std::max(own, size_t{1}));
+  DS_RETURN_IF_ERROR(be.status());
+  DS_ASSIGN_OR_RETURN(const int32_t* swa_t2r, TokenMapFromHost(be, s, swa_map, /*zero_tail=*/false));
+  DS_RETURN_IF_ERROR(SwaBuild(be, s, swa_t2r));
+  // MLA ratio 1's req_id_per_token is the compared token_to_req (tail zeroed: see README.md).
+  DS_RETURN_IF_ERROR(TokenMapFromHost(be, s, s.out.token_to_req, /*zero_tail=*/true).status());
+  DS_RETURN_IF_ERROR(TokenMapFromHost(be, s, mla2_map, /*zero_tail=*/false).status());
+  DS_RETURN_IF_ERROR(MlaRatio2Build(be, s));
+  DS_ASSIGN_OR_RETURN(const int32_t* ring_t2r, TokenMapFromHost(be, s, ring_map, /*zero_tail=*/false));
+  DS_RETURN_IF_ERROR(RingBuild(be, s, ring_t2r));
+  for (int k = 0; k < 2; ++k) DS_RETURN_IF_ERROR(IndexerBuild(be, s, k, /*fused=*/false));
+  return suite_internal::SegmentsHostPlanned(be, s);
+}
+
+}  // namespace
+}  // namespace dspark
+
+DSPARK_REGISTER_IMPL(vllm_pre47474, ::dspark::RunVllmPre47474, [] {
+  ::dspark::ImplInfo i;
+  i.name = "vllm-pre47474";
+  i.aliases = {"chain"};
+  i.description = "(a) vLLM before #47474: every builder maps tokens itself from the host split";
+  i.rank = 10;
+  i.traits.reads_host_boundaries = true;
+  i.traits.reads_host_totals = true;
+  i.traits.graph_capturable = false;
+  i.traits.serializes_host = true;
+  i.traits.old_indexer_chain = true;
+  return i;
+})

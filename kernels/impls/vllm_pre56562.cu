@@ -1,0 +1,33 @@
+// vllm-pre56562: vLLM just before PR #56562, state (c) of DESIGN.md s.3, the seed's "Before"
+// (aliases "before", "device-chain").
+// See kernels/impls/README.md for the op-by-op table and the vLLM function of every op.
+#include "kernels/impls/register.h"
+#include "kernels/suite/vllm_ops.h"
+
+namespace dspark {
+namespace {
+
+template <class Backend>
+absl::Status RunVllmPre56562(Backend& be, const SuiteStep& s) {
+  using namespace vllm_ops;
+  DS_ASSIGN_OR_RETURN(const int32_t* t2r, TokenMapPre56562(be, s));
+  DS_RETURN_IF_ERROR(SwaBuild(be, s, t2r));
+  DS_RETURN_IF_ERROR(MlaRatio2Build(be, s));
+  DS_RETURN_IF_ERROR(RingBuild(be, s, t2r));
+  for (int k = 0; k < 2; ++k) DS_RETURN_IF_ERROR(IndexerBuild(be, s, k, /*fused=*/false));
+  return suite_internal::SegmentsHostPlanned(be, s);
+}
+
+}  // namespace
+}  // namespace dspark
+
+DSPARK_REGISTER_IMPL(vllm_pre56562, ::dspark::RunVllmPre56562, [] {
+  ::dspark::ImplInfo i;
+  i.name = "vllm-pre56562";
+  i.aliases = {"before", "device-chain"};
+  i.description = "(c) vLLM before #56562, the seed's Before: device mapping chain, old indexer chain";
+  i.rank = 30;
+  i.traits.reads_host_totals = true;
+  i.traits.old_indexer_chain = true;
+  return i;
+})

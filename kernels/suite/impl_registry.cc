@@ -1,0 +1,167 @@
+#include "kernels/suite/impl_registry.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "kernels/common/status_macros.h"
+
+namespace dspark {
+
+namespace {
+
+// Registrations arrive from other files' static initialisers in any order; the sorted view is
+// built on the first query, after main() has started (or a test's first use).
+struct Registry {
+  std::vector<std::unique_ptr<ImplInfo>> infos;
+  std::vector<Impl> sorted;
+  bool frozen = false;
+};
+
+Registry& TheRegistry() {
+  static Registry* r = new Registry();  // never destroyed: handles may be used during exit
+  return *r;
+}
+
+[[noreturn]] void Die(const std::string& message) {
+  std::fprintf(stderr, "dspark impl registry: %s\n", message.c_str());
+  std::abort();
+}
+
+const ImplInfo* Find(std::string_view name) {
+  for (const auto& info : TheRegistry().infos) {
+    if (info->name == name) return info.get();
+    for (const std::string& a : info->aliases)
+      if (a == name) return info.get();
+  }
+  return nullptr;
+}
+
+const std::vector<Impl>& Sorted() {
+  Registry& r = TheRegistry();
+  if (!r.frozen) {
+    std::vector<const ImplInfo*> order;
+    for (const auto& info : r.infos) order.push_back(info.get());
+    std::sort(order.begin(), order.end(), [](const ImplInfo* a, const ImplInfo* b) {
+      return a->rank != b->rank ? a->rank < b->rank : a->name < b->name;
+    });
+    for (const ImplInfo* info : order) r.sorted.push_back(Impl(info->name.c_str()));
+    r.frozen = true;
+  }
+  return r.sorted;
+}
+
+// absl::string_view is its own type in this Abseil build; this helper stays in std.
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+bool RegisterImpl(ImplInfo info) {
+  Registry& r = TheRegistry();
+  if (r.frozen) Die(absl::StrCat("'", info.name, "' registered after the registry was first read"));
+  if (info.name.empty()) Die("an implementation without a name");
+  if (info.cpu == nullptr) Die(absl::StrCat("'", info.name, "' has no CPU-emulation entry"));
+  if (info.workspace_bytes == nullptr) Die(absl::StrCat("'", info.name, "' has no workspace_bytes"));
+  std::vector<std::string> names = info.aliases;
+  names.push_back(info.name);
+  for (const std::string& n : names)
+    if (n.empty() || n == "all" || Find(n) != nullptr)
+      Die(absl::StrCat("'", info.name, "': the name '", n, "' is empty, reserved or already registered"));
+  r.infos.push_back(std::make_unique<ImplInfo>(std::move(info)));
+  return true;
+}
+
+Impl Impl::Named(std::string_view name) {
+  const ImplInfo* info = Find(name);
+  if (info == nullptr) Die(absl::StrCat("no implementation named '", std::string(name), "'"));
+  return Impl(info->name.c_str());
+}
+
+const ImplInfo& Impl::info() const {
+  const ImplInfo* info = name_ == nullptr ? nullptr : Find(name_);
+  if (info == nullptr || info->name != name_)
+    Die(absl::StrCat("handle '", name_ == nullptr ? "(null)" : name_, "' is not a registered canonical name"));
+  return *info;
+}
+
+size_t Impl::index() const {
+  const std::vector<Impl>& all = Sorted();
+  for (size_t i = 0; i < all.size(); ++i)
+    if (all[i].name() == name()) return i;
+  Die(absl::StrCat("handle '", std::string(name()), "' is not registered"));
+}
+
+const std::vector<Impl>& AllImpls() { return Sorted(); }
+size_t NumImpls() { return Sorted().size(); }
+
+std::string_view ImplName(Impl impl) { return impl.info().name; }
+
+std::string ImplNameList() {
+  std::vector<std::string> parts;
+  for (Impl impl : AllImpls()) {
+    const ImplInfo& info = impl.info();
+    parts.push_back(info.aliases.empty() ? info.name
+                                         : absl::StrCat(info.name, " (", absl::StrJoin(info.aliases, ", "), ")"));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+std::string ImplHelpText() {
+  std::string out;
+  for (Impl impl : AllImpls()) {
+    const ImplInfo& info = impl.info();
+    absl::StrAppend(&out, "  ", info.name);
+    if (!info.aliases.empty()) absl::StrAppend(&out, " (also ", absl::StrJoin(info.aliases, ", "), ")");
+    absl::StrAppend(&out, ": ", info.description, "\n");
+  }
+  return out;
+}
+
+absl::StatusOr<Impl> ParseImpl(std::string_view name) {
+  Sorted();  // freeze: a later registration is a bug
+  const ImplInfo* info = Find(name);
+  if (info != nullptr) return Impl(info->name.c_str());
+  return absl::InvalidArgumentError(
+      absl::StrCat("expected an implementation among ", ImplNameList(), "; got '", std::string(name), "'"));
+}
+
+// "all" adds every implementation not already listed; naming one twice is an error.
+absl::StatusOr<std::vector<Impl>> ParseImplList(std::string_view list) {
+  std::vector<Impl> out;
+  std::vector<Impl> named;
+  size_t begin = 0;
+  while (true) {
+    const size_t comma = list.find(',', begin);
+    const std::string_view part =
+        Trim(list.substr(begin, comma == std::string_view::npos ? std::string_view::npos : comma - begin));
+    if (part == "all") {
+      for (Impl impl : AllImpls())
+        if (std::find(out.begin(), out.end(), impl) == out.end()) out.push_back(impl);
+    } else {
+      DS_ASSIGN_OR_RETURN(const Impl impl, ParseImpl(part));
+      if (std::find(named.begin(), named.end(), impl) != named.end())
+        return absl::InvalidArgumentError(absl::StrCat("impl '", std::string(ImplName(impl)), "' listed twice in '",
+                                                       std::string(list), "'"));
+      named.push_back(impl);
+      if (std::find(out.begin(), out.end(), impl) == out.end()) out.push_back(impl);
+    }
+    if (comma == std::string_view::npos) break;
+    begin = comma + 1;
+  }
+  if (out.empty()) return absl::InvalidArgumentError("expected at least one implementation");
+  return out;
+}
+
+bool ReadsHostBoundaries(Impl impl) { return impl.info().traits.reads_host_boundaries; }
+bool ReadsHostTotals(Impl impl) { return impl.info().traits.reads_host_totals; }
+bool GraphCapturable(Impl impl) { return impl.info().traits.graph_capturable; }
+bool SerializesHost(Impl impl) { return impl.info().traits.serializes_host; }
+
+}  // namespace dspark

@@ -1,0 +1,120 @@
+// The open registry of builder-suite implementations (the `impl` axis, DESIGN.md s.4).
+//
+// An implementation is ONE file, kernels/impls/<name>.cu, that registers itself with
+// DSPARK_REGISTER_IMPL (kernels/impls/register.h): its name, aliases, a one-line description,
+// its traits, its workspace size and its entry points (the same Backend template instantiated
+// for the CPU emulator and, when nvcc compiles the file, for the GPU). Nothing else lists the
+// implementations: help texts, calibration keys, bench / sweep axes and per-impl arrays all come
+// from here (after SimGrid's SIMGRID_REGISTER_*_MODEL and Vidur's registries).
+//
+// `Impl` is a handle: the canonical name of a registered implementation. It is a literal type,
+// so a handle can be a compile-time constant without any order of static initialisation (the
+// registrations run in their own files' initialisers; a handle resolves on use).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace dspark {
+
+class CpuBackend;
+class GpuBackend;
+struct SuiteStep;
+struct SuiteLayout;
+
+// Which host state an implementation reads and what that costs (DESIGN.md s.3, "Where stale
+// host state really breaks vLLM"). They decide how CompareSuite classifies a difference and
+// whether a graph may be captured.
+struct ImplTraits {
+  // The per-request host split (qsl_cpu): outputs built from it go wrong when it is stale.
+  bool reads_host_boundaries = false;
+  // Host totals (qsl_cpu[-1], the decode total) size its ops: a graph is valid only for the
+  // totals it was captured with, so they join the graph key.
+  bool reads_host_totals = false;
+  // Correct inside a CUDA graph (no host data that a replay would freeze).
+  bool graph_capturable = true;
+  // A blocking copy or host sync per step: the host waits for the device.
+  bool serializes_host = false;
+  // Its indexer is the pre-#56562 varlen chain, which zeroes only column 0 of the padding rows
+  // of bt_out: a difference there is "padding residue", not a bug (DESIGN.md s.3).
+  bool old_indexer_chain = false;
+};
+
+using CpuSuiteEntry = absl::Status (*)(CpuBackend&, const SuiteStep&);
+using GpuSuiteEntry = absl::Status (*)(GpuBackend&, const SuiteStep&);  // null in CPU-only builds
+using WorkspaceBytesFn = size_t (*)(const SuiteLayout&);
+
+struct ImplInfo {
+  std::string name;                  // canonical, e.g. "vllm-56562"
+  std::vector<std::string> aliases;  // other accepted names, e.g. "after", "fused"
+  std::string description;           // one line for help texts
+  int rank = 1000;                   // order in lists and "all" (built-ins < 100; then by name)
+  ImplTraits traits;
+  WorkspaceBytesFn workspace_bytes = nullptr;  // [bytes] of scratch per step (CUTLASS's get_workspace_size)
+  CpuSuiteEntry cpu = nullptr;
+  GpuSuiteEntry gpu = nullptr;
+};
+
+// Adds `info` to the registry; aborts with a message on a duplicate name or alias, a missing
+// CPU entry or workspace function (a registration error is a build error, found at start-up).
+bool RegisterImpl(ImplInfo info);
+
+class Impl {
+ public:
+  constexpr Impl() = default;
+  // `canonical` must be a registered canonical name (Named() checks; ParseImpl takes any name).
+  explicit constexpr Impl(const char* canonical) : name_(canonical) {}
+
+  // Aborts when `name` (canonical or alias) is not registered: for names fixed in code.
+  static Impl Named(std::string_view name);
+
+  // The built-in states that code names as data: defaults (--time-impl after), the seed's
+  // Before / After in bench, seed costs in the time model. Named after the old enum values,
+  // each is the vLLM state the old name stands for. Nothing enumerates implementations through
+  // them: lists, help texts and per-impl arrays come from AllImpls().
+  static const Impl kChain, kCached, kDeviceChain, kFused, kFusedSuite;
+
+  const ImplInfo& info() const;   // aborts on an unregistered handle
+  std::string_view name() const { return name_ == nullptr ? std::string_view() : std::string_view(name_); }
+  size_t index() const;            // position in AllImpls(), for per-impl vectors
+
+  bool operator==(const Impl& o) const { return name() == o.name(); }
+  bool operator!=(const Impl& o) const { return !(*this == o); }
+  bool operator<(const Impl& o) const { return index() < o.index(); }
+
+ private:
+  const char* name_ = nullptr;
+};
+
+inline constexpr Impl Impl::kChain{"vllm-pre47474"};
+inline constexpr Impl Impl::kCached{"vllm-47474"};
+inline constexpr Impl Impl::kDeviceChain{"vllm-pre56562"};
+inline constexpr Impl Impl::kFused{"vllm-56562"};
+inline constexpr Impl Impl::kFusedSuite{"fused-suite"};
+
+// Every registered implementation, by (rank, name).
+const std::vector<Impl>& AllImpls();
+size_t NumImpls();
+
+std::string_view ImplName(Impl impl);
+// A canonical name or an alias; InvalidArgument listing the accepted names otherwise.
+absl::StatusOr<Impl> ParseImpl(std::string_view name);
+// Parses a comma-separated list; "all" means every implementation; naming one twice is an error.
+absl::StatusOr<std::vector<Impl>> ParseImplList(std::string_view list);
+// "a, b, c (alias d, e)": the accepted names, for error messages.
+std::string ImplNameList();
+// One line per implementation: "  name (aliases): description", for --help.
+std::string ImplHelpText();
+
+bool ReadsHostBoundaries(Impl impl);
+bool ReadsHostTotals(Impl impl);
+bool GraphCapturable(Impl impl);
+bool SerializesHost(Impl impl);
+
+}  // namespace dspark

@@ -1,0 +1,162 @@
+// The builders of vLLM's states (a)-(d) (DESIGN.md s.3, VLLM_CODE_MAP.md s.2-3), op for op,
+// each written once over a Backend. Every function names the vLLM function it stands for; the
+// launch count of each is in kernels/impls/README.md. [k] kernel, [c] copy, [f] fill, [h2d]
+// host-to-device copy. An op with nothing to do is not issued (a graph's node count equals the
+// counted launches).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kernels/indexer_prefill.cuh"
+#include "kernels/suite/suite_impls.h"
+
+namespace dspark::vllm_ops {
+
+using suite_internal::CopyD2D;
+using suite_internal::FillI32;
+using suite_internal::FillI64MinusOne;
+using suite_internal::Issue;
+using suite_internal::S;
+using suite_internal::V;
+using suite_internal::Vec;
+
+inline constexpr int32_t kNumSms = 132;  // [SMs] an H200's, DeepGEMM's num_sms
+// split_indexer_prefill_chunks budgets. Assumed: max_model_len 1M (DeepSeek-V4) for the
+// `max_model_len * 40` workspace; the logits budget is VLLM_SPARSE_INDEXER_MAX_LOGITS_MB's
+// default, 512 MB of float32.
+inline constexpr int64_t kIndexerPrefillWorkspace = int64_t{1} << 20 << 5;  // [KV rows]
+inline constexpr int64_t kIndexerMaxLogits = int64_t{512} * 1024 * 1024 / 4;  // [elements]
+
+// The index of torch.repeat_interleave(repeats, output_size=n_out) on CUDA: [k] int64 cast of
+// the repeats, cub's scan as [k] tile init + [k] scan, [k] the compute kernel. The caller's
+// index_select makes the fifth launch (VLLM_CODE_MAP.md s.2.8).
+template <class Backend>
+absl::StatusOr<const int32_t*> RepeatInterleaveIndex(Backend& be, const int32_t* repeats, int32_t n, int32_t n_out) {
+  int64_t* wide = be.template Scratch<int64_t>(static_cast<size_t>(MaxI(n, 1)));
+  int32_t* tiles = be.template Scratch<int32_t>(1);
+  int32_t* cumsum = be.template Scratch<int32_t>(static_cast<size_t>(MaxI(n, 1)));
+  int32_t* index = be.template Scratch<int32_t>(static_cast<size_t>(MaxI(n_out, 1)));
+  DS_RETURN_IF_ERROR(be.status());
+  if (n == 0) return index;
+  Issue(be, ops::CastToInt64Kernel{repeats, wide, n});
+  Issue(be, ops::ScanTileInitKernel{tiles, 1});
+  Issue(be, ops::InclusiveScanKernel{repeats, cumsum, n});
+  Issue(be, ops::RepeatInterleaveKernel{repeats, cumsum, index, n, n_out});
+  return index;
+}
+
+// (c) CommonAttentionMetadata.token_to_req_indices before #56562: lens = qsl[1:] - qsl[:-1]
+// [k]; arange [k]; repeat_interleave(arange, lens, output_size=int(qsl_cpu[-1])) [5];
+// buffer[:M].copy_ [c]; buffer[M:N].zero_() [f]. The host gives only the total M.
+template <class Backend>
+absl::StatusOr<const int32_t*> TokenMapPre56562(Backend& be, const SuiteStep& s) {
+  const BatchInputs& in = *s.in;
+  const int32_t R = in.sizes.num_reqs, N = in.sizes.num_tokens;
+  const int32_t mapped = in.host.query_start_loc[R];
+  int32_t* out = s.out.token_to_req;
+  if (R > 0) {
+    int32_t* lens = be.template Scratch<int32_t>(static_cast<size_t>(R));
+    int32_t* arange = be.template Scratch<int32_t>(static_cast<size_t>(R));
+    int32_t* values = be.template Scratch<int32_t>(static_cast<size_t>(MaxI(mapped, 1)));
+    DS_RETURN_IF_ERROR(be.status());
+    Issue(be, ops::DiffKernel{in.device.query_start_loc, lens, R});
+    Issue(be, ops::ArangeKernel{arange, R, 0});
+    if (mapped > 0) {
+      DS_ASSIGN_OR_RETURN(const int32_t* index, RepeatInterleaveIndex(be, lens, R, mapped));
+      Issue(be, ops::GatherKernel{arange, R, index, values, mapped});
+      CopyD2D(be, out, values, mapped);
+    }
+  }
+  FillI32(be, out + mapped, 0, N - mapped);
+  return out;
+}
+
+// (a) / (b): the host mapping np.repeat(arange(R), diff(qsl_cpu)) copied into `out` [h2d], tail
+// zeroed [f] when `zero_tail` (#47474's shared buffer; pre-#47474 builders do not zero it).
+template <class Backend>
+absl::StatusOr<const int32_t*> TokenMapFromHost(Backend& be, const SuiteStep& s, int32_t* out, bool zero_tail) {
+  const BatchInputs& in = *s.in;
+  const int32_t R = in.sizes.num_reqs, N = in.sizes.num_tokens;
+  const int32_t* hq = in.host.query_start_loc;
+  std::vector<int32_t> host_map;
+  host_map.reserve(static_cast<size_t>(hq[R]));
+  for (int32_t r = 0; r < R; ++r)
+    for (int32_t k = hq[r]; k < hq[r + 1]; ++k) host_map.push_back(r);
+  be.NoteHostArrayOp();
+  if (!host_map.empty()) be.CopyToDevice(out, host_map.data(), sizeof(int32_t) * host_map.size());
+  if (zero_tail) FillI32(be, out + hq[R], 0, N - hq[R]);
+  DS_RETURN_IF_ERROR(be.status());
+  return out;
+}
+
+// DeepseekSparseSWAMetadataBuilder.build (V4.1), the same in (a)-(d):
+//   is_valid_token.copy_(slot_mapping >= 0) [k][c]
+//   ndt > 0: decode_swa_lens[ndt:] = 0 [f]; _compute_swa_indices_and_lens_kernel rows [0, ndt) [k]
+//   npt > 0: the same kernel with token_offset = ndt, rows [ndt, N) [k]
+//   prefills: ComputePrefillMetadataKernel [k] (gather lengths q + min(prefix, W - 1))
+// The token map `t2r` is the state's (host-built in (a) / (b)).
+template <class Backend>
+absl::Status SwaBuild(Backend& be, const SuiteStep& s, const int32_t* t2r) {
+  const BatchInputs& in = *s.in;
+  const BatchSizes& z = in.sizes;
+  const int32_t N = z.num_tokens, ndt = z.num_decode_tokens, npt = N - ndt;
+  int32_t* valid = be.template Scratch<int32_t>(static_cast<size_t>(MaxI(N, 1)));
+  int32_t* is_valid = be.template Scratch<int32_t>(static_cast<size_t>(MaxI(N, 1)));
+  const int32_t num_prefills = z.num_reqs - z.num_decodes;
+  int32_t* gather = be.template Scratch<int32_t>(static_cast<size_t>(MaxI(num_prefills, 1)));
+  DS_RETURN_IF_ERROR(be.status());
+  Issue(be, ops::GeInt64ScalarKernel{in.device.slot_mapping, 0, valid, N});
+  CopyD2D(be, is_valid, valid, N);
+  SwaParams p = MakeSwaParams(z, in.device, s.consts, t2r, s.out.swa_lens, s.out.swa_indices);
+  DS_RETURN_IF_ERROR(CanImplementSwa(p));
+  if (ndt > 0) {
+    FillI32(be, s.out.swa_lens + ndt, 0, z.capacity - ndt);
+    p.num_tokens = ndt;
+    be.Launch(SwaKernel{p}, SwaKernel::Shape(p));
+  }
+  if (npt > 0) {
+    p.token_offset = ndt;
+    p.num_tokens = npt;
+    be.Launch(SwaKernel{p}, SwaKernel::Shape(p));
+  }
+  if (num_prefills > 0)
+    Issue(be, SwaPrefillMetadataKernel{in.device.query_start_loc, in.device.seq_lens, gather, z.num_decodes,
+                                       num_prefills, s.consts.swa_window});
+  return be.status();
+}
+
+// DeepseekV4SparseMLAMetadataBuilder.build, ratio 2: block_table_tensor.clamp_(min=0) [k] (in
+// place on the step's block table: vLLM's own side effect), then get_compressed_slot_mapping:
+// out.fill_(-1) [f] and _compressed_slot_mapping_kernel [k]. It reads the device qsl, not the
+// token map (VLLM_CODE_MAP.md s.4: always right). Ratio 1 launches nothing: it hands out
+// cm.slot_mapping and the shared token map.
+template <class Backend>
+absl::Status MlaRatio2Build(Backend& be, const SuiteStep& s) {
+  const BatchInputs& in = *s.in;
+  const BatchSizes& z = in.sizes;
+  if (z.num_reqs > 0 && z.bt_width > 0)
+    Issue(be, ops::ClampMinZero2DKernel{const_cast<int32_t*>(in.device.block_table), z.bt_stride, z.num_reqs,
+                                        z.bt_width});
+  FillI64MinusOne(be, s.out.mla_r2_slots, z.capacity);
+  const CompressedSlotParams c = MakeCompressedSlotParams(z, in.device, s.consts, 2, nullptr, s.out.mla_r2_slots);
+  DS_RETURN_IF_ERROR(CanImplementCompressedSlots(c));
+  if (CompressedSlotKernel::Shape(c).grid > 0) be.Launch(CompressedSlotKernel{c}, CompressedSlotKernel::Shape(c));
+  return be.status();
+}
+
+// CompressorMetadataBuilder.build: _ring_slot_mapping_kernel [k], reading the state's token map.
+template <class Backend>
+absl::Status RingBuild(Backend& be, const SuiteStep& s, const int32_t* t2r) {
+  const BatchInputs& in = *s.in;
+  const RingSlotParams ring = MakeRingSlotParams(in.sizes, in.device, s.consts, t2r, s.out.ring_slots);
+  DS_RETURN_IF_ERROR(CanImplementRingSlots(ring));
+  if (RingSlotKernel::Shape(ring).grid > 0) be.Launch(RingSlotKernel{ring}, RingSlotKernel::Shape(ring));
+  return be.status();
+}
+
+}  // namespace dspark::vllm_ops
+
+#include "kernels/suite/vllm_indexer_ops.h"
