@@ -489,19 +489,21 @@ TEST(Calibration, FitRoundTripsThroughTheTimeModelLoader) {
       {Impl::kFused, SeedCase::kVerify, 64, 384, 122.0}, {Impl::kFused, SeedCase::kPrefill, 16, 8192, 100.0},
       {Impl::kFused, SeedCase::kPrefill, 64, 8192, 900.0}, {Impl::kChain, SeedCase::kDecode, 16, 16, 190.0},
       {Impl::kChain, SeedCase::kVerify, 4, 24, 150.0}};
+  // Calibration keys are the canonical names of the registry.
+  const std::string kFusedKey(ImplName(Impl::kFused)), kChainKey(ImplName(Impl::kChain));
   const nlohmann::ordered_json m =
       FitCalibration(pts, {Impl::kChain, Impl::kFused}, {SeedCase::kPrefill, SeedCase::kDecode, SeedCase::kVerify});
-  ASSERT_TRUE(m.contains("fused"));
-  EXPECT_DOUBLE_EQ(m["fused"]["gpu_us"]["decode"].get<double>(), 40.0);
-  EXPECT_DOUBLE_EQ(m["fused"]["gpu_us"]["dspark_verify"].get<double>(), 50.0);
-  EXPECT_DOUBLE_EQ(m["fused"]["gpu_us"]["prefill"].get<double>(), 100.0);
+  ASSERT_TRUE(m.contains(kFusedKey));
+  EXPECT_DOUBLE_EQ(m[kFusedKey]["gpu_us"]["decode"].get<double>(), 40.0);
+  EXPECT_DOUBLE_EQ(m[kFusedKey]["gpu_us"]["dspark_verify"].get<double>(), 50.0);
+  EXPECT_DOUBLE_EQ(m[kFusedKey]["gpu_us"]["prefill"].get<double>(), 100.0);
   // Least squares over (x, y) = (160, 80) and (288, 72) through the origin.
   const double slope = (160.0 * 80 + 288.0 * 72) / (160.0 * 160 + 288.0 * 288);
-  EXPECT_DOUBLE_EQ(m["fused"]["gpu_us_per_token"].get<double>(), slope);
-  EXPECT_FALSE(m["fused"]["serializes_host"].get<bool>());
-  EXPECT_TRUE(m["chain"]["serializes_host"].get<bool>());
-  EXPECT_FALSE(m["chain"].contains("gpu_us_per_token")) << "no point above the reference";
-  EXPECT_FALSE(m["chain"]["gpu_us"].contains("dspark_verify")) << "no point at the reference batch";
+  EXPECT_DOUBLE_EQ(m[kFusedKey]["gpu_us_per_token"].get<double>(), slope);
+  EXPECT_FALSE(m[kFusedKey]["serializes_host"].get<bool>());
+  EXPECT_TRUE(m[kChainKey]["serializes_host"].get<bool>());
+  EXPECT_FALSE(m[kChainKey].contains("gpu_us_per_token")) << "no point above the reference";
+  EXPECT_FALSE(m[kChainKey]["gpu_us"].contains("dspark_verify")) << "no point at the reference batch";
 
   nlohmann::ordered_json doc;
   doc["meta"] = {{"gpu", "test GPU"}, {"driver", "0.0"}, {"date", "2026-01-01"}, {"measurements", {1, 2}}};
