@@ -22,6 +22,13 @@ timeout $(left 200) build-gpu/dspark-sim bench --out "$o/bench" --full-run > "$o
 timeout $(left 60) build-gpu/dspark-sim calibrate --out "$o/calibration_h200.json" > "$o/calibrate.txt" 2>&1; stamp "calibrate rc=$?"
 timeout $(left 45) build-gpu/dspark-sim microbench --json "$o/microbench.json" > "$o/microbench.txt" 2>&1; stamp "microbench rc=$?"
 timeout $(left 45) python3 scripts/triton_baseline.py --json "$o/triton.json" > "$o/triton.txt" 2>&1; stamp "triton rc=$?"
+# Issue 11's worked example: a dumped real-trace run replayed through the Triton pair of #56562.
+timeout $(left 40) build-gpu/dspark-sim run --trace .gpu-data/azure_llm_inference_conv_2023.csv --num-requests 64 \
+  --mode adaptive --no-check --out "$o/dump-run" --dump-steps "$o/dump" --dump-steps-limit 400 > "$o/dump-run.txt" 2>&1
+stamp "dump rc=$?"
+timeout $(left 90) python3 scripts/replay_steps.py "$o/dump" --device cuda --impl scripts/replay_examples/triton_56562.py:build \
+  --json "$o/replay_triton.json" > "$o/replay_triton.txt" 2>&1; stamp "replay triton rc=$?"; cat "$o/replay_triton.txt"
+rm -rf "$o/dump"
 timeout $(left 60) build-gpu/dspark-sim sweep --config plots/sweep_speed8k.cfg --no-check --calibration "$o/calibration_h200.json" \
   --out "$o/sweep" > "$o/sweep.txt" 2>&1; stamp "sweep (cpu executor on this host) rc=$?"
 timeout $(left 60) build-gpu/dspark-sim sweep --workload speed-8k --concurrency 1,8 --num-requests 4 --impl fused,fused-suite \

@@ -227,7 +227,10 @@ TEST(SuiteGpuChain, CaptureForTimingReplaysCaptureTimeHostData) {
   ASSERT_TRUE(gpu->Replay(Impl::kChain).ok());  // still step a's host-side data
   r = gpu->Download(Impl::kChain);
   ASSERT_TRUE(r.ok());
-  EXPECT_FALSE(r->mismatches.empty()) << "a replayed chain graph must not follow the new step";
+  // (a) reads only the host split (its mapping); its builders read the device seq_lens and block
+  // table like vLLM's. Both steps have the same uniform verification split, so the replayed
+  // capture-time mapping is still right and the replay follows step b's device data exactly.
+  EXPECT_TRUE(r->mismatches.empty()) << DescribeMismatches(r->mismatches);
 
   ASSERT_TRUE(gpu->CaptureForTiming(Impl::kChain).ok());
   const absl::StatusOr<const SuiteGraph*> graph = gpu->Graph(Impl::kChain);

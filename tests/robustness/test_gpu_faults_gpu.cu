@@ -249,9 +249,11 @@ TEST(GpuFaultInjection, CudaErrorInStep5NamesStepAndCallAndKeepsTheFiveCompleted
   EXPECT_EQ(s["error"].get<std::string>().rfind("gpu executor, step 5 (", 0), 0u);
   const nlohmann::json& g = s["gpu_executor"];
   EXPECT_EQ(g["steps"], 5);
-  EXPECT_EQ(g["impls"]["fused"]["steps"], 5);
-  EXPECT_EQ(g["impls"]["chain"]["steps"], 5);
-  EXPECT_EQ(g["impls"]["fused"]["host_us"]["samples"], 5);
+  // Sections are keyed by the registry's canonical names (fused and chain are aliases).
+  const std::string fused(ImplName(Impl::kFused)), chain(ImplName(Impl::kChain));
+  EXPECT_EQ(g.at("impls").at(fused).at("steps"), 5);
+  EXPECT_EQ(g.at("impls").at(chain).at("steps"), 5);
+  EXPECT_EQ(g.at("impls").at(fused).at("host_us").at("samples"), 5);
   EXPECT_TRUE(g["device"].contains("gpu"));
   EXPECT_EQ(Lines(SlurpFile(fs::path(out) / "steps.csv")), 1 + 5);
   EXPECT_EQ(Lines(SlurpFile(fs::path(out) / "gpu_steps.csv")), 1 + 5 * 2);
