@@ -60,7 +60,7 @@ absl::Status IndexerDecodeChain(Backend& be, const SuiteStep& s, const IndexerOu
   // _build_varlen_decode_indices: indices[:A] = repeat_interleave(arange[:nd], decode_lens, A)
   if (A > 0) {
     DS_ASSIGN_OR_RETURN(const int32_t* index, RepeatInterleaveIndex(be, o.decode_lens, nd, A));
-    Issue(be, ops::GatherKernel{s.arange, nd, index, idx_tmp, A});
+    IndexSelect(be, s.arange, nd, index, idx_tmp, A);
     CopyD2D(be, o.indices, idx_tmp, A);
   }
   if (A < ndt) {  // indices[A:ndt] = num_decodes + arange[:pad]
@@ -72,7 +72,7 @@ absl::Status IndexerDecodeChain(Backend& be, const SuiteStep& s, const IndexerOu
   Issue(be, Vec(V(off), V(qsl), off, nd, BinaryOp::kSub));
   if (A > 0) {
     DS_ASSIGN_OR_RETURN(const int32_t* index, RepeatInterleaveIndex(be, o.decode_lens, nd, A));
-    Issue(be, ops::GatherKernel{off, nd, index, eoff, A});
+    IndexSelect(be, off, nd, index, eoff, A);
     // decode_seq_lens_buffer[:A] = expanded_offsets + arange[:A] + 1
     Issue(be, Vec(V(eoff), V(s.arange), eoff, A, BinaryOp::kAdd));
     Issue(be, ops::AddScalarKernel{eoff, eoff, A, 1});
@@ -82,7 +82,7 @@ absl::Status IndexerDecodeChain(Backend& be, const SuiteStep& s, const IndexerOu
   // expanded_block_table_buffer[:A] = repeat_interleave(block_table, decode_lens, dim=0, A)
   if (A > 0 && W > 0) {
     DS_ASSIGN_OR_RETURN(const int32_t* index, RepeatInterleaveIndex(be, o.decode_lens, nd, A));
-    Issue(be, ops::GatherRowsKernel{in.device.block_table, nd, z.bt_stride, index, rows, W, A, W});
+    IndexSelectRows(be, in.device.block_table, nd, z.bt_stride, index, rows, W, A, W);
     Issue(be, ops::Copy2DKernel{rows, W, o.bt_out, s.layout.bt_out_stride, A, W});
   }
   if (A < ndt && W > 0)  // expanded_block_table_buffer[A:ndt, 0] = 0: column 0 only
