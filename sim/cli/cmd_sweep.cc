@@ -1,4 +1,4 @@
-// `dspark-sim sweep`: option parsing and the subcommand; the sweep itself is sim/studies/sweep.cc.
+// `dspark-sim sweep`: option parsing and the subcommand; the sweep itself is sim/studies/sweep*.cc.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
