@@ -23,6 +23,7 @@
 #include "kernels/common/status_macros.h"
 #include "sim/model/acceptance.h"
 #include "sim/cli/cli_registry.h"
+#include "sim/cli/command.h"
 #include "sim/studies/run.h"
 #include "sim/studies/config.h"
 #include "sim/exec/cuda_device.h"
@@ -99,19 +100,8 @@ absl::StatusOr<BenchConfig> ParseBenchArgs(int argc, char** argv, std::string* h
   BenchConfig c;
   for (int i = 0; i < argc; ++i) c.argv.emplace_back(argv[i]);
   const po::options_description desc = BenchOptions();
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    return absl::InvalidArgumentError(absl::StrCat(e.what(), " (see dspark-sim bench --help)"));
-  }
-  if (vm.count("help")) {
-    std::ostringstream text;
-    text << desc;
-    *help = text.str();
-    return c;
-  }
+  DS_ASSIGN_OR_RETURN(const po::variables_map vm, cli::ParseCommandLine(desc, argc, argv, "bench", help));
+  if (!help->empty()) return c;
   c.out_dir = vm["out"].as<std::string>();
   if (vm["cold-l2"].as<bool>() && vm["warm-l2"].as<bool>())
     return absl::InvalidArgumentError("--cold-l2 and --warm-l2 contradict each other");
@@ -791,30 +781,10 @@ absl::StatusOr<BenchOutcome> RunBench(const BenchConfig& cfg) {
 
 namespace {
 
-int BenchCommand(int argc, char** argv) {
-  std::string help;
-  auto cfg = ParseBenchArgs(argc, argv, &help);
-  if (!cfg.ok()) {
-    std::fprintf(stderr, "dspark-sim bench: %s\n", std::string(cfg.status().message()).c_str());
-    return 2;
-  }
-  if (!help.empty()) {
-    std::printf("%s", help.c_str());
-    return 0;
-  }
-  if (auto s = cfg->Validate(); !s.ok()) {
-    std::fprintf(stderr, "dspark-sim bench: %s\n", std::string(s.message()).c_str());
-    return 2;
-  }
-  if (const absl::Status s = RequireCudaDeviceToMeasure("bench"); !s.ok()) {
-    std::fprintf(stderr, "dspark-sim bench: %s\n", std::string(s.message()).c_str());
-    return 2;
-  }
-  auto outcome = RunBench(*cfg);
-  if (!outcome.ok()) {
-    std::fprintf(stderr, "dspark-sim bench: %s\n", std::string(outcome.status().message()).c_str());
-    return outcome.status().code() == absl::StatusCode::kFailedPrecondition ? 2 : 1;
-  }
+int BenchMain(BenchConfig& cfg) {
+  if (const absl::Status s = RequireCudaDeviceToMeasure("bench"); !s.ok()) return cli::CommandError("bench", s, 2);
+  auto outcome = RunBench(cfg);
+  if (!outcome.ok()) return cli::CommandError("bench", outcome.status(), absl::IsFailedPrecondition(outcome.status()) ? 2 : 1);
   std::fputs(outcome->markdown.c_str(), stdout);
   std::fflush(stdout);
   for (const std::string& w : outcome->warnings) std::fprintf(stderr, "dspark-sim bench: warning: %s\n", w.c_str());
@@ -823,6 +793,10 @@ int BenchCommand(int argc, char** argv) {
     return 3;
   }
   return 0;
+}
+
+int BenchCommand(int argc, char** argv) {
+  return cli::RunParsedCommand<BenchConfig>("bench", argc, argv, ParseBenchArgs, BenchMain);
 }
 
 const cli::RegisterCommand kRegisterBench(

@@ -29,6 +29,7 @@
 #include "kernels/suite/gpu_suite.cuh"
 #include "kernels/token_map_impls.h"
 #include "sim/cli/cli_registry.h"
+#include "sim/cli/command.h"
 #include "sim/exec/cuda_device.h"
 #include "sim/exec/gpu_timing.cuh"
 #include "sim/results/git_info.h"
@@ -369,8 +370,16 @@ nlohmann::ordered_json StatsJson(const SampleStats& s) {
           {"min_us", s.min_us},       {"max_us", s.max_us}, {"samples", s.n}};
 }
 
-int RunMicrobench(int argc, char** argv) {
+// The options and the cases they name.
+struct MicrobenchPlan {
+  std::vector<std::string> argv;  // for the JSON meta
   Config cfg;
+  std::vector<BenchCase> cases;
+};
+
+absl::StatusOr<MicrobenchPlan> ParseMicrobenchArgs(int argc, char** argv, std::string* help) {
+  MicrobenchPlan plan;
+  Config& cfg = plan.cfg;
   po::options_description desc(
       "dspark-sim microbench: GPU time per call of the token-mapping and indexer-decode metadata\n"
       "implementations (median, p10, p90 over graph replays or eager calls), beside the\n"
@@ -389,37 +398,23 @@ int RunMicrobench(int argc, char** argv) {
       "persistent buffer length [tokens]; raised to next_pow2(N) for cases that need more")(
       "device", po::value<int>(&cfg.device)->default_value(cfg.device), "CUDA device ordinal")(
       "json", po::value<std::string>(&cfg.json_path), "also write the results as JSON to this path");
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "dspark-sim microbench: %s\n\n", e.what());
-    std::cerr << desc << "\n";
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
-  if (const absl::Status s = cfg.Validate(); !s.ok()) {
-    std::fprintf(stderr, "dspark-sim microbench: %s\n", std::string(s.message()).c_str());
-    return 2;
-  }
-  std::vector<BenchCase> cases;
+  DS_ASSIGN_OR_RETURN(const po::variables_map vm, cli::ParseCommandLine(desc, argc, argv, "microbench", help));
+  if (!help->empty()) return plan;
+  plan.argv.assign(argv, argv + argc);
+  // The cases are made from a valid config only.
+  DS_RETURN_IF_ERROR(cfg.Validate());
   for (const auto& name : absl::StrSplit(cfg.cases, ',', absl::SkipEmpty())) {
-    auto c = MakeCase(std::string(name), cfg);
-    if (!c.ok()) {
-      std::fprintf(stderr, "dspark-sim microbench: %s\n", std::string(c.status().message()).c_str());
-      return 2;
-    }
-    cases.push_back(*std::move(c));
+    DS_ASSIGN_OR_RETURN(BenchCase c, MakeCase(std::string(name), cfg));
+    plan.cases.push_back(std::move(c));
   }
+  return plan;
+}
 
-  if (const absl::Status s = sim::RequireCudaDeviceToMeasure("microbench"); !s.ok()) {
-    std::fprintf(stderr, "dspark-sim microbench: %s\n", std::string(s.message()).c_str());
-    return 2;
-  }
+int MicrobenchMain(MicrobenchPlan& plan) {
+  const Config& cfg = plan.cfg;
+  const std::vector<BenchCase>& cases = plan.cases;
+  if (const absl::Status s = sim::RequireCudaDeviceToMeasure("microbench"); !s.ok())
+    return cli::CommandError("microbench", s, 2);
   int device_count = 0;
   CUDA_CHECK(cudaGetDeviceCount(&device_count));
   if (cfg.device < 0 || cfg.device >= device_count) {
@@ -442,10 +437,8 @@ int RunMicrobench(int argc, char** argv) {
             absl::StrFormat("microbench case %s: capacity=%d, bt_stride=%d, %d requests", c.name, c.capacity,
                             cfg.bt_stride, c.num_reqs()),
             "lower --capacity or --bt-stride");
-        !s.ok()) {
-      std::fprintf(stderr, "dspark-sim microbench: %s\n", std::string(s.message()).c_str());
-      return 2;
-    }
+        !s.ok())
+      return cli::CommandError("microbench", s, 2);
   if (cfg.reps < 100) std::fprintf(stderr, "note: --reps=%d is below the 100 samples the method asks for\n", cfg.reps);
 
   std::printf("# dspark-sim microbench\n\n%s (sm_%d%d, %d SMs, L2 %.0f MiB), driver %s, CUDA driver API %s, runtime %s, %s\n",
@@ -464,7 +457,7 @@ int RunMicrobench(int argc, char** argv) {
   const sim::GitRevision git = sim::ReadGitRevision();
   nlohmann::ordered_json out;
   out["meta"] = {{"schema", "dspark-sim/microbench/v1"},
-                 {"argv", std::vector<std::string>(argv, argv + argc)},
+                 {"argv", plan.argv},
                  {"device", meta.device_name},
                  {"compute_capability", absl::StrFormat("%d.%d", meta.cc_major, meta.cc_minor)},
                  {"sm_count", meta.sm_count},
@@ -563,10 +556,8 @@ int RunMicrobench(int argc, char** argv) {
               "expected findings for host-reading / chain rows, BUG is not.\n");
 
   if (!cfg.json_path.empty()) {
-    if (absl::Status s = sim::WriteFileAtomically(cfg.json_path, out.dump(2) + "\n"); !s.ok()) {
-      std::fprintf(stderr, "dspark-sim microbench: --json: %s\n", std::string(s.message()).c_str());
-      return 1;
-    }
+    if (absl::Status s = sim::WriteFileAtomically(cfg.json_path, out.dump(2) + "\n"); !s.ok())
+      return cli::CommandError("microbench", "--json: ", s, 1);
     std::printf("wrote %s\n", cfg.json_path.c_str());
   }
   if (any_bug) {
@@ -574,6 +565,10 @@ int RunMicrobench(int argc, char** argv) {
     return 3;
   }
   return 0;
+}
+
+int RunMicrobench(int argc, char** argv) {
+  return cli::RunParsedCommand<MicrobenchPlan>("microbench", argc, argv, ParseMicrobenchArgs, MicrobenchMain);
 }
 
 const cli::RegisterCommand kRegister("microbench",
