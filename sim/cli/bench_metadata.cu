@@ -57,6 +57,7 @@ absl::StatusOr<MetadataSection> RunMetadata(const BenchConfig& cfg, std::FILE* p
                       GpuSuite::Create(CapacityForBatches(batches), ModelConsts{}, static_cast<int>(cfg.impls.size())));
   timing::TimingOptions opt;
   opt.reps = cfg.reps;
+  opt.stopping = cfg.Stopping();
   opt.warmup = cfg.warmup;
   opt.l2 = cfg.cold_l2 ? timing::L2Mode::kCold : timing::L2Mode::kWarm;
   try {
@@ -79,6 +80,33 @@ absl::StatusOr<MetadataSection> RunMetadata(const BenchConfig& cfg, std::FILE* p
 }
 
 
+namespace {
+
+// The count each row of `method` took and why it stopped (sim/exec/sample_stopping.h).
+template <typename Get>
+void SamplesMarkdown(const BenchConfig& cfg, const std::vector<std::string>& cases, const char* method,
+                     const Get& get, std::string* md) {
+  absl::StrAppendFormat(md, "\nSamples per row (why the row stopped; relative standard error of the mean):\n\n");
+  std::string head = "| Case |", rule = "|---|";
+  for (Impl impl : cfg.impls) {
+    absl::StrAppend(&head, " ", ImplKeyStr(impl), " |");
+    absl::StrAppend(&rule, "---:|");
+  }
+  absl::StrAppend(md, head, "\n", rule, "\n");
+  for (const std::string& c : cases) {
+    std::string line = absl::StrCat("| ", c, " |");
+    for (Impl impl : cfg.impls) {
+      const MetadataRow* r = get(c, method, impl);
+      if (r != nullptr)
+        absl::StrAppendFormat(&line, " %d (%s, %.2f%%)", r->stats.n, r->stop_reason, r->noise_pct);
+      absl::StrAppend(&line, " |");
+    }
+    absl::StrAppend(md, line, "\n");
+  }
+}
+
+}  // namespace
+
 void MetadataMarkdown(const BenchConfig& cfg, const MetadataSection& m, std::string* md) {
   std::vector<std::string> cases;
   for (const MetadataRow& r : m.rows)
@@ -92,8 +120,11 @@ void MetadataMarkdown(const BenchConfig& cfg, const MetadataSection& m, std::str
   std::map<std::string, const timing::Floors*> floors;
   for (const auto& [c, f] : m.floors) floors[c] = &f;
 
-  absl::StrAppendFormat(md, "## Metadata: GPU µs per builder suite, batch %d, L2 %s, %d samples per row\n\n",
-                        cfg.batch, cfg.cold_l2 ? "cold" : "warm", cfg.reps);
+  absl::StrAppendFormat(md,
+                        "## Metadata: GPU µs per builder suite, batch %d, L2 %s; samples per row: at least %d, then "
+                        "until the relative standard error of the mean is <= %g%%, at most %d or %g s per row\n\n",
+                        cfg.batch, cfg.cold_l2 ? "cold" : "warm", cfg.min_samples, cfg.max_noise_pct, cfg.reps,
+                        cfg.max_time_s);
   for (const char* method : {"graph", "eager"}) {
     const bool graph = std::string(method) == "graph";
     absl::StrAppendFormat(md, "### %s method: median µs [p10-p90] (speedup vs chain)\n\n",
@@ -120,6 +151,7 @@ void MetadataMarkdown(const BenchConfig& cfg, const MetadataSection& m, std::str
       absl::StrAppend(&line, " ", f ? Md(graph ? f->graph.median_us : f->eager.median_us) : "", " |\n");
       absl::StrAppend(md, line);
     }
+    SamplesMarkdown(cfg, cases, method, get, md);
     if (graph)
       absl::StrAppend(md,
                       "\n† chain and cached read host boundaries and cannot be correct inside a graph; their graph "

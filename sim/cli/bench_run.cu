@@ -208,6 +208,13 @@ absl::StatusOr<BenchOutcome> RunBench(const BenchConfig& cfg) {
   }
   meta["l2_mode"] = cfg.cold_l2 ? "cold" : "warm";
   meta["reps"] = cfg.reps;
+  meta["stopping"] = {{"min_samples", cfg.min_samples},
+                      {"max_samples", cfg.reps},
+                      {"max_noise_pct", cfg.max_noise_pct},
+                      {"max_time_s", cfg.max_time_s},
+                      {"rule", "NVBench-style: after min_samples, stop once the relative standard error of the "
+                               "mean is <= max_noise_pct; always at max_samples or after max_time_s of timed "
+                               "samples per row (the time limit wins over min_samples)"}};
   meta["warmup"] = cfg.warmup;
   meta["batch"] = cfg.batch;
   meta["seed"] = cfg.seed;
@@ -278,7 +285,7 @@ absl::StatusOr<BenchOutcome> RunBench(const BenchConfig& cfg) {
     DS_RETURN_IF_ERROR(WriteFileAtomically(
         out / "bench_metadata.csv",
         Csv(j["meta"], j["metadata"],
-            {"case", "impl", "method", "gpu_us_median", "gpu_us_p10", "gpu_us_p90", "samples", "launches",
+            {"case", "impl", "method", "gpu_us_median", "gpu_us_p10", "gpu_us_p90", "samples", "stop_reason", "noise_pct", "launches",
              "speedup_vs_chain", "floor_us", "ratio_vs_floor", "host_us_median", "stale_host", "padding_residue",
              "bug", "graph_timing_only", "num_reqs", "num_tokens"})));
   if (cfg.tpot)

@@ -55,7 +55,10 @@ po::options_description BenchOptions() {
     ("out", po::value<std::string>()->default_value("results/bench"), "output directory (bench.json, bench_metadata.csv, bench_tpot.csv)")
     ("cold-l2", po::bool_switch(), "flush L2 (write max(2 x L2, 256 MiB)) before every sample, outside the timed region (default)")
     ("warm-l2", po::bool_switch(), "no flush")
-    ("reps", po::value<int>()->default_value(200), "timed samples per metadata row (>= 100 for the method; >= 10 accepted)")
+    ("reps", po::value<int>()->default_value(1000), "the most timed samples per metadata row (with --max-noise 0 --max-time-s 0: exactly this many)")
+    ("min-samples", po::value<int>()->default_value(100), "timed samples per row before the noise may stop it (>= 100 for the method)")
+    ("max-noise", po::value<double>()->default_value(0.5), "[%] stop a row once the relative standard error of its mean is at most this (0: off)")
+    ("max-time-s", po::value<double>()->default_value(1.0), "[s] stop a row after this much wall time of timed samples, even below --min-samples (0: no limit)")
     ("warmup", po::value<int>()->default_value(10), "untimed samples before each row")
     ("impl", po::value<std::string>()->default_value("all"), absl::StrCat("implementations: a comma list, or all, of\n", ImplHelpText()).c_str())
     ("cases", po::value<std::string>()->default_value("all"), "metadata cases: comma list of prefill, chunked_prefill, mixed, decode, dspark_verify, dspark_adaptive_verify, dspark_draft, dspark_adaptive_draft, or all")
@@ -79,6 +82,7 @@ po::options_description BenchOptions() {
 
 absl::Status BenchConfig::Validate() const {
   if (reps < 10) return absl::InvalidArgumentError(absl::StrFormat("--reps=%d: need at least 10", reps));
+  DS_RETURN_IF_ERROR(Stopping().Validate());
   if (warmup < 0) return absl::InvalidArgumentError(absl::StrFormat("--warmup=%d: need >= 0", warmup));
   if (impls.empty()) return absl::InvalidArgumentError("--impl: expected at least one implementation");
   if (cases.empty()) return absl::InvalidArgumentError("--cases: expected at least one case");
@@ -96,6 +100,15 @@ absl::Status BenchConfig::Validate() const {
   return absl::OkStatus();
 }
 
+timing::StoppingCriterion BenchConfig::Stopping() const {
+  timing::StoppingCriterion c;
+  c.min_samples = min_samples;
+  c.max_samples = reps;
+  c.max_noise = max_noise_pct / 100.0;
+  c.max_time_s = max_time_s;
+  return c;
+}
+
 absl::StatusOr<BenchConfig> ParseBenchArgs(int argc, char** argv, std::string* help) {
   BenchConfig c;
   for (int i = 0; i < argc; ++i) c.argv.emplace_back(argv[i]);
@@ -107,6 +120,9 @@ absl::StatusOr<BenchConfig> ParseBenchArgs(int argc, char** argv, std::string* h
     return absl::InvalidArgumentError("--cold-l2 and --warm-l2 contradict each other");
   c.cold_l2 = !vm["warm-l2"].as<bool>();
   c.reps = vm["reps"].as<int>();
+  c.min_samples = vm["min-samples"].as<int>();
+  c.max_noise_pct = vm["max-noise"].as<double>();
+  c.max_time_s = vm["max-time-s"].as<double>();
   c.warmup = vm["warmup"].as<int>();
   auto impls = ParseImplKeyList(vm["impl"].as<std::string>());
   if (!impls.ok()) return absl::InvalidArgumentError(absl::StrCat("--impl: ", impls.status().message()));

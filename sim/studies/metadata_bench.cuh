@@ -43,6 +43,8 @@ struct MetadataRow {
   int32_t num_reqs = 0;        // R (padded)
   int32_t num_tokens = 0;      // N (padded)
   timing::SampleStats stats;   // [µs]
+  std::string stop_reason;     // why sampling stopped: "noise", "time" or "max_samples" (a fixed count)
+  double noise_pct = 0;        // [%] relative standard error of the mean of the samples
   int64_t launches = 0;        // graph: nodes of the captured graph; eager: launches and copies issued
   SuiteGraph::NodeCounts nodes;  // graph rows
   OpCounters counters;         // what one suite issued (counted by the backend)
