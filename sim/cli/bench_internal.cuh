@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdio>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,6 +34,8 @@ double MedianOf(std::vector<double> v);
 struct MetadataSection {
   std::vector<MetadataRow> rows;
   std::vector<std::pair<std::string, timing::Floors>> floors;  // per case
+  std::map<std::string, timing::SampleStats> cupti_floors;      // per case, the CUPTI method's
+  std::string cupti_status = "ok";                              // why the CUPTI method is missing
   double flush_bytes = 0;
 };
 

@@ -123,7 +123,10 @@ std::vector<IndexerCase> IndexerRandomCases(uint64_t seed, int count) {
     const int32_t floor = std::max(c.num_decode_tokens, c.num_decodes);
     const int32_t pick = rng.Uniform(0, 3);
     c.capacity = floor + (pick == 0 ? 0 : pick == 1 ? 1 : rng.Uniform(2, 600));
-    c.bt_width = large ? rng.Uniform(1, 5) : rng.Uniform(1, 70);
+    // Wide rows cross the kernels' staging bounds (4 columns per lane of 128; a guessed row fits
+    // 512 columns).
+    const int32_t wide[] = {129, 300, 512, 513, 1100};
+    c.bt_width = large ? rng.Uniform(1, 5) : rng.Percent(15) ? wide[rng.Uniform(0, 4)] : rng.Uniform(1, 70);
     c.bt_stride = c.bt_width + rng.Uniform(0, 9);
     c.out_stride = c.bt_width + rng.Uniform(0, 5);
     c.qsl = QslFromLens(c.lens);
