@@ -89,7 +89,8 @@ absl::Status ParseAzureTimestamp(const Location& loc, const CsvField& f, RawRow*
   return absl::OkStatus();
 }
 
-const std::vector<CsvLayout>& CsvLayouts() {  static const auto* layouts = new std::vector<CsvLayout>{
+const std::vector<CsvLayout>& CsvLayouts() {
+  static const auto* layouts = new std::vector<CsvLayout>{
       {TraceFormat::kAzure, {"TIMESTAMP", "ContextTokens", "GeneratedTokens"}},
       {TraceFormat::kVidur, {"arrived_at", "num_prefill_tokens", "num_decode_tokens"}},
       {TraceFormat::kBurstGpt,
