@@ -25,6 +25,8 @@ bool HostMappingField(const FieldMismatch& m) {
 void LayoutRunStats::Add(const LayoutRunStats& o) {
   steps += o.steps;
   runs += o.runs;
+  launches += o.launches;
+  host_syncs += o.host_syncs;
   for (size_t k = 0; k < cells.size(); ++k) cells[k] += o.cells[k];
   stale_split_steps += o.stale_split_steps;
   multi_segment_steps += o.multi_segment_steps;
@@ -97,6 +99,8 @@ std::string CheckStepsOnCpu(const std::vector<CaseBatch>& steps, const ModelCons
         report = ViolationReport(impl, i, b, {"failed on a valid layout: " + r.status().ToString()}, {});
         break;
       }
+      local.launches += r->counters.Launches();
+      local.host_syncs += r->counters.host_syncs;
       for (const FieldMismatch& m : r->mismatches) local.cells[static_cast<int>(m.kind)] += m.count;
       const std::vector<std::string> violations = ClassificationViolations(impl, b, r->mismatches);
       if (!violations.empty()) {

@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -97,11 +98,13 @@ TEST(FuzzLayouts, SeededLayoutsMatchReferencesInEveryImplementation) {
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("fuzz layouts: %llu layouts asked, %lld steps, %lld implementation runs in %.2f s; cells: stale-host %lld, "
-              "padding-residue %lld, bug %lld; stale-split steps %lld, multi-segment FP8 steps %lld\n",
+              "padding-residue %lld, bug %lld; stale-split steps %lld, multi-segment FP8 steps %lld; %.1f launches and %.2f host syncs per step (all implementations)\n",
               static_cast<unsigned long long>(count), static_cast<long long>(stats.steps),
               static_cast<long long>(stats.runs), s, static_cast<long long>(stats.cells[0]),
               static_cast<long long>(stats.cells[1]), static_cast<long long>(stats.cells[2]),
-              static_cast<long long>(stats.stale_split_steps), static_cast<long long>(stats.multi_segment_steps));
+              static_cast<long long>(stats.stale_split_steps), static_cast<long long>(stats.multi_segment_steps),
+              static_cast<double>(stats.launches) / std::max<int64_t>(stats.steps, 1),
+              static_cast<double>(stats.host_syncs) / std::max<int64_t>(stats.steps, 1));
   EXPECT_EQ(stats.runs, stats.steps * static_cast<int64_t>(NumImpls()));
   // The allowed kinds are reached, so the check is not passing on layouts that never differ.
   if (count >= 1000) {
