@@ -128,8 +128,10 @@ CaseBatch DrawLayout(LayoutChoices& ch, const LayoutLimits& l, const ModelConsts
   const DecodeStyle style = static_cast<DecodeStyle>(ch.Range(0, 4));
   std::vector<int32_t> q, ctx;
   int32_t tokens = 0;
+  // Zero-length decode requests among the others (a context or none): they own no token.
+  const bool zero_mid = ch.OneIn(4);
   for (int32_t r = 0; r < D; ++r) {
-    const int32_t len = DecodeQuery(ch, style, K);
+    const int32_t len = zero_mid && ch.OneIn(3) ? 0 : DecodeQuery(ch, style, K);
     if (tokens + len > cap_limit) break;
     q.push_back(len);
     tokens += len;
@@ -137,9 +139,14 @@ CaseBatch DrawLayout(LayoutChoices& ch, const LayoutLimits& l, const ModelConsts
   D = static_cast<int32_t>(q.size());
   P = std::min(P, cap_limit - tokens);
   int32_t remaining = cap_limit - tokens;
+  // Where the limits allow it, the first prefill is often past two FP8 segments (#57207).
+  const bool long_first = cap_limit > 2 * consts.prefill_segment && ch.Bool();
   for (int32_t i = 0; i < P; ++i) {
     const int32_t most = remaining - (P - i - 1);
-    const int32_t len = static_cast<int32_t>(ch.OneIn(3) ? ch.Range(1, most) : ch.Range(1, std::min(most, kSmallQuery)));
+    const int32_t len = static_cast<int32_t>(
+        i == 0 && long_first ? ch.Range(std::min(most, 2 * consts.prefill_segment + 1), most)
+        : ch.OneIn(3)        ? ch.Range(1, most)
+                             : ch.Range(1, std::min(most, kSmallQuery)));
     q.push_back(len);
     remaining -= len;
   }
@@ -221,8 +228,9 @@ CaseBatch DrawLayout(LayoutChoices& ch, const LayoutLimits& l, const ModelConsts
   b.slot_mapping.reserve(1);
 
   static constexpr const char* kShapeNames[] = {"decodes", "prefills", "mixed", "empty"};
-  b.name = absl::StrFormat("%s(%s) D=%d P=%d pad_reqs=%d M=%d N=%d(%s) %s%s host_seq=%s %s nulls=%d%s",
-                           kShapeNames[static_cast<int>(shape)], kStyleNames[static_cast<int>(style)], D, P,
+  b.name = absl::StrFormat("%s(%s)%s D=%d P=%d pad_reqs=%d M=%d N=%d(%s) %s%s host_seq=%s %s nulls=%d%s",
+                           kShapeNames[static_cast<int>(shape)], kStyleNames[static_cast<int>(style)],
+                           zero_mid ? " zero-len" : "", D, P,
                            pad_reqs, M, z.num_tokens, pad_mode == 0 ? "capture" : pad_mode == 1 ? "+pad" : "exact",
                            chunked && P > 0 ? "chunked " : "", stale ? "stale-split" : "fresh-split",
                            kHostSeqNames[static_cast<int>(host_seq)], b.fp8_prefill ? "fp8" : "bf16",

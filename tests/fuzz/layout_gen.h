@@ -4,9 +4,9 @@
 // CI seed and a GPU seed all name a layout exactly.
 //
 // What a layout can hold (each feature is a choice, so every combination is reachable):
-//   - sizes up to the limits' capacity: R requests (real + zero-length padding requests), M real
-//     tokens, N padded (to a CUDA-graph capture size, by a few tokens, or not at all), capacity
-//     from N up to the limit;
+//   - sizes up to the limits' capacity: R requests (real, zero-length ones among the decodes, and
+//     zero-length padding requests), M real tokens, N padded (to a CUDA-graph capture size, by a
+//     few tokens, or not at all), capacity from N up to the limit;
 //   - decodes only (plain, DSpark verify 1 + K, adaptive 1 + k_r, draft K or its adaptive split),
 //     prefills only (fresh or chunked, after a context of up to max_context), or both;
 //   - block tables [R, bt_stride] with stride slack and extra columns, null blocks (block 0,

@@ -185,7 +185,7 @@ TEST(FuzzLayouts, GeneratorIsDeterministicValidAndReachesEveryFeature) {
   const ModelConsts consts;
   const LayoutProfile profile;
   int padding_reqs = 0, padded_tokens = 0, stale = 0, host_bound = 0, strided = 0, nulls = 0, unstored = 0, fp8 = 0,
-      bf16 = 0, chunked = 0, mixed = 0, empty = 0, wide_capacity = 0;
+      bf16 = 0, chunked = 0, mixed = 0, empty = 0, wide_capacity = 0, zero_len_mid = 0;
   for (uint64_t i = 0; i < 2000; ++i) {
     SeededChoices a(LayoutSeed(7, i)), b(LayoutSeed(7, i));
     const std::vector<CaseBatch> x = DrawSteps(a, profile, consts), y = DrawSteps(b, profile, consts);
@@ -217,11 +217,16 @@ TEST(FuzzLayouts, GeneratorIsDeterministicValidAndReachesEveryFeature) {
       chunked += c.name.find("chunked") != std::string::npos;
       mixed += z.num_decodes > 0 && z.num_decodes < z.num_reqs && c.qsl[z.num_decodes] > 0;
       empty += M == 0;
+      for (int32_t r = 0; r + 1 < z.num_decodes; ++r)
+        if (c.qsl[r + 1] == c.qsl[r] && c.qsl[r + 1] < c.qsl[z.num_decodes]) {
+          ++zero_len_mid;
+          break;
+        }
       for (int32_t t = 0; t < M && unstored == 0; ++t) unstored += c.slot_mapping[t] == -1;
     }
   }
   for (int seen : {padding_reqs, padded_tokens, stale, host_bound, strided, nulls, unstored, fp8, bf16, chunked, mixed,
-                   empty, wide_capacity})
+                   empty, wide_capacity, zero_len_mid})
     EXPECT_GT(seen, 0);
   const uint8_t bytes[] = {9, 200, 3, 77, 1, 0, 250, 13, 42, 42, 5};
   ByteChoices p(bytes, sizeof(bytes)), q(bytes, sizeof(bytes));
