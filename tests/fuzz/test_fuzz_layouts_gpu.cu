@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -152,6 +153,7 @@ TEST(FuzzLayoutsGpu, SeededLayoutsMatchReferencesInEveryImplementation) {
                     now / std::max(elapsed(), 1e-9));
     }
   };
+  (void)AllImpls();  // the registry freezes on its first read: here, before the threads read it
   std::vector<std::thread> pool;
   for (Worker& w : workers) pool.emplace_back(work, std::ref(w));
   for (std::thread& t : pool) t.join();
