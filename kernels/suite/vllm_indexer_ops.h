@@ -123,16 +123,18 @@ absl::Status IndexerRatio2Divide(Backend& be, const SuiteStep& s, int32_t* dsl, 
   return be.status();
 }
 
-// get_paged_mqa_logits_metadata(seq_lens, num_states, num_sms, indices) [k] (a stand-in of its
-// shape, kernels/indexer_prefill.cuh) and schedule_metadata[:] = metadata [c].
+// get_paged_mqa_logits_metadata(seq_lens, num_states, num_sms, indices=decode_indices) [k]
+// (DeepGEMM's varlen scheduler, kernels/paged_mqa_schedule.cuh) and schedule_metadata[:] =
+// metadata [c] (DeepseekV32IndexerMetadataBuilder.build, the end of its decode branch).
 template <class Backend>
-absl::Status IndexerSchedule(Backend& be, const int32_t* seq_lens, int32_t rows) {
+absl::Status IndexerSchedule(Backend& be, const int32_t* seq_lens, const int32_t* indices, int32_t rows) {
   const size_t cells = 2 * static_cast<size_t>(kNumSms + 1);
   int32_t* metadata = be.template Scratch<int32_t>(cells);
   int32_t* schedule = be.template Scratch<int32_t>(cells);
+  int32_t* work = be.template Scratch<int32_t>(2 * static_cast<size_t>(MaxI(rows, 1)));
   DS_RETURN_IF_ERROR(be.status());
-  const SchedulerMetadataParams p{seq_lens, metadata, rows, kNumSms};
-  be.Launch(SchedulerMetadataKernel{p}, SchedulerMetadataKernel::Shape(p));
+  const PagedMqaScheduleParams p{seq_lens, indices, work, metadata, rows, kNumSms};
+  be.Launch(PagedMqaScheduleKernel{p}, PagedMqaScheduleKernel::Shape(p));
   CopyD2D(be, schedule, metadata, static_cast<int64_t>(cells));
   return be.status();
 }
@@ -242,7 +244,7 @@ absl::Status IndexerBuild(Backend& be, const SuiteStep& s, int k, bool fused) {
   }
   DS_RETURN_IF_ERROR(fused ? IndexerDecodeFused(be, s, work) : IndexerDecodeChain(be, s, work));
   if (ratio == 2) DS_RETURN_IF_ERROR(IndexerRatio2Divide(be, s, work.seq_out, o.seq_out, !esl_path));
-  return IndexerSchedule(be, o.seq_out, ndt);
+  return IndexerSchedule(be, o.seq_out, o.indices, ndt);
 }
 
 }  // namespace dspark::vllm_ops

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "kernels/indexer_prefill.cuh"
+#include "kernels/paged_mqa_schedule.cuh"
 #include "kernels/suite/suite_impls.h"
 
 namespace dspark::vllm_ops {
