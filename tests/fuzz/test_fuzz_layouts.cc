@@ -21,23 +21,14 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "kernels/suite/impl_registry.h"
 #include "tests/fuzz/layout_check.h"
 #include "tests/fuzz/layout_gen.h"
+#include "tests/fuzz/layout_test_env.h"
 
 namespace dspark::fuzz {
 namespace {
-
-uint64_t EnvU64(const char* name, uint64_t fallback) {
-  const char* v = std::getenv(name);
-  uint64_t out = 0;
-  if (v == nullptr || *v == '\0') return fallback;
-  if (absl::SimpleAtoi(v, &out) || absl::SimpleHexAtoi(v, &out)) return out;
-  ADD_FAILURE() << name << "=" << v << ": expected a decimal or 0x-hex integer";
-  return fallback;
-}
 
 // The layout seed being checked, for a crash (which no test assertion outlives) to name it.
 volatile uint64_t g_current_seed = 0;

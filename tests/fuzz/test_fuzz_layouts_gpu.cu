@@ -25,24 +25,15 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "tests/common/gpu_test_util.cuh"
 #include "tests/fuzz/gpu_layout_lane.cuh"
 #include "tests/fuzz/layout_check.h"
 #include "tests/fuzz/layout_gen.h"
+#include "tests/fuzz/layout_test_env.h"
 
 namespace dspark::fuzz {
 namespace {
-
-uint64_t EnvU64(const char* name, uint64_t fallback) {
-  const char* v = std::getenv(name);
-  uint64_t out = 0;
-  if (v == nullptr || *v == '\0') return fallback;
-  if (absl::SimpleAtoi(v, &out) || absl::SimpleHexAtoi(v, &out)) return out;
-  ADD_FAILURE() << name << "=" << v << ": expected a decimal or 0x-hex integer";
-  return fallback;
-}
 
 GpuSuiteCapacity CapacityFor(const LayoutLimits& l, const ModelConsts& consts) {
   GpuSuiteCapacity c;
