@@ -39,7 +39,9 @@ class LayoutChoices {
   // A value in [lo, hi]; lo when hi <= lo.
   virtual int64_t Range(int64_t lo, int64_t hi) = 0;
   bool Bool() { return Range(0, 1) == 1; }
-  bool OneIn(int64_t n) { return Range(0, n - 1) == 0; }
+  // True for the range's top value, so that exhausted libFuzzer bytes (which give lo) pick the
+  // common case, not the rare one.
+  bool OneIn(int64_t n) { return Range(1, n) == n; }
 };
 
 // libFuzzer bytes, decoded as FuzzedDataProvider::ConsumeIntegralInRange does (bytes taken from
