@@ -1,5 +1,3 @@
-#include "tests/fuzz/gpu_layout_lane.cuh"
-
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -11,6 +9,7 @@
 #include "kernels/common/status_macros.h"
 #include "kernels/suite/impl_registry.h"
 #include "kernels/suite/suite_impls.h"
+#include "tests/fuzz/gpu_layout_lane.cuh"
 
 namespace dspark::fuzz {
 
@@ -99,8 +98,8 @@ absl::StatusOr<std::unique_ptr<GpuLayoutLane>> GpuLayoutLane::Create(const GpuSu
       lane->outputs_.push_back(std::make_unique<DeviceBuffer<uint8_t>>(lane->pack_.bytes));
       lane->mirrors_.push_back(std::make_unique<PinnedBuffer<uint8_t>>(lane->pack_.bytes));
       lane->staging_.push_back(std::make_unique<PinnedBuffer<uint8_t>>(SuiteStagingBytes(lane->layout_)));
-      CUDA_RETURN_IF_ERROR(cudaMemsetAsync(lane->outputs_.back()->get(), kPoisonByte, lane->pack_.bytes,
-                                           lane->stream_.get()));
+      CUDA_RETURN_IF_ERROR(
+          cudaMemsetAsync(lane->outputs_.back()->get(), kPoisonByte, lane->pack_.bytes, lane->stream_.get()));
     }
     CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(lane->stream_.get()));
   } catch (const CudaError& e) {
@@ -170,8 +169,8 @@ absl::StatusOr<std::string> GpuLayoutLane::RunAndCheck(const CaseBatch& b, size_
       CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host + pack_.swa_indices, src + pack_.swa_indices, swa_bytes,
                                            cudaMemcpyDeviceToHost, stream));
     for (int k = 0; k < 2 && bt_bytes > 0; ++k)
-      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host + pack_.bt_out[k], src + pack_.bt_out[k], bt_bytes,
-                                           cudaMemcpyDeviceToHost, stream));
+      CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(host + pack_.bt_out[k], src + pack_.bt_out[k], bt_bytes, cudaMemcpyDeviceToHost, stream));
   }
   const BatchInputs truth = b.Inputs();
   const SuiteReference want = ComputeSuiteReference(truth, layout_, consts_);  // while the device works

@@ -70,10 +70,10 @@ class GpuLayoutLane {
   std::unique_ptr<PinnedBuffer<uint8_t>> inputs_pinned_;
   std::unique_ptr<DeviceBuffer<int32_t>> arange_;
   std::unique_ptr<DeviceBuffer<uint8_t>> scratch_;
-  std::vector<std::unique_ptr<DeviceBuffer<uint8_t>>> outputs_;   // by Impl::index()
-  std::vector<std::unique_ptr<PinnedBuffer<uint8_t>>> mirrors_;   // by Impl::index()
-  std::vector<std::unique_ptr<PinnedBuffer<uint8_t>>> staging_;   // by Impl::index()
-  std::unique_ptr<GpuSuite> suite_;                                 // the cross-check, made on first use
+  std::vector<std::unique_ptr<DeviceBuffer<uint8_t>>> outputs_;  // by Impl::index()
+  std::vector<std::unique_ptr<PinnedBuffer<uint8_t>>> mirrors_;  // by Impl::index()
+  std::vector<std::unique_ptr<PinnedBuffer<uint8_t>>> staging_;  // by Impl::index()
+  std::unique_ptr<GpuSuite> suite_;                              // the cross-check, made on first use
 };
 
 }  // namespace dspark::fuzz

@@ -27,12 +27,12 @@ std::vector<std::string> ClassificationViolations(Impl impl, const CaseBatch& b,
 // What a run saw, so a test can tell that the allowed kinds were reached at all.
 struct LayoutRunStats {
   int64_t steps = 0;
-  int64_t runs = 0;                       // (step, implementation) pairs
-  int64_t launches = 0;                   // what those runs issued (OpCounters::Launches)
-  int64_t host_syncs = 0;                 // and how often they waited for the device
-  std::array<int64_t, 3> cells{};         // differing cells by MismatchKind
-  int64_t stale_split_steps = 0;          // steps whose host split was stale
-  int64_t multi_segment_steps = 0;        // FP8 steps with a prefill query past one segment
+  int64_t runs = 0;                 // (step, implementation) pairs
+  int64_t launches = 0;             // what those runs issued (OpCounters::Launches)
+  int64_t host_syncs = 0;           // and how often they waited for the device
+  std::array<int64_t, 3> cells{};   // differing cells by MismatchKind
+  int64_t stale_split_steps = 0;    // steps whose host split was stale
+  int64_t multi_segment_steps = 0;  // FP8 steps with a prefill query past one segment
   void Add(const LayoutRunStats& o);
 };
 

@@ -27,11 +27,16 @@ constexpr const char* kHostSeqNames[] = {"exact", "follows-split", "upper-bound"
 
 int32_t DecodeQuery(LayoutChoices& ch, DecodeStyle style, int32_t K) {
   switch (style) {
-    case DecodeStyle::kPlain: return 1;
-    case DecodeStyle::kVerify: return 1 + K;
-    case DecodeStyle::kAdaptiveVerify: return static_cast<int32_t>(1 + ch.Range(0, K));
-    case DecodeStyle::kDraft: return K;
-    case DecodeStyle::kAdaptiveDraft: return static_cast<int32_t>(1 + ch.Range(0, 2 * K - 2));
+    case DecodeStyle::kPlain:
+      return 1;
+    case DecodeStyle::kVerify:
+      return 1 + K;
+    case DecodeStyle::kAdaptiveVerify:
+      return static_cast<int32_t>(1 + ch.Range(0, K));
+    case DecodeStyle::kDraft:
+      return K;
+    case DecodeStyle::kAdaptiveDraft:
+      return static_cast<int32_t>(1 + ch.Range(0, 2 * K - 2));
   }
   return 1;
 }
@@ -101,8 +106,8 @@ int64_t SeededChoices::Range(int64_t lo, int64_t hi) {
 }
 
 int32_t MaxBtStride(const LayoutLimits& l, const ModelConsts& consts) {
-  const int64_t longest = int64_t{ContextHi(l, consts.spec_k)} + std::max(l.max_tokens, 2 * consts.spec_k) +
-                          consts.spec_k;
+  const int64_t longest =
+      int64_t{ContextHi(l, consts.spec_k)} + std::max(l.max_tokens, 2 * consts.spec_k) + consts.spec_k;
   return static_cast<int32_t>(CeilDiv64(longest, 64)) + 3 + 7;  // extra columns, stride slack
 }
 
@@ -111,7 +116,7 @@ CaseBatch DrawLayout(LayoutChoices& ch, const LayoutLimits& l, const ModelConsts
   const int32_t cap_limit = std::max(l.max_tokens, 1);
   const int32_t max_reqs = std::clamp(l.max_reqs, 1, cap_limit);
   const int64_t shape_draw = ch.Range(0, 9);
-  const Shape shape = shape_draw < 4 ? Shape::kDecodes
+  const Shape shape = shape_draw < 4   ? Shape::kDecodes
                       : shape_draw < 6 ? Shape::kPrefills
                       : shape_draw < 9 ? Shape::kMixed
                                        : Shape::kEmpty;
@@ -143,10 +148,10 @@ CaseBatch DrawLayout(LayoutChoices& ch, const LayoutLimits& l, const ModelConsts
   const bool long_first = cap_limit > 2 * consts.prefill_segment && ch.Bool();
   for (int32_t i = 0; i < P; ++i) {
     const int32_t most = remaining - (P - i - 1);
-    const int32_t len = static_cast<int32_t>(
-        i == 0 && long_first ? ch.Range(std::min(most, 2 * consts.prefill_segment + 1), most)
-        : ch.OneIn(3)        ? ch.Range(1, most)
-                             : ch.Range(1, std::min(most, kSmallQuery)));
+    const int32_t len =
+        static_cast<int32_t>(i == 0 && long_first ? ch.Range(std::min(most, 2 * consts.prefill_segment + 1), most)
+                             : ch.OneIn(3)        ? ch.Range(1, most)
+                                                  : ch.Range(1, std::min(most, kSmallQuery)));
     q.push_back(len);
     remaining -= len;
   }
@@ -176,7 +181,8 @@ CaseBatch DrawLayout(LayoutChoices& ch, const LayoutLimits& l, const ModelConsts
   const HostSeq host_seq = static_cast<HostSeq>(ch.Range(0, 2));
   b.host_seq_lens = b.seq_lens;
   for (int32_t r = 0; r < D && host_seq != HostSeq::kExact; ++r)
-    b.host_seq_lens[r] = ctx[r] + host_lens[r] + (host_seq == HostSeq::kUpperBound ? static_cast<int32_t>(ch.Range(0, K)) : 0);
+    b.host_seq_lens[r] =
+        ctx[r] + host_lens[r] + (host_seq == HostSeq::kUpperBound ? static_cast<int32_t>(ch.Range(0, K)) : 0);
   b.qsl = Prefix(lens);
   b.host_qsl = Prefix(host_lens);
   const int32_t M = b.qsl[R];
@@ -197,7 +203,8 @@ CaseBatch DrawLayout(LayoutChoices& ch, const LayoutLimits& l, const ModelConsts
   z.num_decode_tokens = decode_only ? z.num_tokens : b.qsl[D];
   const int32_t cap_lo = std::max({z.num_tokens, z.num_decodes, 1});
   // Mostly tight (as an engine sized for its capture sizes), sometimes up to the limit.
-  z.capacity = static_cast<int32_t>(ch.OneIn(4) ? ch.Range(cap_lo, cap_limit) : std::min<int64_t>(cap_limit, cap_lo + ch.Range(0, 16)));
+  z.capacity = static_cast<int32_t>(ch.OneIn(4) ? ch.Range(cap_lo, cap_limit)
+                                                : std::min<int64_t>(cap_limit, cap_lo + ch.Range(0, 16)));
 
   int32_t needed = 1;
   for (int32_t r = 0; r < R; ++r) needed = std::max(needed, CeilDiv(std::max(b.seq_lens[r], b.host_seq_lens[r]), 64));
@@ -230,8 +237,10 @@ CaseBatch DrawLayout(LayoutChoices& ch, const LayoutLimits& l, const ModelConsts
   static constexpr const char* kShapeNames[] = {"decodes", "prefills", "mixed", "empty"};
   b.name = absl::StrFormat("%s(%s)%s D=%d P=%d pad_reqs=%d M=%d N=%d(%s) %s%s host_seq=%s %s nulls=%d%s",
                            kShapeNames[static_cast<int>(shape)], kStyleNames[static_cast<int>(style)],
-                           zero_mid ? " zero-len" : "", D, P,
-                           pad_reqs, M, z.num_tokens, pad_mode == 0 ? "capture" : pad_mode == 1 ? "+pad" : "exact",
+                           zero_mid ? " zero-len" : "", D, P, pad_reqs, M, z.num_tokens,
+                           pad_mode == 0   ? "capture"
+                           : pad_mode == 1 ? "+pad"
+                                           : "exact",
                            chunked && P > 0 ? "chunked " : "", stale ? "stale-split" : "fresh-split",
                            kHostSeqNames[static_cast<int>(host_seq)], b.fp8_prefill ? "fp8" : "bf16",
                            static_cast<int>(nulls), unstored ? " unstored" : "");
@@ -255,8 +264,10 @@ std::string DescribeLayout(const CaseBatch& b) {
       z.num_reqs, z.num_tokens, z.num_decodes, z.num_decode_tokens, z.capacity, z.bt_width, z.bt_stride,
       b.fp8_prefill ? 1 : 0);
   absl::StrAppend(&out, "  qsl:           [", absl::StrJoin(b.qsl, ","), "]\n");
-  absl::StrAppend(&out, "  host qsl:      ", b.host_qsl == b.qsl ? "same" : "[" + absl::StrJoin(b.host_qsl, ",") + "]", "\n");
-  absl::StrAppend(&out, "  seq_lens:      [", absl::StrJoin(b.seq_lens.begin(), b.seq_lens.begin() + z.num_reqs, ","), "]\n");
+  absl::StrAppend(&out, "  host qsl:      ", b.host_qsl == b.qsl ? "same" : "[" + absl::StrJoin(b.host_qsl, ",") + "]",
+                  "\n");
+  absl::StrAppend(&out, "  seq_lens:      [", absl::StrJoin(b.seq_lens.begin(), b.seq_lens.begin() + z.num_reqs, ","),
+                  "]\n");
   absl::StrAppend(&out, "  host seq_lens: ",
                   b.host_seq_lens == b.seq_lens
                       ? "same"
@@ -267,10 +278,11 @@ std::string DescribeLayout(const CaseBatch& b) {
     std::vector<int32_t> null_cols;
     for (int32_t c = 0; c < z.bt_width; ++c)
       if (row[c] == 0) null_cols.push_back(c);
-    absl::StrAppendFormat(&out, "  block_table[%d]: %s ... (%d null blocks%s%s)\n", r,
-                          absl::StrJoin(row, row + std::min(z.bt_width, 4), ","), static_cast<int>(null_cols.size()),
-                          null_cols.empty() ? "" : " at ",
-                          absl::StrJoin(null_cols.begin(), null_cols.begin() + std::min<size_t>(null_cols.size(), 8), ","));
+    absl::StrAppendFormat(
+        &out, "  block_table[%d]: %s ... (%d null blocks%s%s)\n", r,
+        absl::StrJoin(row, row + std::min(z.bt_width, 4), ","), static_cast<int>(null_cols.size()),
+        null_cols.empty() ? "" : " at ",
+        absl::StrJoin(null_cols.begin(), null_cols.begin() + std::min<size_t>(null_cols.size(), 8), ","));
   }
   std::vector<int32_t> unstored;
   for (int32_t t = 0; t < b.qsl[z.num_reqs]; ++t)
@@ -282,6 +294,8 @@ std::string DescribeLayout(const CaseBatch& b) {
   return out;
 }
 
-uint64_t LayoutSeed(uint64_t base, uint64_t index) { return SplitMix64(SplitMix64(base) ^ (index * 0xD1B54A32D192ED03ull)); }
+uint64_t LayoutSeed(uint64_t base, uint64_t index) {
+  return SplitMix64(SplitMix64(base) ^ (index * 0xD1B54A32D192ED03ull));
+}
 
 }  // namespace dspark::fuzz

@@ -8,7 +8,6 @@
 //   DSPARK_FUZZ_LAYOUT_SEED=S      its base seed (default 1)
 //   DSPARK_FUZZ_LAYOUT_REPLAY=S    FuzzLayouts.Replay runs the one layout seed S and prints it
 #include <gtest/gtest.h>
-
 #include <signal.h>
 #include <unistd.h>
 
@@ -64,8 +63,8 @@ class CrashNamesSeed {
 };
 
 std::string ReplayHint(uint64_t seed) {
-  return absl::StrFormat("replay: DSPARK_FUZZ_LAYOUT_REPLAY=0x%x build-cpu/dspark_tests --gtest_filter=FuzzLayouts.Replay",
-                         seed);
+  return absl::StrFormat(
+      "replay: DSPARK_FUZZ_LAYOUT_REPLAY=0x%x build-cpu/dspark_tests --gtest_filter=FuzzLayouts.Replay", seed);
 }
 
 TEST(FuzzLayouts, SeededLayoutsMatchReferencesInEveryImplementation) {
@@ -88,14 +87,16 @@ TEST(FuzzLayouts, SeededLayoutsMatchReferencesInEveryImplementation) {
     }
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("fuzz layouts: %llu layouts asked, %lld steps, %lld implementation runs in %.2f s; cells: stale-host %lld, "
-              "padding-residue %lld, bug %lld; stale-split steps %lld, multi-segment FP8 steps %lld; %.1f launches and %.2f host syncs per step (all implementations)\n",
-              static_cast<unsigned long long>(count), static_cast<long long>(stats.steps),
-              static_cast<long long>(stats.runs), s, static_cast<long long>(stats.cells[0]),
-              static_cast<long long>(stats.cells[1]), static_cast<long long>(stats.cells[2]),
-              static_cast<long long>(stats.stale_split_steps), static_cast<long long>(stats.multi_segment_steps),
-              static_cast<double>(stats.launches) / std::max<int64_t>(stats.steps, 1),
-              static_cast<double>(stats.host_syncs) / std::max<int64_t>(stats.steps, 1));
+  std::printf(
+      "fuzz layouts: %llu layouts asked, %lld steps, %lld implementation runs in %.2f s; cells: stale-host %lld, "
+      "padding-residue %lld, bug %lld; stale-split steps %lld, multi-segment FP8 steps %lld; %.1f launches and %.2f "
+      "host syncs per step (all implementations)\n",
+      static_cast<unsigned long long>(count), static_cast<long long>(stats.steps), static_cast<long long>(stats.runs),
+      s, static_cast<long long>(stats.cells[0]), static_cast<long long>(stats.cells[1]),
+      static_cast<long long>(stats.cells[2]), static_cast<long long>(stats.stale_split_steps),
+      static_cast<long long>(stats.multi_segment_steps),
+      static_cast<double>(stats.launches) / std::max<int64_t>(stats.steps, 1),
+      static_cast<double>(stats.host_syncs) / std::max<int64_t>(stats.steps, 1));
   EXPECT_EQ(stats.runs, stats.steps * static_cast<int64_t>(NumImpls()));
   // The allowed kinds are reached, so the check is not passing on layouts that never differ.
   if (count >= 1000) {
@@ -149,11 +150,12 @@ TEST(FuzzLayouts, CheckRejectsEveryForbiddenDifference) {
     EXPECT_FALSE(
         ClassificationViolations(impl, *stale, mismatch("indexer_r1", "seq_out", MismatchKind::kStaleHost)).empty());
     EXPECT_FALSE(
-        ClassificationViolations(impl, *stale, mismatch("mla_r2", "compressed_slots", MismatchKind::kStaleHost)).empty());
+        ClassificationViolations(impl, *stale, mismatch("mla_r2", "compressed_slots", MismatchKind::kStaleHost))
+            .empty());
     const auto residue = mismatch("indexer_r2", "bt_out_padding", MismatchKind::kPaddingResidue);
     EXPECT_EQ(ClassificationViolations(impl, *fresh, residue).empty(), t.old_indexer_chain);
-    EXPECT_FALSE(
-        ClassificationViolations(impl, *fresh, mismatch("indexer_r2", "bt_out", MismatchKind::kPaddingResidue)).empty());
+    EXPECT_FALSE(ClassificationViolations(impl, *fresh, mismatch("indexer_r2", "bt_out", MismatchKind::kPaddingResidue))
+                     .empty());
     (t.reads_host_boundaries ? host_impls : device_impls) += 1;
     (t.old_indexer_chain ? chain_impls : other_impls) += 1;
   }
@@ -228,10 +230,10 @@ TEST(FuzzLayouts, GeneratorIsDeterministicValidAndReachesEveryFeature) {
 TEST(FuzzLayouts, ByteChoicesDecodeAsFuzzedDataProvider) {
   const uint8_t bytes[] = {0x01, 0x02, 0x03};
   ByteChoices c(bytes, sizeof(bytes));
-  EXPECT_EQ(c.Range(7, 7), 7);          // consumes nothing
-  EXPECT_EQ(c.Range(0, 255), 3);        // one byte
-  EXPECT_EQ(c.Range(0, 65535), 0x0201); // two bytes, the later one first
-  EXPECT_EQ(c.Range(5, 9), 5);          // exhausted: lo
+  EXPECT_EQ(c.Range(7, 7), 7);           // consumes nothing
+  EXPECT_EQ(c.Range(0, 255), 3);         // one byte
+  EXPECT_EQ(c.Range(0, 65535), 0x0201);  // two bytes, the later one first
+  EXPECT_EQ(c.Range(5, 9), 5);           // exhausted: lo
 }
 
 }  // namespace

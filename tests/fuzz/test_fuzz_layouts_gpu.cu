@@ -127,9 +127,9 @@ TEST(FuzzLayoutsGpu, SeededLayoutsMatchReferencesInEveryImplementation) {
         std::lock_guard<std::mutex> lock(mu);
         if (failure.empty())
           failure = absl::StrFormat("layout seed 0x%x (input %d of base seed %d)%s\n%s\n", seed, index, base,
-                                    w.has_previous ? absl::StrFormat("; this lane's previous input: seed 0x%x",
-                                                                     w.previous_seed)
-                                                   : std::string(),
+                                    w.has_previous
+                                        ? absl::StrFormat("; this lane's previous input: seed 0x%x", w.previous_seed)
+                                        : std::string(),
                                     ReplayHints(seed)) +
                     report;
         stop = true;
@@ -152,14 +152,16 @@ TEST(FuzzLayoutsGpu, SeededLayoutsMatchReferencesInEveryImplementation) {
 
   LayoutRunStats total;
   for (const Worker& w : workers) total.Add(w.stats);
-  std::printf("fuzz layouts gpu: %lld layouts (%lld inputs) on %d threads in %.1f s = %.0f layouts/s; cells: "
-              "stale-host %lld, padding-residue %lld, bug %lld; stale-split steps %lld, multi-segment FP8 steps %lld; %.1f launches and %.2f host syncs per step (all implementations)\n",
-              static_cast<long long>(total.steps), static_cast<long long>(next_input.load()), threads, s,
-              total.steps / std::max(s, 1e-9), static_cast<long long>(total.cells[0]),
-              static_cast<long long>(total.cells[1]), static_cast<long long>(total.cells[2]),
-              static_cast<long long>(total.stale_split_steps), static_cast<long long>(total.multi_segment_steps),
-              static_cast<double>(total.launches) / std::max<int64_t>(total.steps, 1),
-              static_cast<double>(total.host_syncs) / std::max<int64_t>(total.steps, 1));
+  std::printf(
+      "fuzz layouts gpu: %lld layouts (%lld inputs) on %d threads in %.1f s = %.0f layouts/s; cells: "
+      "stale-host %lld, padding-residue %lld, bug %lld; stale-split steps %lld, multi-segment FP8 steps %lld; %.1f "
+      "launches and %.2f host syncs per step (all implementations)\n",
+      static_cast<long long>(total.steps), static_cast<long long>(next_input.load()), threads, s,
+      total.steps / std::max(s, 1e-9), static_cast<long long>(total.cells[0]), static_cast<long long>(total.cells[1]),
+      static_cast<long long>(total.cells[2]), static_cast<long long>(total.stale_split_steps),
+      static_cast<long long>(total.multi_segment_steps),
+      static_cast<double>(total.launches) / std::max<int64_t>(total.steps, 1),
+      static_cast<double>(total.host_syncs) / std::max<int64_t>(total.steps, 1));
   ASSERT_TRUE(failure.empty()) << failure;
   EXPECT_FALSE(out_of_time) << "only " << steps_done.load() << " of " << count << " layouts in " << limit_s
                             << " s (DSPARK_FUZZ_GPU_SECONDS); raise DSPARK_FUZZ_GPU_THREADS or the limit";
