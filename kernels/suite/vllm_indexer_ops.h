@@ -92,6 +92,30 @@ absl::Status IndexerDecodeChain(Backend& be, const SuiteStep& s, const IndexerOu
   return be.status();
 }
 
+// State (c)'s chain on one indexer's buffers (IndexerArgs, as `microbench` and the kernel tests
+// hold them): an all-decode batch of num_decodes requests and N_d tokens.
+template <class Backend>
+absl::Status IndexerDecodeChain(Backend& be, const IndexerArgs& a) {
+  DS_RETURN_IF_ERROR(ValidateIndexerArgs(a, /*reads_host=*/true));
+  BatchInputs in;
+  in.sizes.num_reqs = a.num_decodes;
+  in.sizes.num_tokens = a.num_decode_tokens;
+  in.sizes.num_decodes = a.num_decodes;
+  in.sizes.num_decode_tokens = a.num_decode_tokens;
+  in.sizes.capacity = a.capacity;
+  in.sizes.bt_width = a.bt_width;
+  in.sizes.bt_stride = a.bt_stride;
+  in.device.query_start_loc = a.query_start_loc;
+  in.device.seq_lens = a.seq_lens;
+  in.device.block_table = a.block_table;
+  in.host.query_start_loc = a.host_query_start_loc;
+  SuiteStep s;
+  s.in = &in;
+  s.layout.bt_out_stride = a.out_stride;
+  s.arange = a.arange;
+  return IndexerDecodeChain(be, s, IndexerOutputs{a.seq_out, a.bt_out, a.decode_lens, a.indices, a.per_req});
+}
+
 // (d) #56562: _indexer_decode_metadata_kernel, one launch, the device total.
 template <class Backend>
 absl::Status IndexerDecodeFused(Backend& be, const SuiteStep& s, const IndexerOutputs& o) {
