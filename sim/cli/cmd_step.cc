@@ -71,7 +71,7 @@ po::options_description StepOptions() {
     ("num-decodes", po::value<int64_t>(), "requests [0, n) are decodes")
     ("num-tokens", po::value<int64_t>(), "padded token count N (default qsl[R])")
     ("num-decode-tokens", po::value<int64_t>(), "padded decode tokens N_d (default: N when all decode, else qsl[num_decodes])")
-    ("capacity", po::value<int64_t>(), "persistent buffer length (default max(N, R))")
+    ("capacity", po::value<int64_t>(), "persistent buffer length (default max(N, R, 1))")
     ("bt-width", po::value<int64_t>(), "used block-table columns (default the longest row)")
     ("bt-stride", po::value<int64_t>(), "block-table row stride (default the width)")
     ("slot-mapping", po::value<std::string>(), "slot_mapping [N] (default from the block table, -1 for padding)")

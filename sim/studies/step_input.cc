@@ -239,7 +239,9 @@ absl::StatusOr<StepInput> ParseStepInput(const json& j, const StepInputSource& s
   // Decode-only steps count graph padding as decode tokens (kernels/suite/cases.h).
   const int64_t decode_total = b.qsl[static_cast<size_t>(nd)];
   DS_ASSIGN_OR_RETURN(const int64_t n_d, f.Int("num_decode_tokens", decode_total, n, nd == R ? n : decode_total));
-  DS_ASSIGN_OR_RETURN(const int64_t capacity, f.Int("capacity", std::max(n, R), kMaxTokens, std::max(n, R)));
+  // At least 1: the persistent buffers of an empty step still need addresses.
+  const int64_t min_capacity = std::max<int64_t>({n, R, 1});
+  DS_ASSIGN_OR_RETURN(const int64_t capacity, f.Int("capacity", min_capacity, kMaxTokens, min_capacity));
 
   bool have_slots = false;
   DS_ASSIGN_OR_RETURN(const std::vector<int64_t> slots,
@@ -289,6 +291,9 @@ absl::StatusOr<StepInput> ParseStepInput(const json& j, const StepInputSource& s
   z.bt_width = static_cast<int32_t>(width);
   z.bt_stride = static_cast<int32_t>(stride);
   DS_RETURN_IF_ERROR(ValidateBatchSizes(z));
+  // An empty step's arrays still need addresses (the suite refuses null inputs), as MakeSeedCase's.
+  for (std::vector<int32_t>* v : {&b.qsl, &b.seq_lens, &b.block_table, &b.host_qsl, &b.host_seq_lens}) v->reserve(1);
+  b.slot_mapping.reserve(1);
   if (b.name.empty()) b.name = source.origin;
   return out;
 }

@@ -8,7 +8,7 @@
 //   block_table R rows (ragged rows are padded with 0, the null page) of block ids that keep
 //   every slot id inside int32; each row covers its request's context;
 //   num_decodes in [0, R];  num_tokens >= qsl[R];  num_decode_tokens in [qsl[num_decodes],
-//   num_tokens];  capacity >= max(num_tokens, R);  slot_mapping [num_tokens] of ids >= -1;
+//   num_tokens];  capacity >= max(num_tokens, R, 1);  slot_mapping [num_tokens] of ids >= -1;
 //   host.query_start_loc / host.seq_lens the same checks (the host view's own consistency).
 #pragma once
 

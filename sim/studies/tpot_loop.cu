@@ -174,20 +174,30 @@ absl::StatusOr<TpotLoopResult> TpotLoop::Run(const TpotLoopOptions& opt, const s
   int64_t launches = 0;
   cudaEvent_t prev_done = nullptr;
   int64_t step = 0, last_draft_step = -1;
+  std::deque<int64_t> target_steps;  // the last inflight_steps target steps
   const EngineCostParams& engine = opt.time_params.engine;
   for (; sched.HasWork() || client.more(); ++step) {
     if (!sched.HasWork()) {
       submit_at(now_s());
       if (!sched.HasWork()) return absl::InternalError("TPOT loop: requests left but no free client slot");
     }
-    // Async scheduling: at most inflight_steps steps queued (sim/model/engine_clock.h, step 1).
-    if (opt.model_host && step >= engine.inflight_steps)
-      if (absl::Status r = clock.WaitFor(step - engine.inflight_steps); !r.ok()) return fail(step, "inflight wait", r);
-    const Clock::time_point t_step = Clock::now();
+    const Clock::time_point t_plan = Clock::now();
     StepPlan plan;
     plan.index = step;
     log.now_s = now_s();
     if (absl::Status s = sched.Plan(log.now_s, &plan); !s.ok()) return fail(step, "Scheduler::Plan", s);
+    // Async scheduling: at most inflight_steps engine steps queued, gated on the target step
+    // of the engine step that many back; a draft step joins its target's engine step
+    // (sim/model/engine_clock.h, step 1).
+    const bool joins = spec && plan.draft_step;
+    if (opt.model_host && !joins && static_cast<int32_t>(target_steps.size()) >= engine.inflight_steps)
+      if (absl::Status r = clock.WaitFor(target_steps[target_steps.size() - engine.inflight_steps]); !r.ok())
+        return fail(step, "inflight wait", r);
+    if (!joins) {
+      target_steps.push_back(step);
+      if (static_cast<int32_t>(target_steps.size()) > engine.inflight_steps) target_steps.pop_front();
+    }
+    const Clock::time_point t_step = std::max(t_plan, Clock::now());
     auto arrays = plan.Arrays();
     if (!arrays.ok()) return fail(step, "step arrays", arrays.status());
     const StepArrays& a = **arrays;

@@ -100,6 +100,21 @@ TEST(CliStep, OptionsFileAndEmittedCaseGiveTheSameReport) {
   EXPECT_TRUE(f["impls"]["vllm-pre47474"]["differences"].empty());
 }
 
+TEST(CliStep, EmptyAndOneTokenStepsRunEveryImplementation) {
+  for (const char* step : {R"({"num_decodes": 0, "query_start_loc": [0], "seq_lens": [], "block_table": []})",
+                           R"({"num_decodes": 1, "query_start_loc": [0, 1], "seq_lens": [1], "block_table": [[0]],
+                               "fp8_prefill": false})"}) {
+    const std::string in = Temp("step_small.json"), out = Temp("step_small_report.json");
+    std::ofstream(in) << step;
+    ASSERT_EQ(RunCli({"step", "--json", in, "--out", out}), 0) << step;
+    const json r = ReadJson(out);
+    for (const auto& [name, e] : r["impls"].items()) {
+      EXPECT_FALSE(e.contains("error")) << name << ": " << e.value("error", "");
+      EXPECT_TRUE(e["differences"].empty()) << name << " " << e["differences"].dump();
+    }
+  }
+}
+
 TEST(CliStep, BadInputExitsWith2) {
   const std::string bad = Temp("step_bad.json");
   std::ofstream(bad) << "{\"seq_lens\": [1,\n";
