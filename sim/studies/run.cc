@@ -102,6 +102,7 @@ po::options_description RunOptions() {
     ("check-kv", po::bool_switch(), "check KV block accounting after every step (slow)")
     ("progress", po::value<std::string>()->default_value("auto"), "stderr: requests finished, steps and steps/s with ETA; auto (a bar on a terminal, a line every 10 s otherwise), bar, lines, none")
     ("jobs", po::value<int32_t>()->default_value(0), "threads of the metadata check, each running implementations of the step (0: the machine's cores); results are identical for any value")
+    ("no-dedup", po::bool_switch(), "emulate and compare every builder of every implementation itself, not once per step for the implementations that run it on the same inputs (for auditing; results are identical)")
     ("check-invariants", po::bool_switch(), "independent invariant check of every step: budgets, graph padding, KV partition, each request finished once (sim/invariants.h; O(KV pool) per step)");
   // clang-format on
   return d;
@@ -255,6 +256,7 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   if (c.jobs < 0 || c.jobs > 1024)
     return absl::InvalidArgumentError(absl::StrCat("--jobs: expected 0 (the machine's cores) to 1024, got ", c.jobs));
   if (c.jobs == 0) c.jobs = WorkerPool::DefaultJobs();
+  c.dedup = !vm["no-dedup"].as<bool>();
   return c;
 }
 
@@ -301,6 +303,7 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   request.impls = config.impls;
   request.check = config.check;
   request.jobs = config.jobs;
+  request.dedup = config.dedup;
   request.device = config.executor;
   request.gpu_cold_l2 = config.gpu_cold_l2;
   request.scheduler = config.scheduler;
