@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/suite/bt_rows.h"
 #include "kernels/suite/suite_impls.h"
 
 namespace dspark {
@@ -64,7 +65,7 @@ SuiteImage GroupImage(BuilderGroup g, const SuiteLayout& l, int32_t poison) {
     case BuilderGroup::kIndexerR2: {
       SuiteImage::Indexer& x = full.indexer[g == BuilderGroup::kIndexerR1 ? 0 : 1];
       x.seq_out.assign(cap, poison);
-      x.bt_out.assign(cap * static_cast<size_t>(l.bt_out_stride), poison);
+      x.bt_out.assign(static_cast<size_t>(std::max(l.bt_out_stride, 1)), poison);  // rows: GrowBtRows
       x.decode_lens.assign(cap, poison);
       x.indices.assign(cap, poison);
       x.per_req.assign(cap, poison);
@@ -133,6 +134,7 @@ absl::Status BuilderMemo::Run(CpuBackend& be, const SuiteStep& s, BuilderGroup g
   if (lead) {
     auto buf = buffers_.find(key);
     if (buf == buffers_.end()) buf = buffers_.emplace(key, GroupImage(g, layout_, poison_)).first;
+    GrowBtRows(&buf->second, s.in->sizes.num_decode_tokens, layout_.bt_out_stride, poison_);
     e.out = buf->second.View();
     lock.unlock();
     SuiteStep shared = s;

@@ -15,6 +15,7 @@
 #include "kernels/reference/ring_slots.h"
 #include "kernels/reference/token_map.h"
 #include "kernels/suite/builder_memo.h"
+#include "kernels/suite/bt_rows.h"
 #include "kernels/suite/suite_impls.h"
 
 namespace dspark {
@@ -424,6 +425,7 @@ struct CpuSuite::State {
   const SuiteReference* step_want = nullptr;
   std::vector<int32_t> runs_in_step = std::vector<int32_t>(NumImpls(), 0);
   bool step_begun = false;
+  int32_t last_decode_tokens = 0;  // N_d of the step begun last
 };
 
 CpuSuite::CpuSuite(const ModelConsts& consts) : state_(std::make_unique<State>()) { state_->consts = consts; }
@@ -447,7 +449,10 @@ absl::StatusOr<SuiteImage> CpuSuite::Image(Impl impl) const {
   copy(e.ring_slots, image.ring_slots);
   for (int k = 0; k < 2; ++k) {
     copy(e.indexer[k].seq_out, image.indexer[k].seq_out);
-    copy(e.indexer[k].bt_out, image.indexer[k].bt_out);
+    // Rows [0, N_d) of the last step: the shared buffer may hold more or fewer rows than this one.
+    const size_t bt = std::min(image.indexer[k].bt_out.size(),
+                               static_cast<size_t>(st.last_decode_tokens) * static_cast<size_t>(st.layout.bt_out_stride));
+    std::copy(e.indexer[k].bt_out, e.indexer[k].bt_out + bt, image.indexer[k].bt_out.begin());
     copy(e.indexer[k].decode_lens, image.indexer[k].decode_lens);
     copy(e.indexer[k].indices, image.indexer[k].indices);
     copy(e.indexer[k].per_req, image.indexer[k].per_req);
@@ -499,6 +504,7 @@ absl::Status CpuSuite::BeginStep(const BatchInputs& in, const SuiteReference& wa
   st.step_in = &in;
   st.step_want = &want;
   st.step_begun = true;
+  st.last_decode_tokens = in.sizes.num_decode_tokens;
   // The device truth's map over [0, qsl[R]): what the SWA and ring kernels read of a map.
   const int32_t mapped = std::clamp(in.device.query_start_loc[in.sizes.num_reqs], 0,
                                     static_cast<int32_t>(want.token_to_req.size()));
@@ -520,7 +526,9 @@ absl::StatusOr<SuiteRunResult> CpuSuite::Run(Impl impl, const BatchInputs& in, c
     DS_RETURN_IF_ERROR(Prepare(in.sizes));
   }
   auto& buffers = st.buffers[Slot(impl)];
-  if (!buffers.has_value()) buffers = SuiteImage::Filled(st.layout, kPoison);
+  // bt_out rows as the steps need them (kernels/suite/bt_rows.h).
+  if (!buffers.has_value()) buffers = FilledWithOneBtRow(st.layout, kPoison);
+  GrowBtRows(&*buffers, in.sizes.num_decode_tokens, st.layout.bt_out_stride, kPoison);
   std::unique_ptr<CpuBackend>& backend = st.backends[Slot(impl)];
   if (backend == nullptr || !backend->status().ok()) backend = std::make_unique<CpuBackend>(MaxWorkspaceBytes(st.layout));
   CpuBackend& be = *backend;

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "kernels/common/status_macros.h"
+#include "sim/exec/check_memory.h"
 #include "sim/exec/executor_registry.h"
 
 namespace dspark::sim {
@@ -134,6 +135,7 @@ const RegisterExecutor kRegisterCpuExecutor(
     "metadata-check", kCpuExecutorOrder,
     [](const ExecutorRequest& request) -> absl::StatusOr<std::unique_ptr<StepExecutor>> {
       if (!request.check || request.impls.empty()) return std::unique_ptr<StepExecutor>();
+      DS_RETURN_IF_ERROR(CheckCpuCheckMemory(request, AvailableHostMemory()));
       return std::unique_ptr<StepExecutor>(
           std::make_unique<CpuExecutor>(request.impls, ModelConsts{}, request.jobs, request.dedup));
     });
