@@ -156,10 +156,6 @@ struct IndexerDecodeKernel {
     }
     if (b < p.num_decodes && c.thread == 0) IndexerWritePerReq(p, qsl, b);
   }
-
-  // CPU path: every block with one thread. The body needs no particular block size: its loops
-  // stride by block_dim and thread 0 writes the scalars, so one thread does a block's work.
-  void CpuRun(LaunchShape shape) const { EmulateGridPerThread(*this, LaunchShape{shape.grid, 1}); }
 };
 
 #if defined(__CUDACC__)
