@@ -14,6 +14,7 @@
 // every compressed position of every request.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "absl/status/status.h"
@@ -107,6 +108,16 @@ struct CompressedSlotKernel {
     const int32_t t = c.block * kTokensPerBlock + c.thread;
     if (t >= p.capacity) return;
     p.out[t] = CompressedSlotOfToken(p, QslView(p.query_start_loc, p.token_to_req, p.num_reqs, s), t);
+  }
+
+  // CPU path: the element function over the real tokens, reading the global boundaries (the
+  // shared copy holds the same values); every t >= qsl[R] gets the one value it returns there.
+  void CpuRun(LaunchShape shape) const {
+    const int32_t n = MinI(shape.grid * kTokensPerBlock, p.capacity);
+    const int32_t* qsl = p.query_start_loc;
+    const int32_t real = MaxI(MinI(qsl[p.num_reqs], n), 0);
+    for (int32_t t = 0; t < real; ++t) p.out[t] = CompressedSlotOfToken(p, qsl, t);
+    if (real < n) std::fill(p.out + real, p.out + n, CompressedSlotOfToken(p, qsl, real));
   }
 };
 

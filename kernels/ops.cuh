@@ -150,6 +150,14 @@ struct InclusiveScanKernel {
       out[i] = running;
     }
   }
+
+  // CPU path: only the threads that own elements. A thread past them has an empty chunk (no
+  // global write), and the scan steps read only cells of lower threads, so skipping it changes
+  // nothing an owning thread reads.
+  void CpuRun(LaunchShape shape) const {
+    const int32_t chunk = CeilDiv(n, kThreads);
+    EmulateGridFirstThreads(*this, shape, chunk > 0 ? CeilDiv(n, chunk) : 0);
+  }
 };
 
 // torch.repeat_interleave(repeats, output_size=output_size) on CUDA: request i writes its own

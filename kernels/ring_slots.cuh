@@ -16,6 +16,7 @@
 // (so pos >= 0).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "absl/status/status.h"
@@ -89,6 +90,15 @@ struct RingSlotKernel {
     const int32_t t = c.block * kTokensPerBlock + c.thread;
     if (t >= p.capacity) return;
     p.out[t] = RingSlotOfToken(p, QslView(p.query_start_loc, p.token_to_req, p.num_reqs, s), t);
+  }
+
+  // CPU path: as CompressedSlotKernel::CpuRun.
+  void CpuRun(LaunchShape shape) const {
+    const int32_t n = MinI(shape.grid * kTokensPerBlock, p.capacity);
+    const int32_t* qsl = p.query_start_loc;
+    const int32_t real = MaxI(MinI(qsl[p.num_reqs], n), 0);
+    for (int32_t t = 0; t < real; ++t) p.out[t] = RingSlotOfToken(p, qsl, t);
+    if (real < n) std::fill(p.out + real, p.out + n, RingSlotOfToken(p, qsl, real));
   }
 };
 

@@ -125,6 +125,14 @@ struct SwaKernel {
       SwaWriteRow(p, t, SwaResolveRow(p, qsl, t), lane, kLanesPerRow);
     }
   }
+
+  // CPU path: each row resolved once and written by one lane of one (every column, and the
+  // length), reading the global boundaries (the shared copy holds the same values).
+  void CpuRun(LaunchShape shape) const {
+    const int32_t rows = MinI(shape.grid * kRowsPerBlock, p.num_tokens);
+    for (int32_t t = p.token_offset; t < p.token_offset + rows; ++t)
+      SwaWriteRow(p, t, SwaResolveRow(p, p.query_start_loc, t), 0, 1);
+  }
 };
 
 // vLLM's ComputePrefillMetadataKernel (SWA builder): the KV gather length of each prefill

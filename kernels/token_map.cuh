@@ -56,9 +56,18 @@ struct TokenMapKernel {
     }
     const int32_t t = c.block * kTokensPerBlock + c.thread;
     if (t >= p.num_tokens) return;
-    const int32_t* qsl = cached ? s.qsl : p.query_start_loc;
-    const int32_t mapped = qsl[p.num_reqs];
-    p.out[t] = t < mapped ? FindRequest(qsl, p.num_reqs, t) : 0;
+    p.out[t] = RequestOrZero(cached ? s.qsl : p.query_start_loc, p.num_reqs, t);
+  }
+
+  // Token t's entry: its request, 0 for padding (t >= qsl[R]).
+  DS_HD static int32_t RequestOrZero(const int32_t* qsl, int32_t num_reqs, int32_t t) {
+    return t < qsl[num_reqs] ? FindRequest(qsl, num_reqs, t) : 0;
+  }
+
+  // CPU path: the entry of every token, from the global boundaries (the shared copy's values).
+  void CpuRun(LaunchShape shape) const {
+    const int32_t n = MinI(shape.grid * kTokensPerBlock, p.num_tokens);
+    for (int32_t t = 0; t < n; ++t) p.out[t] = RequestOrZero(p.query_start_loc, p.num_reqs, t);
   }
 };
 

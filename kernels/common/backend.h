@@ -111,6 +111,7 @@ class CpuBackend {
 
   template <class T>
   T* Scratch(size_t count) {
+    if (take_log_ != nullptr) take_log_->push_back(count * sizeof(T));
     void* p = arena_.Take(count * sizeof(T));
     if (p == nullptr && status_.ok())
       status_ = absl::ResourceExhaustedError(absl::StrFormat(
@@ -118,6 +119,10 @@ class CpuBackend {
     return static_cast<T*>(p);
   }
   void ResetScratch() { arena_.Reset(); }
+  // While set, every Scratch request's size [bytes] is appended to *log (a deduplicated builder
+  // records what it took, so that a sharer takes the same: kernels/suite/builder_memo.h).
+  void LogScratch(std::vector<size_t>* log) { take_log_ = log; }
+  bool LoggingScratch() const { return take_log_ != nullptr; }
 
   OpCounters& counters() { return counters_; }
   const absl::Status& status() const { return status_; }
@@ -131,6 +136,7 @@ class CpuBackend {
   ScratchArena arena_;
   OpCounters counters_;
   absl::Status status_;
+  std::vector<size_t>* take_log_ = nullptr;
 };
 
 }  // namespace dspark

@@ -77,15 +77,50 @@ void EmulateGridPerThread(const K& k, LaunchShape shape) {
   }
 }
 
+// Blocks [0, grid) with only threads [0, threads) of each (block_dim stays shape.block): for a
+// kernel whose threads past `threads` do nothing observable (no global write, no shared cell an
+// earlier thread reads).
+template <typename K>
+void EmulateGridFirstThreads(const K& k, LaunchShape shape, int32_t threads) {
+  using Shared = typename K::Shared;
+  Shared smem;
+  threads = std::min(threads, shape.block);
+  for (int32_t b = 0; b < shape.grid; ++b) {
+    std::memset(static_cast<void*>(&smem), 0xA5, sizeof(Shared));
+    for (int p = 0; p < K::kPhases; ++p)
+      for (int32_t t = 0; t < threads; ++t) k.Phase(p, ThreadCtx{b, t, shape.block, shape.grid}, smem);
+  }
+}
+
+// A kernel may give the emulator a faster CPU path over its own element functions,
+//   void CpuRun(LaunchShape shape) const;   // host only
+// that loops over the step's items instead of calling every thread of the grid per phase. Each
+// is tested byte-identical to EmulateGridPerThread (tests/kernels/test_cpu_paths.cc).
+template <typename K, typename = void>
+struct HasCpuRun : std::false_type {};
+template <typename K>
+struct HasCpuRun<K, decltype(std::declval<const K&>().CpuRun(LaunchShape{}))> : std::true_type {};
+
+// Off: every kernel runs thread by thread (EmulateGridPerThread), for the tests that compare.
+inline bool& CpuPathsEnabled() {
+  static bool enabled = true;
+  return enabled;
+}
+
 // Runs `k` on the CPU over the whole grid. An elementwise kernel runs as a loop over its
 // elements: the same element function in the same order (thread b * block + t is element i),
 // without a call per idle thread (tests/kernels/test_element_loop.cc: byte-identical buffers).
+// A kernel with a CpuRun runs that.
 template <typename K>
 void EmulateGrid(const K& k, LaunchShape shape) {
-  if constexpr (IsElementwise<K>::value) {
+  if (!CpuPathsEnabled()) {
+    EmulateGridPerThread(k, shape);
+  } else if constexpr (IsElementwise<K>::value) {
     const int64_t threads = static_cast<int64_t>(shape.grid) * shape.block;
     const int64_t n = std::min<int64_t>(k.Elements(), threads);
     for (int32_t i = 0; i < n; ++i) k.Element(i);
+  } else if constexpr (HasCpuRun<K>::value) {
+    k.CpuRun(shape);
   } else {
     EmulateGridPerThread(k, shape);
   }

@@ -63,6 +63,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
@@ -200,9 +201,9 @@ struct FusedSuiteKernel {
       const int32_t t = (b % p.slot_chunks) * kThreads + c.thread;
       if (phase == 0) {
         LoadBoundaries(p.num_reqs, /*with_seq_lens=*/true, c.thread, s.u.tok);
-        if (job < 2) s.u.tok.slot[c.thread] = t < p.num_tokens ? p.slot_mapping[t] : -1;
+        if (job < 2) s.u.tok.slot[c.thread] = SlotOf(t);
       }
-      if (phase == 1) WriteSlot(job, t, c.thread, s.u.tok);
+      if (phase == 1) WriteSlot(job, t, s.u.tok.slot[c.thread], s.u.tok);
       return;
     }
     b -= p.slot_blocks;
@@ -225,38 +226,69 @@ struct FusedSuiteKernel {
   }
 
   DS_HD void WriteTokenBlock(int32_t b, int32_t thread, const TokenShared& s) const {
-    const int32_t lane = thread % kLanesPerToken;
-    const int32_t t = b * kTokensPerBlock + thread / kLanesPerToken;
+    WriteToken(b * kTokensPerBlock + thread / kLanesPerToken, thread % kLanesPerToken, kLanesPerToken, s);
+  }
+
+  // Token t's share of `lane` of `lanes`: the SWA cells of its columns; the scalar outputs go to
+  // lanes 1, 5, 6, 7 (all to lane 0 when lanes == 1, the CPU path).
+  DS_HD void WriteToken(int32_t t, int32_t lane, int32_t lanes, const TokenShared& s) const {
     const int32_t* qsl = CachesBoundaries() ? s.qsl : p.query_start_loc;
     const int32_t* seq_lens = CachesBoundaries() ? s.seq_lens : p.seq_lens;
     if (t < p.num_tokens) {
       const SwaParams swa = SuiteSwaParams(p, seq_lens);
-      SwaWriteRow(swa, t, SwaResolveRow(swa, qsl, t), lane, kLanesPerToken);
-      if (lane == 1) p.token_to_req[t] = t < qsl[p.num_reqs] ? FindRequest(qsl, p.num_reqs, t) : 0;
+      SwaWriteRow(swa, t, SwaResolveRow(swa, qsl, t), lane, lanes);
+      if (lane == 1 % lanes) p.token_to_req[t] = t < qsl[p.num_reqs] ? FindRequest(qsl, p.num_reqs, t) : 0;
     }
-    if (t < p.num_decode_tokens && (lane == 5 || lane == 6)) {
+    for (int32_t k = 0; k < 2; ++k) {
+      if (t >= p.num_decode_tokens || lane != (5 + k) % lanes) continue;
       const int32_t actual = qsl[p.num_decodes];
       const bool valid = t < actual;
       const int32_t r = valid ? FindRequest(qsl, p.num_decodes, t) : 0;
-      IndexerWriteTokenScalars(SuiteIndexerParams(p, lane - 5, seq_lens), t, valid, r, valid ? qsl[r] : 0,
+      IndexerWriteTokenScalars(SuiteIndexerParams(p, k, seq_lens), t, valid, r, valid ? qsl[r] : 0,
                                valid ? qsl[r + 1] : 0, actual);
     }
-    if (t < p.num_decodes && lane == 7) {
+    if (t < p.num_decodes && lane == 7 % lanes) {
       IndexerWritePerReq(SuiteIndexerParams(p, 0, seq_lens), qsl, t);
       IndexerWritePerReq(SuiteIndexerParams(p, 1, seq_lens), qsl, t);
     }
   }
 
-  // Slot jobs: 0 = MLA ratio 1, 1 = MLA ratio 2, 2 = compressor ring.
-  DS_HD void WriteSlot(int32_t job, int32_t t, int32_t thread, const TokenShared& s) const {
+  // What a slot block's thread for token t loads in phase 0.
+  DS_HD int64_t SlotOf(int32_t t) const { return t < p.num_tokens ? p.slot_mapping[t] : -1; }
+
+  // Slot jobs: 0 = MLA ratio 1, 1 = MLA ratio 2, 2 = compressor ring. `slot`: SlotOf(t) (jobs 0, 1).
+  DS_HD void WriteSlot(int32_t job, int32_t t, int64_t slot, const TokenShared& s) const {
     if (t >= p.num_tokens) return;
     const int32_t* qsl = CachesBoundaries() ? s.qsl : p.query_start_loc;
     const int32_t* seq_lens = CachesBoundaries() ? s.seq_lens : p.seq_lens;
     if (job < 2)
       p.mla_out[job][t] =
-          s.slot[thread] == -1 ? int64_t{-1} : CompressedSlotOfStoredToken(SuiteMlaParams(p, job, seq_lens), qsl, t);
+          slot == -1 ? int64_t{-1} : CompressedSlotOfStoredToken(SuiteMlaParams(p, job, seq_lens), qsl, t);
     else
       p.ring_out[t] = RingSlotOfToken(SuiteRingParams(p, seq_lens), qsl, t);
+  }
+
+  // CPU path: block 0 thread by thread (the segmentation's barriers); the other roles' items in
+  // a loop, with the boundaries loaded once (every block loads the same values): a token by one
+  // lane of one, a slot per token, a row chunk by the threads that own a column of it, the
+  // tails by every thread. The roles write disjoint cells, so their order does not matter.
+  void CpuRun(LaunchShape shape) const {
+    Shared smem;
+    std::memset(static_cast<void*>(&smem), 0xA5, sizeof(Shared));
+    for (int ph = 0; ph < kPhases; ++ph)
+      for (int32_t t = 0; t < kThreads; ++t) Phase(ph, ThreadCtx{0, t, kThreads, shape.grid}, smem);
+    std::memset(static_cast<void*>(&smem), 0xA5, sizeof(Shared));
+    TokenShared& s = smem.u.tok;
+    for (int32_t t = 0; t < kThreads; ++t) LoadBoundaries(p.num_reqs, /*with_seq_lens=*/true, t, s);
+    for (int32_t t = 0; t < p.token_blocks * kTokensPerBlock; ++t) WriteToken(t, 0, 1, s);
+    for (int32_t job = 0; job < 3; ++job)
+      for (int32_t t = 0; t < MinI(p.num_tokens, p.slot_chunks * kThreads); ++t)
+        WriteSlot(job, t, job < 2 ? SlotOf(t) : -1, s);
+    for (int32_t t = 0; t < p.num_decode_tokens; ++t)
+      for (int32_t chunk = 0; chunk < p.row_chunks; ++chunk)
+        for (int32_t th = 0; th < MinI(kThreads, p.bt_width - chunk * kRowChunk); ++th) CopyRowChunk(t, chunk, th, s);
+    for (int32_t j = 0; j < p.tail_blocks; ++j)
+      for (int32_t th = 0; th < kThreads; ++th) WriteTail(j, th);
   }
 
   // Columns [chunk * kRowChunk, ...) of decode token t's block-table row (zeros for a padding

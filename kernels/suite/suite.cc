@@ -14,6 +14,8 @@
 #include "kernels/reference/compressed_slots.h"
 #include "kernels/reference/ring_slots.h"
 #include "kernels/reference/token_map.h"
+#include "kernels/suite/builder_memo.h"
+#include "kernels/suite/bt_rows.h"
 #include "kernels/suite/suite_impls.h"
 
 namespace dspark {
@@ -176,7 +178,7 @@ namespace {
 // Accumulates one field's differences: the first one and how many.
 class FieldDiff {
  public:
-  FieldDiff(std::string builder, std::string field) {
+  FieldDiff(std::string builder, std::string field, CompareMemo* memo = nullptr) : memo_(memo) {
     m_.builder = std::move(builder);
     m_.field = std::move(field);
   }
@@ -193,7 +195,13 @@ class FieldDiff {
   // (the usual case), the element loop to locate and count the differences otherwise.
   template <typename T>
   void CheckSpan(int64_t first, const T* want, const T* got, int64_t n) {
-    if (n <= 0 || std::memcmp(want, got, static_cast<size_t>(n) * sizeof(T)) == 0) return;
+    if (n <= 0) return;
+    const size_t bytes = static_cast<size_t>(n) * sizeof(T);
+    if (memo_ != nullptr && memo_->KnownEqual(want, got, bytes)) return;
+    if (std::memcmp(want, got, bytes) == 0) {
+      if (memo_ != nullptr) memo_->NoteEqual(want, got, bytes);
+      return;
+    }
     for (int64_t i = 0; i < n; ++i) Check(first + i, want[i], got[i]);
   }
   void AppendTo(std::vector<FieldMismatch>& out, MismatchKind kind) {
@@ -204,6 +212,7 @@ class FieldDiff {
 
  private:
   FieldMismatch m_;
+  CompareMemo* memo_ = nullptr;
 };
 
 }  // namespace
@@ -215,7 +224,7 @@ std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const 
 
 std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const SuiteReference& want,
                                         const SuiteLayout& layout, const ModelConsts& consts,
-                                        const SuiteOutputs& got) {
+                                        const SuiteOutputs& got, CompareMemo* memo) {
   const BatchSizes& z = in.sizes;
   const ImplTraits& traits = impl.info().traits;
   const MismatchKind ordinary =
@@ -225,12 +234,12 @@ std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const 
   std::vector<FieldMismatch> out;
 
   {
-    FieldDiff d("token_map", "token_to_req");
+    FieldDiff d("token_map", "token_to_req", memo);
     d.CheckSpan(0, want.token_to_req.data(), got.token_to_req, N);
     d.AppendTo(out, ordinary);
   }
   {
-    FieldDiff lens("swa", "swa_lens"), idx("swa", "swa_indices");
+    FieldDiff lens("swa", "swa_lens", memo), idx("swa", "swa_indices", memo);
     lens.CheckSpan(0, want.swa.lens.data(), got.swa_lens, N);
     idx.CheckSpan(0, want.swa.indices.data(), got.swa_indices, N * W);
     lens.AppendTo(out, ordinary);
@@ -239,7 +248,7 @@ std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const 
   {
     // MLA ratio 1 has no output of its own in vLLM (it hands out slot_mapping and the token
     // map), so mla_r1_slots is not compared.
-    FieldDiff r2("mla_r2", "compressed_slots"), ring("mla_r2", "ring_slots");
+    FieldDiff r2("mla_r2", "compressed_slots", memo), ring("mla_r2", "ring_slots", memo);
     r2.CheckSpan(0, want.mla_r2_slots.data(), got.mla_r2_slots, C);
     ring.CheckSpan(0, want.ring_slots.data(), got.ring_slots, C);
     r2.AppendTo(out, ordinary);
@@ -252,8 +261,8 @@ std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const 
   for (int k = 0; k < 2 && z.num_decodes > 0; ++k) {
     const std::string builder = k == 0 ? "indexer_r1" : "indexer_r2";
     const IndexerOutputs& o = got.indexer[k];
-    FieldDiff seq(builder, "seq_out"), bt(builder, "bt_out"), bt_pad(builder, "bt_out_padding");
-    FieldDiff lens(builder, "decode_lens"), indices(builder, "indices"), per_req(builder, "per_req");
+    FieldDiff seq(builder, "seq_out", memo), bt(builder, "bt_out", memo), bt_pad(builder, "bt_out_padding", memo);
+    FieldDiff lens(builder, "decode_lens", memo), indices(builder, "indices", memo), per_req(builder, "per_req", memo);
     // Ratio 2 hands out [0, N_d) of its compressed lengths, seq // 2 (vLLM's `seq_lens //= ratio`
     // or expanded_seq_lens_buffer); ratio 1 its whole buffer, zero from N_d.
     if (k == 0)
@@ -404,8 +413,19 @@ struct CpuSuite::State {
   ModelConsts consts;
   SuiteLayout layout;
   std::vector<int32_t> arange;
-  std::vector<std::optional<SuiteImage>> buffers = std::vector<std::optional<SuiteImage>>(NumImpls());  // by Impl::index()
-  std::unique_ptr<CpuBackend> backend;
+  // By Impl::index(): each implementation's own buffers, its backend (so that distinct
+  // implementations may run concurrently), and where its outputs were in its last run.
+  std::vector<std::optional<SuiteImage>> buffers = std::vector<std::optional<SuiteImage>>(NumImpls());
+  std::vector<std::unique_ptr<CpuBackend>> backends = std::vector<std::unique_ptr<CpuBackend>>(NumImpls());
+  std::vector<SuiteOutputs> effective = std::vector<SuiteOutputs>(NumImpls());
+  // Dedup: the memo, its implementations, the step begun (inputs, reference) and the runs in it.
+  std::unique_ptr<BuilderMemo> memo;
+  std::vector<Impl> dedup_impls;
+  const BatchInputs* step_in = nullptr;
+  const SuiteReference* step_want = nullptr;
+  std::vector<int32_t> runs_in_step = std::vector<int32_t>(NumImpls(), 0);
+  bool step_begun = false;
+  int32_t last_decode_tokens = 0;  // N_d of the step begun last
 };
 
 CpuSuite::CpuSuite(const ModelConsts& consts) : state_(std::make_unique<State>()) { state_->consts = consts; }
@@ -414,10 +434,33 @@ CpuSuite::~CpuSuite() = default;
 SuiteLayout CpuSuite::layout() const { return state_->layout; }
 
 absl::StatusOr<SuiteImage> CpuSuite::Image(Impl impl) const {
-  const auto& b = state_->buffers[Slot(impl)];
+  const State& st = *state_;
+  const auto& b = st.buffers[Slot(impl)];
   if (!b.has_value())
     return absl::FailedPreconditionError(absl::StrCat("CpuSuite: impl ", std::string(ImplName(impl)), " has not run yet"));
-  return *b;
+  if (st.memo == nullptr) return *b;
+  // The fields of shared builders: where the last run left them.
+  SuiteImage image = *b;
+  const SuiteOutputs& e = st.effective[Slot(impl)];
+  const auto copy = [](auto* src, auto& dst) { std::copy(src, src + dst.size(), dst.begin()); };
+  copy(e.swa_lens, image.swa_lens);
+  copy(e.swa_indices, image.swa_indices);
+  copy(e.mla_r2_slots, image.mla_r2_slots);
+  copy(e.ring_slots, image.ring_slots);
+  for (int k = 0; k < 2; ++k) {
+    copy(e.indexer[k].seq_out, image.indexer[k].seq_out);
+    // Rows [0, N_d) of the last step: the shared buffer may hold more or fewer rows than this one.
+    const size_t bt = std::min(image.indexer[k].bt_out.size(),
+                               static_cast<size_t>(st.last_decode_tokens) * static_cast<size_t>(st.layout.bt_out_stride));
+    std::copy(e.indexer[k].bt_out, e.indexer[k].bt_out + bt, image.indexer[k].bt_out.begin());
+    copy(e.indexer[k].decode_lens, image.indexer[k].decode_lens);
+    copy(e.indexer[k].indices, image.indexer[k].indices);
+    copy(e.indexer[k].per_req, image.indexer[k].per_req);
+  }
+  copy(e.seg_qsl, image.seg_qsl);
+  copy(e.seg_seq_lens, image.seg_seq_lens);
+  copy(e.seg_count, image.seg_count);
+  return image;
 }
 
 absl::StatusOr<SuiteRunResult> CpuSuite::Run(Impl impl, const BatchInputs& in) { return Run(impl, in, nullptr); }
@@ -432,19 +475,63 @@ absl::Status CpuSuite::Prepare(const BatchSizes& z) {
     st.arange.resize(static_cast<size_t>(st.layout.arange_len));
     std::iota(st.arange.begin(), st.arange.end(), 0);
     for (auto& b : st.buffers) b.reset();
-    st.backend.reset();
+    for (auto& be : st.backends) be.reset();
+    if (st.memo != nullptr) st.memo->SetLayout(st.layout, kPoison);
   }
+  return absl::OkStatus();
+}
+
+void CpuSuite::EnableDedup(std::vector<Impl> impls) {
+  State& st = *state_;
+  st.memo = std::make_unique<BuilderMemo>();
+  st.memo->SetLayout(st.layout, kPoison);
+  st.dedup_impls = std::move(impls);
+  st.step_begun = false;
+}
+
+absl::Status CpuSuite::BeginStep(const BatchInputs& in, const SuiteReference& want) {
+  State& st = *state_;
+  if (st.memo == nullptr) return absl::FailedPreconditionError("CpuSuite::BeginStep: dedup is not enabled");
+  // Shared buffers hold every sharer's history only if each ran every step.
+  if (st.step_begun)
+    for (Impl impl : st.dedup_impls)
+      if (st.runs_in_step[Slot(impl)] != 1)
+        return absl::FailedPreconditionError(absl::StrFormat(
+            "CpuSuite: with dedup every implementation runs once per step; %s ran %d times in the last one",
+            ImplName(impl), st.runs_in_step[Slot(impl)]));
+  DS_RETURN_IF_ERROR(Prepare(in.sizes));
+  std::fill(st.runs_in_step.begin(), st.runs_in_step.end(), 0);
+  st.step_in = &in;
+  st.step_want = &want;
+  st.step_begun = true;
+  st.last_decode_tokens = in.sizes.num_decode_tokens;
+  // The device truth's map over [0, qsl[R]): what the SWA and ring kernels read of a map.
+  const int32_t mapped = std::clamp(in.device.query_start_loc[in.sizes.num_reqs], 0,
+                                    static_cast<int32_t>(want.token_to_req.size()));
+  st.memo->BeginStep(want.token_to_req.data(), mapped);
   return absl::OkStatus();
 }
 
 absl::StatusOr<SuiteRunResult> CpuSuite::Run(Impl impl, const BatchInputs& in, const SuiteReference* want) {
   State& st = *state_;
-  DS_RETURN_IF_ERROR(Prepare(in.sizes));
+  BuilderMemo* memo = st.memo.get();
+  if (memo != nullptr) {
+    if (!st.step_begun || st.step_in != &in || st.step_want != want)
+      return absl::FailedPreconditionError("CpuSuite: with dedup, Run(impl, in, &want) follows BeginStep(in, want)");
+    if (std::find(st.dedup_impls.begin(), st.dedup_impls.end(), impl) == st.dedup_impls.end())
+      return absl::FailedPreconditionError(
+          absl::StrCat("CpuSuite: impl ", std::string(ImplName(impl)), " is not one of the deduplicated set"));
+    ++st.runs_in_step[Slot(impl)];
+  } else {
+    DS_RETURN_IF_ERROR(Prepare(in.sizes));
+  }
   auto& buffers = st.buffers[Slot(impl)];
-  if (!buffers.has_value()) buffers = SuiteImage::Filled(st.layout, kPoison);
-  if (st.backend == nullptr || !st.backend->status().ok())
-    st.backend = std::make_unique<CpuBackend>(MaxWorkspaceBytes(st.layout));
-  CpuBackend& be = *st.backend;
+  // bt_out rows as the steps need them (kernels/suite/bt_rows.h).
+  if (!buffers.has_value()) buffers = FilledWithOneBtRow(st.layout, kPoison);
+  GrowBtRows(&*buffers, in.sizes.num_decode_tokens, st.layout.bt_out_stride, kPoison);
+  std::unique_ptr<CpuBackend>& backend = st.backends[Slot(impl)];
+  if (backend == nullptr || !backend->status().ok()) backend = std::make_unique<CpuBackend>(MaxWorkspaceBytes(st.layout));
+  CpuBackend& be = *backend;
   be.counters() = OpCounters{};
   be.ResetScratch();
 
@@ -454,12 +541,17 @@ absl::StatusOr<SuiteRunResult> CpuSuite::Run(Impl impl, const BatchInputs& in, c
   step.consts = st.consts;
   step.out = buffers->View();
   step.arange = st.arange.data();
+  SuiteOutputs& effective = st.effective[Slot(impl)];
+  effective = step.out;
+  step.memo = BuilderMemoSession{memo, &effective};
   DS_RETURN_IF_ERROR(RunSuite(be, impl, step));
 
   SuiteRunResult result;
   result.counters = be.counters();
-  result.mismatches = want != nullptr ? CompareSuite(impl, in, *want, st.layout, st.consts, step.out)
-                                      : CompareSuite(impl, in, st.layout, st.consts, step.out);
+  result.mismatches =
+      want != nullptr
+          ? CompareSuite(impl, in, *want, st.layout, st.consts, effective, memo != nullptr ? &memo->compare() : nullptr)
+          : CompareSuite(impl, in, st.layout, st.consts, effective);
   return result;
 }
 

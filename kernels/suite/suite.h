@@ -191,10 +191,13 @@ bool HostViewStale(const BatchInputs& in);
 std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const SuiteLayout& layout,
                                         const ModelConsts& consts, const SuiteOutputs& got);
 // The same against a reference already computed for `in` and `layout` (one per step, shared by
-// every implementation checked on it).
+// every implementation checked on it). With `memo`, a span of the same two buffers already
+// found equal in this step (a builder's output shared by several implementations,
+// kernels/suite/builder_memo.h) is not compared again.
+class CompareMemo;
 std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const SuiteReference& want,
                                         const SuiteLayout& layout, const ModelConsts& consts,
-                                        const SuiteOutputs& got);
+                                        const SuiteOutputs& got, CompareMemo* memo = nullptr);
 
 // ---- CPU emulation ----
 
@@ -223,7 +226,17 @@ class CpuSuite {
   // Grows the layout to hold `sizes` (Run does it too); then layout() is the one Run uses.
   absl::Status Prepare(const BatchSizes& sizes);
 
+  // Builder-level deduplication over `impls` (kernels/suite/builder_memo.h): a builder that
+  // several of them run on the same inputs is emulated and compared once per step. Then every
+  // step is Prepare(in.sizes), BeginStep(in, want) and one Run(impl, in, &want) per impl of
+  // `impls`, each exactly once (BeginStep checks the previous step's); Run calls for distinct
+  // implementations may then be concurrent.
+  void EnableDedup(std::vector<Impl> impls);
+  absl::Status BeginStep(const BatchInputs& in, const SuiteReference& want);
+
   // The whole output buffers of `impl` after its last run; FailedPrecondition before any run.
+  // With dedup, the fields of a shared builder are the shared buffer's (equal to the impl's own
+  // over every defined region; cells outside them may hold another step's values).
   absl::StatusOr<SuiteImage> Image(Impl impl) const;
   // The current layout (all zero before the first run).
   SuiteLayout layout() const;

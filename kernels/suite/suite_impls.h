@@ -20,6 +20,7 @@
 #include "kernels/ops.cuh"
 #include "kernels/prefill_segments.cuh"
 #include "kernels/ring_slots.cuh"
+#include "kernels/suite/builder_memo.h"
 #include "kernels/suite/fused_suite.cuh"
 #include "kernels/suite/suite.h"
 #include "kernels/swa.cuh"
@@ -35,12 +36,26 @@ struct SuiteStep {
   ModelConsts consts;
   SuiteOutputs out;                // this implementation's persistent buffers
   const int32_t* arange = nullptr;  // [layout.arange_len] persistent 0, 1, ... (vLLM's arange buffer)
+  BuilderMemoSession memo;          // CPU check only: builder-level deduplication, off when memo.memo is null
 };
 
 // Host-side checks (no device access).
 absl::Status ValidateSuiteStep(Impl impl, const SuiteStep& s);
 
 namespace suite_internal {
+
+// A shareable builder's body (kernels/suite/builder_memo.h): run once per step for every
+// implementation that calls it on the canonical inputs; directly on a GPU or with dedup off.
+template <class Backend, class Body>
+absl::Status Memoized(Backend& be, const SuiteStep& s, BuilderGroup g, int32_t variant, const int32_t* token_map,
+                      Body&& body) {
+  if constexpr (Backend::kIsGpu) {
+    return body(s);
+  } else {
+    if (s.memo.memo == nullptr) return body(s);
+    return s.memo.memo->Run(be, s, g, variant, token_map, body, s.memo.effective);
+  }
+}
 
 // One op, issued only when it has elements (see the file comment).
 template <class Backend, class K>
@@ -117,7 +132,7 @@ inline IndexerArgs SuiteIndexerArgs(const SuiteStep& s, const IndexerOutputs& o)
 //   [k] qlen = diff(qsl);  [k] ctx = seq_lens - qlen;  [k] ctx[req];  [k] + seg_end
 //   [c] seg_seq_lens[:S];  [f] seg_seq_lens[S:] = 0;  [f] seg_count = S
 template <class Backend>
-absl::Status SegmentsHostPlanned(Backend& be, const SuiteStep& s) {
+absl::Status SegmentsHostPlannedOps(Backend& be, const SuiteStep& s) {
   const BatchInputs& in = *s.in;
   const int32_t R = in.sizes.num_reqs, nd = in.sizes.num_decodes, seg_len = s.consts.prefill_segment;
   const int32_t max_seg = s.layout.max_segments;
@@ -160,6 +175,12 @@ absl::Status SegmentsHostPlanned(Backend& be, const SuiteStep& s) {
   FillI32(be, s.out.seg_seq_lens + count, 0, max_seg - count);
   FillI32(be, s.out.seg_count, count, 1);
   return be.status();
+}
+
+template <class Backend>
+absl::Status SegmentsHostPlanned(Backend& be, const SuiteStep& s) {
+  return Memoized(be, s, BuilderGroup::kSegments, 0, nullptr,
+                  [&be](const SuiteStep& x) { return SegmentsHostPlannedOps(be, x); });
 }
 
 inline PrefillSegmentParams SuiteSegmentParams(const SuiteStep& s) {

@@ -239,9 +239,8 @@ absl::Status IndexerPrefill(Backend& be, const SuiteStep& s, int32_t ratio, cons
   return be.status();
 }
 
-// One indexer builder of ratio k + 1 in state (c) (`fused` false) or (d) (`fused` true).
 template <class Backend>
-absl::Status IndexerBuild(Backend& be, const SuiteStep& s, int k, bool fused) {
+absl::Status IndexerBuildOps(Backend& be, const SuiteStep& s, int k, bool fused) {
   const BatchInputs& in = *s.in;
   const BatchSizes& z = in.sizes;
   const IndexerOutputs& o = s.out.indexer[k];
@@ -269,6 +268,14 @@ absl::Status IndexerBuild(Backend& be, const SuiteStep& s, int k, bool fused) {
   DS_RETURN_IF_ERROR(fused ? IndexerDecodeFused(be, s, work) : IndexerDecodeChain(be, s, work));
   if (ratio == 2) DS_RETURN_IF_ERROR(IndexerRatio2Divide(be, s, work.seq_out, o.seq_out, !esl_path));
   return IndexerSchedule(be, o.seq_out, o.indices, ndt);
+}
+
+// One indexer builder of ratio k + 1 in state (c) (`fused` false) or (d) (`fused` true),
+// deduplicated across implementations in the CPU check (kernels/suite/builder_memo.h).
+template <class Backend>
+absl::Status IndexerBuild(Backend& be, const SuiteStep& s, int k, bool fused) {
+  return suite_internal::Memoized(be, s, k == 0 ? BuilderGroup::kIndexerR1 : BuilderGroup::kIndexerR2, fused ? 1 : 0,
+                                  nullptr, [&](const SuiteStep& x) { return IndexerBuildOps(be, x, k, fused); });
 }
 
 }  // namespace dspark::vllm_ops

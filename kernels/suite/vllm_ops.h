@@ -103,7 +103,7 @@ absl::StatusOr<const int32_t*> TokenMapFromHost(Backend& be, const SuiteStep& s,
 //   prefills: ComputePrefillMetadataKernel [k] (gather lengths q + min(prefix, W - 1))
 // The token map `t2r` is the state's (host-built in (a) / (b)).
 template <class Backend>
-absl::Status SwaBuild(Backend& be, const SuiteStep& s, const int32_t* t2r) {
+absl::Status SwaBuildOps(Backend& be, const SuiteStep& s, const int32_t* t2r) {
   const BatchInputs& in = *s.in;
   const BatchSizes& z = in.sizes;
   const int32_t N = z.num_tokens, ndt = z.num_decode_tokens, npt = N - ndt;
@@ -138,7 +138,7 @@ absl::Status SwaBuild(Backend& be, const SuiteStep& s, const int32_t* t2r) {
 // token map (VLLM_CODE_MAP.md s.4: always right). Ratio 1 launches nothing: it hands out
 // cm.slot_mapping and the shared token map.
 template <class Backend>
-absl::Status MlaRatio2Build(Backend& be, const SuiteStep& s) {
+absl::Status MlaRatio2BuildOps(Backend& be, const SuiteStep& s) {
   const BatchInputs& in = *s.in;
   const BatchSizes& z = in.sizes;
   if (z.num_reqs > 0 && z.bt_width > 0)
@@ -153,12 +153,30 @@ absl::Status MlaRatio2Build(Backend& be, const SuiteStep& s) {
 
 // CompressorMetadataBuilder.build: _ring_slot_mapping_kernel [k], reading the state's token map.
 template <class Backend>
-absl::Status RingBuild(Backend& be, const SuiteStep& s, const int32_t* t2r) {
+absl::Status RingBuildOps(Backend& be, const SuiteStep& s, const int32_t* t2r) {
   const BatchInputs& in = *s.in;
   const RingSlotParams ring = MakeRingSlotParams(in.sizes, in.device, s.consts, t2r, s.out.ring_slots);
   DS_RETURN_IF_ERROR(CanImplementRingSlots(ring));
   if (RingSlotKernel::Shape(ring).grid > 0) be.Launch(RingSlotKernel{ring}, RingSlotKernel::Shape(ring));
   return be.status();
+}
+
+// The shared builders above, deduplicated across implementations in the CPU check
+// (kernels/suite/builder_memo.h); SWA and ring read the state's token map.
+template <class Backend>
+absl::Status SwaBuild(Backend& be, const SuiteStep& s, const int32_t* t2r) {
+  return suite_internal::Memoized(be, s, BuilderGroup::kSwa, 0, t2r,
+                                  [&](const SuiteStep& x) { return SwaBuildOps(be, x, t2r); });
+}
+template <class Backend>
+absl::Status MlaRatio2Build(Backend& be, const SuiteStep& s) {
+  return suite_internal::Memoized(be, s, BuilderGroup::kMlaR2, 0, nullptr,
+                                  [&](const SuiteStep& x) { return MlaRatio2BuildOps(be, x); });
+}
+template <class Backend>
+absl::Status RingBuild(Backend& be, const SuiteStep& s, const int32_t* t2r) {
+  return suite_internal::Memoized(be, s, BuilderGroup::kRing, 0, t2r,
+                                  [&](const SuiteStep& x) { return RingBuildOps(be, x, t2r); });
 }
 
 }  // namespace dspark::vllm_ops

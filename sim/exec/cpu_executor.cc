@@ -1,21 +1,23 @@
 #include "sim/exec/cpu_executor.h"
 
 #include <algorithm>
+#include <new>
 
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_format.h"
 #include "kernels/common/status_macros.h"
+#include "sim/exec/check_memory.h"
 #include "sim/exec/executor_registry.h"
 
 namespace dspark::sim {
 
-CpuExecutor::CpuExecutor(std::vector<Impl> impls, ModelConsts consts, int32_t jobs)
-    : impls_(std::move(impls)), consts_(consts), pool_(std::min<int32_t>(std::max(jobs, 1), static_cast<int32_t>(impls_.size()))) {
-  for (Impl impl : impls_) {
-    suites_[impl] = std::make_unique<CpuSuite>(consts);
-    stats_[impl] = ImplStats{};
-  }
+CpuExecutor::CpuExecutor(std::vector<Impl> impls, ModelConsts consts, int32_t jobs, bool dedup)
+    : impls_(std::move(impls)), consts_(consts), suite_(consts),
+      pool_(std::min<int32_t>(std::max(jobs, 1), static_cast<int32_t>(impls_.size()))) {
+  for (Impl impl : impls_) stats_[impl] = ImplStats{};
+  if (dedup) suite_.EnableDedup(impls_);
+  dedup_ = dedup;
 }
 
 absl::Status CpuExecutor::Execute(const StepPlan& plan, const StepArrays& arrays) {
@@ -23,21 +25,24 @@ absl::Status CpuExecutor::Execute(const StepPlan& plan, const StepArrays& arrays
   const BatchInputs inputs = ToBatchInputs(plan, arrays);
   const int c = static_cast<int>(plan.step_case);
   const std::string case_name(StepCaseName(plan.step_case));
-  // One reference per step, shared by every implementation: it is built from the device view
-  // and the layout (its segment rows), which every suite grows alike from the same steps.
-  for (Impl impl : impls_)
-    if (absl::Status s = suites_.at(impl)->Prepare(inputs.sizes); !s.ok())
-      return absl::Status(s.code(), absl::StrFormat("step %d (%s), impl %s: %s", plan.index, case_name,
-                                                    ImplName(impl), s.message()));
-  const SuiteLayout layout = suites_.at(impls_.front())->layout();
-  bool shared = true;
-  for (Impl impl : impls_) shared = shared && suites_.at(impl)->layout().max_segments == layout.max_segments;
-  const SuiteReference want = ComputeSuiteReference(inputs, layout, consts_);
-  // Each implementation runs on its own suite, on any of the pool's threads; the results are
-  // then read in the implementations' order, so counts and the first error do not depend on --jobs.
+  const auto in_step = [&](const absl::Status& s) {
+    return absl::Status(s.code(), absl::StrFormat("step %d (%s): %s", plan.index, case_name, s.message()));
+  };
+  // One suite for every implementation (each its own buffers and backend) and one reference per
+  // step, shared by every implementation: it is built from the device view and the layout.
+  if (absl::Status s = suite_.Prepare(inputs.sizes); !s.ok()) return in_step(s);
+  const SuiteReference want = ComputeSuiteReference(inputs, suite_.layout(), consts_);
+  if (dedup_)
+    if (absl::Status s = suite_.BeginStep(inputs, want); !s.ok()) return in_step(s);
+  // Each implementation runs on any of the pool's threads; the results are then read in the
+  // implementations' order, so counts and the first error do not depend on --jobs.
   std::vector<absl::StatusOr<SuiteRunResult>> results(impls_.size(), absl::UnknownError("not run"));
   pool_.Run(static_cast<int32_t>(impls_.size()), [&](int32_t i) {
-    results[i] = suites_.at(impls_[i])->Run(impls_[i], inputs, shared ? &want : nullptr);
+    try {
+      results[i] = suite_.Run(impls_[i], inputs, &want);
+    } catch (const std::bad_alloc&) {  // past the pre-flight (CheckCpuCheckMemory): an error, not a crash
+      results[i] = absl::ResourceExhaustedError("out of host memory in the metadata check");
+    }
   });
   for (size_t i = 0; i < impls_.size(); ++i) {
     const Impl impl = impls_[i];
@@ -130,7 +135,9 @@ const RegisterExecutor kRegisterCpuExecutor(
     "metadata-check", kCpuExecutorOrder,
     [](const ExecutorRequest& request) -> absl::StatusOr<std::unique_ptr<StepExecutor>> {
       if (!request.check || request.impls.empty()) return std::unique_ptr<StepExecutor>();
-      return std::unique_ptr<StepExecutor>(std::make_unique<CpuExecutor>(request.impls, ModelConsts{}, request.jobs));
+      DS_RETURN_IF_ERROR(CheckCpuCheckMemory(request, AvailableHostMemory()));
+      return std::unique_ptr<StepExecutor>(
+          std::make_unique<CpuExecutor>(request.impls, ModelConsts{}, request.jobs, request.dedup));
     });
 
 }  // namespace

@@ -22,8 +22,10 @@ namespace dspark::sim {
 
 class CpuExecutor : public StepExecutor {
  public:
-  // jobs: threads that run the implementations of a step (run --jobs); results do not depend on it.
-  explicit CpuExecutor(std::vector<Impl> impls, ModelConsts consts = {}, int32_t jobs = 1);
+  // jobs: threads that run the implementations of a step (run --jobs); dedup: builder-level
+  // deduplication (kernels/suite/builder_memo.h; run --no-dedup turns it off). Results depend on
+  // neither.
+  explicit CpuExecutor(std::vector<Impl> impls, ModelConsts consts = {}, int32_t jobs = 1, bool dedup = true);
 
   absl::string_view name() const override { return "metadata_check"; }
   absl::Status Execute(const StepPlan& plan, const StepArrays& arrays) override;
@@ -48,7 +50,8 @@ class CpuExecutor : public StepExecutor {
  private:
   std::vector<Impl> impls_;
   ModelConsts consts_;
-  std::map<Impl, std::unique_ptr<CpuSuite>> suites_;
+  CpuSuite suite_;
+  bool dedup_ = true;
   std::map<Impl, ImplStats> stats_;
   WorkerPool pool_;
 };

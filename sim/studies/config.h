@@ -79,6 +79,9 @@ struct RunConfig {
   ProgressStyle progress = ProgressStyle::kNone;
   // Threads of the CPU check (--jobs); results are identical for any value, so not in ToJson.
   int32_t jobs = 1;
+  // Builder-level deduplication of the CPU check (--no-dedup: off); results are identical either
+  // way, so not in ToJson.
+  bool dedup = true;
   bool check_invariants = false;   // sim/observe/invariants.h on every step (section "invariants")
 
   absl::Status Validate() const;

@@ -99,6 +99,7 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   request.impls = config.impls;
   request.check = config.check;
   request.jobs = config.jobs;
+  request.dedup = config.dedup;
   request.device = config.executor;
   request.gpu_cold_l2 = config.gpu_cold_l2;
   request.scheduler = config.scheduler;

@@ -101,6 +101,7 @@ po::options_description RunOptions() {
     ("check-kv", po::bool_switch(), "check KV block accounting after every step (slow)")
     ("progress", po::value<std::string>()->default_value("auto"), "stderr: requests finished, steps and steps/s with ETA; auto (a bar on a terminal, a line every 10 s otherwise), bar, lines, none")
     ("jobs", po::value<int32_t>()->default_value(0), "threads of the metadata check, each running implementations of the step (0: the machine's cores); results are identical for any value")
+    ("no-dedup", po::bool_switch(), "emulate and compare every builder of every implementation itself, not once per step for the implementations that run it on the same inputs (for auditing; results are identical)")
     ("check-invariants", po::bool_switch(), "independent invariant check of every step: budgets, graph padding, KV partition, each request finished once (sim/invariants.h; O(KV pool) per step)");
   // clang-format on
   return d;
@@ -245,6 +246,7 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   c.check_invariants = vm["check-invariants"].as<bool>();
   DS_ASSIGN_OR_RETURN(c.progress, ParseProgressStyle(vm["progress"].as<std::string>()));
   c.jobs = vm["jobs"].as<int32_t>();
+  c.dedup = !vm["no-dedup"].as<bool>();
   if (c.jobs < 0 || c.jobs > 1024)
     return absl::InvalidArgumentError(absl::StrCat("--jobs: expected 0 (the machine's cores) to 1024, got ", c.jobs));
   if (c.jobs == 0) c.jobs = WorkerPool::DefaultJobs();

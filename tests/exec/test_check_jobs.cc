@@ -29,7 +29,7 @@ TEST(WorkerPool, RunsEveryItemOnceInEveryTask) {
   EXPECT_GE(WorkerPool::DefaultJobs(), 1);
 }
 
-std::string RunFiles(int32_t jobs, const std::string& preset, SpecMode mode) {
+std::string RunFiles(int32_t jobs, const std::string& preset, SpecMode mode, bool dedup = true) {
   RunConfig config;
   config.seed = 5;
   config.workload = preset;
@@ -41,7 +41,9 @@ std::string RunFiles(int32_t jobs, const std::string& preset, SpecMode mode) {
   config.impls = AllImpls();
   config.check = true;
   config.jobs = jobs;
-  config.out_dir = testing_util::ProcessTempDir("check_jobs", absl::StrCat(preset, "_", jobs), /*create=*/true);
+  config.dedup = dedup;
+  config.out_dir =
+      testing_util::ProcessTempDir("check_jobs", absl::StrCat(preset, "_", jobs, dedup ? "" : "_nodedup"), /*create=*/true);
   EXPECT_TRUE(config.Validate().ok()) << config.Validate();
   auto result = ExecuteRun(config);
   EXPECT_TRUE(result.ok()) << result.status();
@@ -59,6 +61,14 @@ TEST(CheckJobs, ResultFilesAreByteIdenticalForAnyJobs) {
     ASSERT_NE(serial.find("\"metadata_check\""), std::string::npos) << "the check did not run";
     EXPECT_EQ(serial, RunFiles(3, "chat", mode)) << "--jobs 3 changed the results";
   }
+}
+
+// Builder-level deduplication (kernels/suite/builder_memo.h) changes no result file, serial or not.
+TEST(CheckJobs, ResultFilesAreByteIdenticalWithoutDedup) {
+  const std::string dedup = RunFiles(1, "chat", SpecMode::kAdaptive);
+  ASSERT_FALSE(dedup.empty());
+  EXPECT_EQ(dedup, RunFiles(1, "chat", SpecMode::kAdaptive, /*dedup=*/false)) << "--no-dedup changed the results";
+  EXPECT_EQ(dedup, RunFiles(2, "chat", SpecMode::kAdaptive, /*dedup=*/false)) << "--no-dedup --jobs 2 changed them";
 }
 
 }  // namespace

@@ -1,0 +1,162 @@
+#include "kernels/suite/builder_memo.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/suite/bt_rows.h"
+#include "kernels/suite/suite_impls.h"
+
+namespace dspark {
+
+void AssignGroupOutputs(BuilderGroup g, const SuiteOutputs& src, SuiteOutputs* dst) {
+  switch (g) {
+    case BuilderGroup::kSwa:
+      dst->swa_lens = src.swa_lens;
+      dst->swa_indices = src.swa_indices;
+      return;
+    case BuilderGroup::kMlaR2: dst->mla_r2_slots = src.mla_r2_slots; return;
+    case BuilderGroup::kRing: dst->ring_slots = src.ring_slots; return;
+    case BuilderGroup::kIndexerR1: dst->indexer[0] = src.indexer[0]; return;
+    case BuilderGroup::kIndexerR2: dst->indexer[1] = src.indexer[1]; return;
+    case BuilderGroup::kSegments:
+      dst->seg_qsl = src.seg_qsl;
+      dst->seg_seq_lens = src.seg_seq_lens;
+      dst->seg_count = src.seg_count;
+      return;
+  }
+}
+
+// ---------------------------------------------------------------- CompareMemo
+
+// equal_ is kept sorted: a step notes one span per block-table row, thousands in a long step.
+bool CompareMemo::KnownEqual(const void* want, const void* got, size_t bytes) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::binary_search(equal_.begin(), equal_.end(), std::make_tuple(want, got, bytes));
+}
+
+void CompareMemo::NoteEqual(const void* want, const void* got, size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto key = std::make_tuple(want, got, bytes);
+  const auto it = std::lower_bound(equal_.begin(), equal_.end(), key);
+  if (it == equal_.end() || *it != key) equal_.insert(it, key);
+}
+
+void CompareMemo::Clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  equal_.clear();
+}
+
+// ---------------------------------------------------------------- BuilderMemo
+
+namespace {
+
+// A SuiteImage with only group g's fields allocated (the others stay empty).
+SuiteImage GroupImage(BuilderGroup g, const SuiteLayout& l, int32_t poison) {
+  SuiteImage full = SuiteImage::Filled(SuiteLayout{}, poison);  // every field empty
+  const size_t cap = static_cast<size_t>(l.token_capacity);
+  switch (g) {
+    case BuilderGroup::kSwa:
+      full.swa_lens.assign(cap, poison);
+      full.swa_indices.assign(cap * static_cast<size_t>(l.window), poison);
+      break;
+    case BuilderGroup::kMlaR2: full.mla_r2_slots.assign(cap, poison); break;
+    case BuilderGroup::kRing: full.ring_slots.assign(cap, poison); break;
+    case BuilderGroup::kIndexerR1:
+    case BuilderGroup::kIndexerR2: {
+      SuiteImage::Indexer& x = full.indexer[g == BuilderGroup::kIndexerR1 ? 0 : 1];
+      x.seq_out.assign(cap, poison);
+      x.bt_out.assign(static_cast<size_t>(std::max(l.bt_out_stride, 1)), poison);  // rows: GrowBtRows
+      x.decode_lens.assign(cap, poison);
+      x.indices.assign(cap, poison);
+      x.per_req.assign(cap, poison);
+      break;
+    }
+    case BuilderGroup::kSegments:
+      full.seg_qsl.assign(static_cast<size_t>(l.max_segments) + 1, poison);
+      full.seg_seq_lens.assign(static_cast<size_t>(l.max_segments), poison);
+      full.seg_count.assign(1, poison);
+      break;
+  }
+  return full;
+}
+
+OpCounters Minus(const OpCounters& a, const OpCounters& b) {
+  OpCounters d;
+  d.kernels = a.kernels - b.kernels;
+  d.h2d_copies = a.h2d_copies - b.h2d_copies;
+  d.d2h_copies = a.d2h_copies - b.d2h_copies;
+  d.d2d_copies = a.d2d_copies - b.d2d_copies;
+  d.fills = a.fills - b.fills;
+  d.host_syncs = a.host_syncs - b.host_syncs;
+  d.host_array_ops = a.host_array_ops - b.host_array_ops;
+  return d;
+}
+
+}  // namespace
+
+void BuilderMemo::SetLayout(const SuiteLayout& layout, int32_t poison) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (layout == layout_ && poison == poison_) return;
+  layout_ = layout;
+  poison_ = poison;
+  buffers_.clear();
+  entries_.clear();
+}
+
+void BuilderMemo::BeginStep(const int32_t* canonical_map, int32_t mapped) {
+  std::lock_guard<std::mutex> lock(mu_);
+  canonical_map_ = canonical_map;
+  mapped_ = std::max(mapped, 0);
+  entries_.clear();
+  compare_.Clear();
+}
+
+bool BuilderMemo::Canonical(const int32_t* token_map) const {
+  if (token_map == nullptr) return true;
+  if (mapped_ == 0) return true;
+  return canonical_map_ != nullptr &&
+         std::memcmp(token_map, canonical_map_, sizeof(int32_t) * static_cast<size_t>(mapped_)) == 0;
+}
+
+absl::Status BuilderMemo::Run(CpuBackend& be, const SuiteStep& s, BuilderGroup g, int32_t variant,
+                              const int32_t* token_map, const std::function<absl::Status(const SuiteStep&)>& body,
+                              SuiteOutputs* effective) {
+  if (be.LoggingScratch())
+    return absl::InternalError("builder memo: a deduplicated builder called another one (bodies must not nest)");
+  if (!Canonical(token_map)) {  // this implementation's own inputs: its own buffers
+    AssignGroupOutputs(g, s.out, effective);
+    return body(s);
+  }
+  const std::pair<int, int32_t> key{static_cast<int>(g), variant};
+  std::unique_lock<std::mutex> lock(mu_);
+  auto [it, lead] = entries_.try_emplace(key);
+  Entry& e = it->second;
+  if (lead) {
+    auto buf = buffers_.find(key);
+    if (buf == buffers_.end()) buf = buffers_.emplace(key, GroupImage(g, layout_, poison_)).first;
+    GrowBtRows(&buf->second, s.in->sizes.num_decode_tokens, layout_.bt_out_stride, poison_);
+    e.out = buf->second.View();
+    lock.unlock();
+    SuiteStep shared = s;
+    AssignGroupOutputs(g, e.out, &shared.out);
+    const OpCounters before = be.counters();
+    std::vector<size_t> takes;
+    be.LogScratch(&takes);
+    const absl::Status status = body(shared);
+    be.LogScratch(nullptr);
+    lock.lock();
+    e.counters = Minus(be.counters(), before);
+    e.takes = std::move(takes);
+    e.status = status;
+    e.done = true;
+    done_.notify_all();
+  } else {
+    done_.wait(lock, [&e] { return e.done; });
+    be.counters() += e.counters;
+    for (size_t bytes : e.takes) be.template Scratch<uint8_t>(bytes);
+  }
+  AssignGroupOutputs(g, e.out, effective);
+  return e.status.ok() ? be.status() : e.status;
+}
+
+}  // namespace dspark

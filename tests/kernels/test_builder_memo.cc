@@ -1,0 +1,126 @@
+// Builder-level deduplication of the CPU check (kernels/suite/builder_memo.h): on a run of
+// randomized steps through the eight seed cases, stale host views included (where (a) / (b)'s
+// SWA and ring run on their own maps), every implementation gets the same mismatches, the same
+// counters and the same defined regions with dedup on as with it off; and the lockstep contract
+// is enforced.
+#include <gtest/gtest.h>
+
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "kernels/suite/builder_memo.h"
+#include "kernels/suite/cases.h"
+#include "kernels/suite/suite.h"
+#include "tests/kernels/test_suite_util.h"
+
+namespace dspark {
+namespace {
+
+using suite_test::MustMake;
+using suite_test::OptionsFor;
+
+std::string Counters(const OpCounters& c) {
+  return std::to_string(c.kernels) + "/" + std::to_string(c.h2d_copies) + "/" + std::to_string(c.d2h_copies) + "/" +
+         std::to_string(c.d2d_copies) + "/" + std::to_string(c.fills) + "/" + std::to_string(c.host_syncs) + "/" +
+         std::to_string(c.host_array_ops);
+}
+
+std::string Kinds(const std::vector<FieldMismatch>& ms) {
+  std::string out;
+  for (const FieldMismatch& m : ms) out += std::string(MismatchKindName(m.kind)) + " ";
+  return DescribeMismatches(ms) + out;
+}
+
+template <typename T>
+void ExpectSpanEq(const std::vector<T>& a, const std::vector<T>& b, int64_t first, int64_t n, const std::string& what) {
+  for (int64_t i = first; i < first + n; ++i)
+    if (a[static_cast<size_t>(i)] != b[static_cast<size_t>(i)]) {
+      ADD_FAILURE() << what << " differs at " << i << ": " << a[static_cast<size_t>(i)] << " vs "
+                    << b[static_cast<size_t>(i)];
+      return;
+    }
+}
+
+// The defined regions of kernels/suite/suite.h, cell by cell.
+void ExpectDefinedRegionsEqual(const SuiteImage& a, const SuiteImage& b, const BatchSizes& z, const SuiteLayout& l,
+                               const std::string& impl) {
+  const int64_t N = z.num_tokens, C = z.capacity, W = l.window, nd = z.num_decodes, Nd = z.num_decode_tokens;
+  ExpectSpanEq(a.token_to_req, b.token_to_req, 0, N, impl + " token_to_req");
+  ExpectSpanEq(a.swa_lens, b.swa_lens, 0, N, impl + " swa_lens");
+  ExpectSpanEq(a.swa_indices, b.swa_indices, 0, N * W, impl + " swa_indices");
+  ExpectSpanEq(a.mla_r2_slots, b.mla_r2_slots, 0, C, impl + " mla_r2_slots");
+  ExpectSpanEq(a.ring_slots, b.ring_slots, 0, C, impl + " ring_slots");
+  for (int k = 0; k < 2 && nd > 0; ++k) {
+    const std::string x = impl + " indexer " + std::to_string(k) + " ";
+    ExpectSpanEq(a.indexer[k].seq_out, b.indexer[k].seq_out, 0, k == 0 ? C : Nd, x + "seq_out");
+    for (int64_t t = 0; t < Nd; ++t)
+      ExpectSpanEq(a.indexer[k].bt_out, b.indexer[k].bt_out, t * l.bt_out_stride, z.bt_width, x + "bt_out");
+    ExpectSpanEq(a.indexer[k].decode_lens, b.indexer[k].decode_lens, 0, Nd, x + "decode_lens");
+    ExpectSpanEq(a.indexer[k].indices, b.indexer[k].indices, 0, Nd, x + "indices");
+    ExpectSpanEq(a.indexer[k].per_req, b.indexer[k].per_req, 0, nd, x + "per_req");
+  }
+  if (nd < z.num_reqs) {
+    ExpectSpanEq(a.seg_qsl, b.seg_qsl, 0, l.max_segments + 1, impl + " seg_qsl");
+    ExpectSpanEq(a.seg_seq_lens, b.seg_seq_lens, 0, l.max_segments, impl + " seg_seq_lens");
+    ExpectSpanEq(a.seg_count, b.seg_count, 0, 1, impl + " seg_count");
+  }
+}
+
+TEST(BuilderMemo, DedupOnAndOffAgreeAcrossStepsOfEveryCase) {
+  CpuSuite on, off;
+  on.EnableDedup(AllImpls());
+  int64_t steps = 0, stale = 0;
+  for (uint64_t seed : {1, 2, 3, 4, 5, 6}) {
+    for (SeedCase c : kAllSeedCases) {
+      // Each suite its own copy: the MLA builder clamps the block table in place.
+      const CaseBatch batch = MustMake(c, OptionsFor(seed));
+      CaseBatch b_on = batch, b_off = batch;
+      const BatchInputs in_on = b_on.Inputs(), in_off = b_off.Inputs();
+      ASSERT_TRUE(on.Prepare(in_on.sizes).ok());
+      ASSERT_TRUE(off.Prepare(in_off.sizes).ok());
+      ASSERT_EQ(on.layout(), off.layout());
+      const SuiteReference want_on = ComputeSuiteReference(in_on, on.layout(), ModelConsts{});
+      const SuiteReference want_off = ComputeSuiteReference(in_off, off.layout(), ModelConsts{});
+      ASSERT_TRUE(on.BeginStep(in_on, want_on).ok());
+      ++steps;
+      stale += batch.HostStale();
+      for (Impl impl : AllImpls()) {
+        const std::string name = std::string(ImplName(impl)) + " on " + batch.name;
+        const absl::StatusOr<SuiteRunResult> r_on = on.Run(impl, in_on, &want_on);
+        const absl::StatusOr<SuiteRunResult> r_off = off.Run(impl, in_off, &want_off);
+        ASSERT_TRUE(r_on.ok()) << name << ": " << r_on.status();
+        ASSERT_TRUE(r_off.ok()) << name << ": " << r_off.status();
+        EXPECT_EQ(Kinds(r_on->mismatches), Kinds(r_off->mismatches)) << name;
+        EXPECT_EQ(Counters(r_on->counters), Counters(r_off->counters)) << name;
+        const absl::StatusOr<SuiteImage> im_on = on.Image(impl), im_off = off.Image(impl);
+        ASSERT_TRUE(im_on.ok() && im_off.ok());
+        ExpectDefinedRegionsEqual(*im_on, *im_off, in_on.sizes, on.layout(), name);
+      }
+    }
+  }
+  EXPECT_GT(stale, 0) << "no stale-host step: the private path of the memo was not exercised";
+  EXPECT_EQ(steps, 6 * static_cast<int64_t>(std::size(kAllSeedCases)));
+}
+
+// The shared buffers carry every sharer's history only if each runs every step.
+TEST(BuilderMemo, EveryImplementationRunsOncePerStep) {
+  CpuSuite suite;
+  suite.EnableDedup({Impl::kChain, Impl::kFused});
+  const CaseBatch b = MustMake(SeedCase::kDecode, OptionsFor(1));
+  const BatchInputs in = b.Inputs();
+  ASSERT_TRUE(suite.Prepare(in.sizes).ok());
+  const SuiteReference want = ComputeSuiteReference(in, suite.layout(), ModelConsts{});
+  // Run before BeginStep, and an implementation outside the set.
+  EXPECT_EQ(suite.Run(Impl::kChain, in, &want).status().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(suite.BeginStep(in, want).ok());
+  EXPECT_EQ(suite.Run(Impl::kFusedSuite, in, &want).status().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(suite.Run(Impl::kChain, in, &want).ok());
+  // (d) did not run in this step: the next one is refused.
+  const absl::Status next = suite.BeginStep(in, want);
+  EXPECT_EQ(next.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(next.message().find("vllm-56562 ran 0 times"), std::string::npos) << next;
+}
+
+}  // namespace
+}  // namespace dspark

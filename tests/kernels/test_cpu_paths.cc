@@ -1,0 +1,81 @@
+// The kernels' CPU paths (CpuRun, the elementwise loop: kernels/common/grid.h) against the
+// per-thread emulation: every registered implementation's whole output buffers (every cell, not
+// only the defined regions), its mismatches and its counters are byte-identical with the paths
+// on and off, on randomized steps of the eight seed cases run back to back on the same buffers
+// (so cells left from earlier steps count too), and on lone launches of the scan over random
+// lengths.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/ops.cuh"
+#include "kernels/suite/cases.h"
+#include "kernels/suite/suite.h"
+#include "tests/kernels/test_suite_util.h"
+
+namespace dspark {
+namespace {
+
+using suite_test::MustMake;
+using suite_test::OptionsFor;
+
+// Restores the CPU paths when a test ends, failed or not.
+struct PathsOff {
+  PathsOff() { CpuPathsEnabled() = false; }
+  ~PathsOff() { CpuPathsEnabled() = true; }
+};
+
+std::string Describe(const absl::StatusOr<SuiteRunResult>& r) {
+  if (!r.ok()) return r.status().ToString();
+  const OpCounters& c = r->counters;
+  return DescribeMismatches(r->mismatches) + std::to_string(c.kernels) + "/" + std::to_string(c.fills) + "/" +
+         std::to_string(c.d2d_copies) + "/" + std::to_string(c.h2d_copies) + "/" + std::to_string(c.host_array_ops);
+}
+
+TEST(CpuPaths, WholeBuffersEqualPerThreadEmulationAcrossSteps) {
+  CpuSuite fast, slow;
+  int64_t steps = 0;
+  for (uint64_t seed : {1, 2, 3, 4, 5, 6, 7, 8, 9}) {
+    for (SeedCase c : kAllSeedCases) {
+      CaseOptions o = OptionsFor(seed);
+      if (seed >= 7) o.batch = 40 + static_cast<int32_t>(seed);  // more requests, wider scans
+      const CaseBatch batch = MustMake(c, o);
+      CaseBatch b_fast = batch, b_slow = batch;
+      ++steps;
+      for (Impl impl : AllImpls()) {
+        const std::string name = std::string(ImplName(impl)) + " on " + batch.name + " seed " + std::to_string(seed);
+        const absl::StatusOr<SuiteRunResult> r_fast = fast.Run(impl, b_fast.Inputs());
+        absl::StatusOr<SuiteRunResult> r_slow = absl::UnknownError("not run");
+        {
+          PathsOff off;
+          r_slow = slow.Run(impl, b_slow.Inputs());
+        }
+        ASSERT_TRUE(r_fast.ok()) << name << ": " << r_fast.status();
+        EXPECT_EQ(Describe(r_fast), Describe(r_slow)) << name;
+        const absl::StatusOr<SuiteImage> a = fast.Image(impl), b = slow.Image(impl);
+        ASSERT_TRUE(a.ok() && b.ok());
+        EXPECT_TRUE(*a == *b) << name << ": the CPU paths changed a cell of the output buffers";
+      }
+    }
+  }
+  EXPECT_EQ(steps, 9 * static_cast<int64_t>(std::size(kAllSeedCases)));
+}
+
+TEST(CpuPaths, ScanOfEveryLengthEqualsPerThreadEmulation) {
+  std::mt19937 rng(17);
+  for (int32_t n : {0, 1, 2, 7, 255, 256, 257, 511, 1000, 4099}) {
+    std::vector<int32_t> in(static_cast<size_t>(n));
+    for (int32_t& v : in) v = static_cast<int32_t>(rng() % 9) - 2;
+    std::vector<int32_t> fast(static_cast<size_t>(n) + 3, -7), slow = fast;
+    const ops::InclusiveScanKernel kf{in.data(), fast.data(), n}, ks{in.data(), slow.data(), n};
+    EmulateGrid(kf, kf.Shape());
+    EmulateGridPerThread(ks, ks.Shape());
+    EXPECT_EQ(fast, slow) << "n=" << n;
+  }
+}
+
+}  // namespace
+}  // namespace dspark
