@@ -14,6 +14,7 @@
 #include "kernels/reference/compressed_slots.h"
 #include "kernels/reference/ring_slots.h"
 #include "kernels/reference/token_map.h"
+#include "kernels/suite/regions.h"
 #include "kernels/suite/suite_impls.h"
 
 namespace dspark {
@@ -156,7 +157,10 @@ SuiteReference ComputeSuiteReference(const BatchInputs& in, const SuiteLayout& l
   r.ring_slots = ref::RingSlots(z, d, CompressorRingCapacity(consts.spec_k));
   r.indexer = ref::IndexerDecode(d.query_start_loc, d.seq_lens, d.block_table, z.bt_stride, z.bt_width, z.num_decodes,
                                  z.num_decode_tokens, z.capacity);
+  r.indexer_r2_seq_out.resize(static_cast<size_t>(std::max(z.num_decode_tokens, 0)));
+  for (size_t t = 0; t < r.indexer_r2_seq_out.size(); ++t) r.indexer_r2_seq_out[t] = r.indexer.seq_out[t] / 2;
   r.segments = ref::Segments(z, d, in.fp8_prefill, consts.prefill_segment, layout.max_segments);
+  r.seg_count = {r.segments.count};
   return r;
 }
 
@@ -206,6 +210,27 @@ class FieldDiff {
   FieldMismatch m_;
 };
 
+// One region: a single span when its rows are contiguous, else row by row; columns 1.. of the
+// padding rows (SuiteRegion::padding_rows_from) go to `pad`.
+template <typename T>
+void CompareRegion(const SuiteRegion& r, const T* want, const T* got, FieldDiff& diff, FieldDiff& pad) {
+  if (r.got_stride == r.cols && r.padding_rows_from < 0) {
+    diff.CheckSpan(0, want, got, r.Cells());
+    return;
+  }
+  for (int64_t row = 0; row < r.rows && r.cols > 0; ++row) {
+    const T* w = want + row * r.cols;
+    const T* g = got + row * r.got_stride;
+    const int64_t at = row * r.got_stride;
+    if (r.padding_rows_from < 0 || row < r.padding_rows_from) {
+      diff.CheckSpan(at, w, g, r.cols);
+    } else {
+      diff.Check(at, w[0], g[0]);
+      pad.CheckSpan(at + 1, w + 1, g + 1, r.cols - 1);
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const SuiteLayout& layout,
@@ -216,81 +241,19 @@ std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const 
 std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const SuiteReference& want,
                                         const SuiteLayout& layout, const ModelConsts& consts,
                                         const SuiteOutputs& got) {
-  const BatchSizes& z = in.sizes;
   const ImplTraits& traits = impl.info().traits;
   const MismatchKind ordinary =
       traits.reads_host_boundaries && HostViewStale(in) ? MismatchKind::kStaleHost : MismatchKind::kBug;
   const MismatchKind padding = traits.old_indexer_chain ? MismatchKind::kPaddingResidue : MismatchKind::kBug;
-  const int64_t N = z.num_tokens, C = z.capacity, W = consts.swa_window;
   std::vector<FieldMismatch> out;
-
-  {
-    FieldDiff d("token_map", "token_to_req");
-    d.CheckSpan(0, want.token_to_req.data(), got.token_to_req, N);
-    d.AppendTo(out, ordinary);
-  }
-  {
-    FieldDiff lens("swa", "swa_lens"), idx("swa", "swa_indices");
-    lens.CheckSpan(0, want.swa.lens.data(), got.swa_lens, N);
-    idx.CheckSpan(0, want.swa.indices.data(), got.swa_indices, N * W);
-    lens.AppendTo(out, ordinary);
-    idx.AppendTo(out, ordinary);
-  }
-  {
-    // MLA ratio 1 has no output of its own in vLLM (it hands out slot_mapping and the token
-    // map), so mla_r1_slots is not compared.
-    FieldDiff r2("mla_r2", "compressed_slots"), ring("mla_r2", "ring_slots");
-    r2.CheckSpan(0, want.mla_r2_slots.data(), got.mla_r2_slots, C);
-    ring.CheckSpan(0, want.ring_slots.data(), got.ring_slots, C);
-    r2.AppendTo(out, ordinary);
-    ring.AppendTo(out, ordinary);
-  }
-  const int64_t actual = in.device.query_start_loc[z.num_decodes];
-  const int64_t bt_w = z.bt_width, stride = layout.bt_out_stride;
-  // With no decode request the decode metadata is absent (vLLM builds it under
-  // `if num_decodes > 0`): nothing to compare.
-  for (int k = 0; k < 2 && z.num_decodes > 0; ++k) {
-    const std::string builder = k == 0 ? "indexer_r1" : "indexer_r2";
-    const IndexerOutputs& o = got.indexer[k];
-    FieldDiff seq(builder, "seq_out"), bt(builder, "bt_out"), bt_pad(builder, "bt_out_padding");
-    FieldDiff lens(builder, "decode_lens"), indices(builder, "indices"), per_req(builder, "per_req");
-    // Ratio 2 hands out [0, N_d) of its compressed lengths, seq // 2 (vLLM's `seq_lens //= ratio`
-    // or expanded_seq_lens_buffer); ratio 1 its whole buffer, zero from N_d.
-    if (k == 0)
-      seq.CheckSpan(0, want.indexer.seq_out.data(), o.seq_out, C);
+  for (const SuiteRegion& r : SuiteRegions(want, in, layout, consts)) {
+    FieldDiff diff(r.builder, r.field), pad(r.builder, r.field + "_padding");
+    if (r.int64_field)
+      CompareRegion(r, r.want64, got.*(r.got64), diff, pad);
     else
-      for (int64_t t = 0; t < z.num_decode_tokens; ++t) seq.Check(t, want.indexer.seq_out[t] / 2, o.seq_out[t]);
-    // Row by row (the output rows are strided); columns 1.. of a padding row are bt_out_padding.
-    for (int64_t t = 0; t < z.num_decode_tokens && bt_w > 0; ++t) {
-      const int32_t* w = want.indexer.bt_rows.data() + t * bt_w;
-      const int32_t* g = o.bt_out + t * stride;
-      if (t < actual) {
-        bt.CheckSpan(t * stride, w, g, bt_w);
-      } else {
-        bt.Check(t * stride, w[0], g[0]);
-        bt_pad.CheckSpan(t * stride + 1, w + 1, g + 1, bt_w - 1);
-      }
-    }
-    lens.CheckSpan(0, want.indexer.decode_lens.data(), o.decode_lens, z.num_decode_tokens);
-    indices.CheckSpan(0, want.indexer.indices.data(), o.indices, z.num_decode_tokens);
-    per_req.CheckSpan(0, want.indexer.per_req.data(), o.per_req, z.num_decodes);
-    seq.AppendTo(out, ordinary);
-    bt.AppendTo(out, ordinary);
-    bt_pad.AppendTo(out, padding);
-    lens.AppendTo(out, ordinary);
-    indices.AppendTo(out, ordinary);
-    per_req.AppendTo(out, ordinary);
-  }
-  if (z.num_decodes < z.num_reqs) {  // with no prefills the segment fields are absent (#57207)
-    FieldDiff qsl("prefill_segments", "seg_qsl"), lens("prefill_segments", "seg_seq_lens"),
-        count("prefill_segments", "seg_count");
-    for (int64_t k = 0; k <= layout.max_segments; ++k) qsl.Check(k, want.segments.seg_qsl[k], got.seg_qsl[k]);
-    for (int64_t k = 0; k < layout.max_segments; ++k)
-      lens.Check(k, want.segments.seg_seq_lens[k], got.seg_seq_lens[k]);
-    count.Check(0, want.segments.count, got.seg_count[0]);
-    qsl.AppendTo(out, ordinary);
-    lens.AppendTo(out, ordinary);
-    count.AppendTo(out, ordinary);
+      CompareRegion(r, r.want32, r.k >= 0 ? got.indexer[r.k].*(r.got_indexer) : got.*(r.got32), diff, pad);
+    diff.AppendTo(out, ordinary);
+    pad.AppendTo(out, padding);
   }
   return out;
 }

@@ -175,7 +175,9 @@ struct SuiteReference {
   ref::SwaMetadata swa;
   std::vector<int64_t> mla_r1_slots, mla_r2_slots, ring_slots;  // [C]
   ref::IndexerDecodeOut indexer;  // both ratios: same inputs
+  std::vector<int32_t> indexer_r2_seq_out;  // [N_d] ratio 2's handed-out lengths, seq_out // 2
   ref::PrefillSegments segments;
+  std::vector<int32_t> seg_count;  // [1] segments.count
 };
 SuiteReference ComputeSuiteReference(const BatchInputs& in, const SuiteLayout& layout, const ModelConsts& consts);
 
