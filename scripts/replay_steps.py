@@ -52,6 +52,7 @@ class Step:
         self.case = entry["case"]
         self.sizes = dict(entry["sizes"])
         self.fp8_prefill = entry.get("fp8_prefill", True)
+        self.causal = entry.get("causal", True)  # false in a DSpark draft step (non-causal SWA rows)
         self.host_view_stale = entry["host_view_stale"]
         self.consts = consts
         self.dir = os.path.join(root, entry["dir"])
@@ -79,7 +80,7 @@ class Step:
     def shape_key(self):
         s = self.sizes
         return (s["num_reqs"], s["num_tokens"], s["num_decodes"], s["num_decode_tokens"], s["capacity"],
-                s["bt_width"], s["bt_stride"], self.fp8_prefill)
+                s["bt_width"], s["bt_stride"], self.fp8_prefill, self.causal)
 
 
 def load_dump(root):

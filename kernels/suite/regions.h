@@ -31,6 +31,7 @@ struct SuiteRegion {
   int k = -1;            // >= 0: the buffer is got_indexer of SuiteOutputs::indexer[k]
   int32_t* IndexerOutputs::*got_indexer = nullptr;
   int64_t got_stride = 1;  // [elements] between rows of the buffer
+  int64_t got_offset = 0;  // [elements] of the region's first cell in the buffer
   // >= 0: rows from here on are padding rows whose columns 1.. form "<field>_padding", classified
   // as padding residue for the old indexer chain (which zeroes only column 0 there).
   int64_t padding_rows_from = -1;

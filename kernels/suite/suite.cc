@@ -13,6 +13,7 @@
 #include "kernels/prefill_segments.cuh"
 #include "kernels/reference/compressed_slots.h"
 #include "kernels/reference/ring_slots.h"
+#include "kernels/reference/swa_noncausal.h"
 #include "kernels/reference/token_map.h"
 #include "kernels/suite/regions.h"
 #include "kernels/suite/suite_impls.h"
@@ -46,6 +47,7 @@ SuiteLayout MakeSuiteLayout(int32_t max_tokens, int32_t max_reqs, int32_t max_bt
   l.max_reqs = std::max(max_reqs, 0);
   l.bt_out_stride = std::max(max_bt_width, 1);
   l.window = consts.swa_window;
+  l.noncausal_width = SwaNoncausalWidth(consts.swa_window, consts.spec_k);
   l.max_segments = PrefillSegmentBound(l.max_reqs, l.token_capacity, consts.prefill_segment);
   l.arange_len = std::max(l.token_capacity, l.window);
   return l;
@@ -64,9 +66,10 @@ absl::Status CheckFits(const SuiteLayout& l, const BatchSizes& s, const ModelCon
   if (s.num_decodes > s.capacity)
     return absl::OutOfRangeError(absl::StrFormat(
         "suite: num_decodes=%d exceeds capacity=%d (per_req is a per-token buffer)", s.num_decodes, s.capacity));
-  if (l.window != consts.swa_window)
+  if (l.window != consts.swa_window || l.noncausal_width != SwaNoncausalWidth(consts.swa_window, consts.spec_k))
     return absl::InvalidArgumentError(
-        absl::StrFormat("suite: layout window=%d differs from swa_window=%d", l.window, consts.swa_window));
+        absl::StrFormat("suite: layout window=%d / noncausal_width=%d differ from swa_window=%d, spec_k=%d", l.window,
+                        l.noncausal_width, consts.swa_window, consts.spec_k));
   const int32_t bound = PrefillSegmentBound(s.num_reqs - s.num_decodes, s.capacity, consts.prefill_segment);
   if (l.max_segments < bound)
     return absl::OutOfRangeError(
@@ -111,6 +114,7 @@ SuiteImage SuiteImage::Filled(const SuiteLayout& l, int32_t poison) {
   im.token_to_req.assign(cap, poison);
   im.swa_lens.assign(cap, poison);
   im.swa_indices.assign(cap * static_cast<size_t>(l.window), poison);
+  im.swa_indices_noncausal.assign(cap * static_cast<size_t>(l.noncausal_width), poison);
   im.mla_r1_slots.assign(cap, poison);
   im.mla_r2_slots.assign(cap, poison);
   im.ring_slots.assign(cap, poison);
@@ -121,9 +125,11 @@ SuiteImage SuiteImage::Filled(const SuiteLayout& l, int32_t poison) {
     x.indices.assign(cap, poison);
     x.per_req.assign(cap, poison);
   }
+  im.indexer_r2_slots.assign(cap, poison);
+  im.indexer_r2_csl.assign(static_cast<size_t>(std::max(l.max_reqs, 1)), poison);
   im.seg_qsl.assign(static_cast<size_t>(l.max_segments) + 1, poison);
   im.seg_seq_lens.assign(static_cast<size_t>(l.max_segments), poison);
-  im.seg_count.assign(1, poison);
+  im.seg_count.assign(2, poison);
   return im;
 }
 
@@ -132,12 +138,15 @@ SuiteOutputs SuiteImage::View() {
   o.token_to_req = token_to_req.data();
   o.swa_lens = swa_lens.data();
   o.swa_indices = swa_indices.data();
+  o.swa_indices_noncausal = swa_indices_noncausal.data();
   o.mla_r1_slots = mla_r1_slots.data();
   o.mla_r2_slots = mla_r2_slots.data();
   o.ring_slots = ring_slots.data();
   for (int k = 0; k < 2; ++k)
     o.indexer[k] = IndexerOutputs{indexer[k].seq_out.data(), indexer[k].bt_out.data(), indexer[k].decode_lens.data(),
                                   indexer[k].indices.data(), indexer[k].per_req.data()};
+  o.indexer_r2_slots = indexer_r2_slots.data();
+  o.indexer_r2_csl = indexer_r2_csl.data();
   o.seg_qsl = seg_qsl.data();
   o.seg_seq_lens = seg_seq_lens.data();
   o.seg_count = seg_count.data();
@@ -152,6 +161,13 @@ SuiteReference ComputeSuiteReference(const BatchInputs& in, const SuiteLayout& l
   SuiteReference r;
   r.token_to_req = ref::TokenToReq(d.query_start_loc, z.num_reqs, z.num_tokens);
   r.swa = ref::Swa(z, d, consts.swa_window, consts.swa_block_size);
+  if (!in.causal) {  // the DSpark draft step: its decode rows are non-causal
+    ref::SwaNonCausalRows nc = ref::SwaNonCausal(z, d, consts.swa_window,
+                                                 ref::DsparkSwaIndexWidth(consts.swa_window, consts.spec_k),
+                                                 consts.swa_block_size);
+    for (int32_t t = 0; t < z.num_decode_tokens && t < z.num_tokens; ++t) r.swa.lens[t] = nc.lens[t];
+    r.swa_noncausal_indices = std::move(nc.indices);
+  }
   r.mla_r1_slots = ref::CompressedSlots(z, d, 1, consts.mla_block_size);
   r.mla_r2_slots = ref::CompressedSlots(z, d, 2, consts.mla_block_size);
   r.ring_slots = ref::RingSlots(z, d, CompressorRingCapacity(consts.spec_k));
@@ -159,8 +175,12 @@ SuiteReference ComputeSuiteReference(const BatchInputs& in, const SuiteLayout& l
                                  z.num_decode_tokens, z.capacity);
   r.indexer_r2_seq_out.resize(static_cast<size_t>(std::max(z.num_decode_tokens, 0)));
   for (size_t t = 0; t < r.indexer_r2_seq_out.size(); ++t) r.indexer_r2_seq_out[t] = r.indexer.seq_out[t] / 2;
+  r.indexer_r2_slots = ref::CompressedSlots(z, d, 2, consts.mla_block_size, /*read_slot_mapping=*/false);
+  r.indexer_r2_csl.resize(static_cast<size_t>(std::max(z.num_reqs, 0)));
+  for (size_t i = 0; i < r.indexer_r2_csl.size(); ++i) r.indexer_r2_csl[i] = d.seq_lens[i] / 2;
   r.segments = ref::Segments(z, d, in.fp8_prefill, consts.prefill_segment, layout.max_segments);
   r.seg_count = {r.segments.count};
+  r.seg_max_query_len = {r.segments.max_query_len};
   return r;
 }
 
@@ -214,14 +234,15 @@ class FieldDiff {
 // padding rows (SuiteRegion::padding_rows_from) go to `pad`.
 template <typename T>
 void CompareRegion(const SuiteRegion& r, const T* want, const T* got, FieldDiff& diff, FieldDiff& pad) {
+  got += r.got_offset;
   if (r.got_stride == r.cols && r.padding_rows_from < 0) {
-    diff.CheckSpan(0, want, got, r.Cells());
+    diff.CheckSpan(r.got_offset, want, got, r.Cells());
     return;
   }
   for (int64_t row = 0; row < r.rows && r.cols > 0; ++row) {
     const T* w = want + row * r.cols;
     const T* g = got + row * r.got_stride;
-    const int64_t at = row * r.got_stride;
+    const int64_t at = r.got_offset + row * r.got_stride;
     if (r.padding_rows_from < 0 || row < r.padding_rows_from) {
       diff.CheckSpan(at, w, g, r.cols);
     } else {
@@ -271,9 +292,10 @@ absl::Status ValidateSuiteStep(Impl impl, const SuiteStep& s) {
     return absl::InvalidArgumentError(
         "suite: device query_start_loc, seq_lens, block_table and slot_mapping must be non-null");
   const SuiteOutputs& o = s.out;
-  if (o.token_to_req == nullptr || o.swa_lens == nullptr || o.swa_indices == nullptr || o.mla_r1_slots == nullptr ||
+  if (o.token_to_req == nullptr || o.swa_lens == nullptr || o.swa_indices == nullptr ||
+      o.swa_indices_noncausal == nullptr || o.mla_r1_slots == nullptr ||
       o.mla_r2_slots == nullptr || o.ring_slots == nullptr || o.seg_qsl == nullptr || o.seg_seq_lens == nullptr ||
-      o.seg_count == nullptr)
+      o.seg_count == nullptr || o.indexer_r2_slots == nullptr || o.indexer_r2_csl == nullptr)
     return absl::InvalidArgumentError("suite: an output buffer is null");
   for (const IndexerOutputs& x : o.indexer)
     if (x.seq_out == nullptr || x.bt_out == nullptr || x.decode_lens == nullptr || x.indices == nullptr ||
@@ -329,6 +351,8 @@ FusedSuiteParams MakeFusedSuiteParams(const SuiteStep& s) {
   p.ring_capacity = CompressorRingCapacity(s.consts.spec_k);
   p.segment_len = s.consts.prefill_segment;
   p.fp8 = in.fp8_prefill ? 1 : 0;
+  p.swa_noncausal_width = in.causal ? 0 : s.layout.noncausal_width;
+  p.swa_indices_nc = o.swa_indices_noncausal;
   p.token_to_req = o.token_to_req;
   p.swa_lens = o.swa_lens;
   p.swa_indices = o.swa_indices;
@@ -338,6 +362,8 @@ FusedSuiteParams MakeFusedSuiteParams(const SuiteStep& s) {
   p.seg_qsl = o.seg_qsl;
   p.seg_seq_lens = o.seg_seq_lens;
   p.seg_count = o.seg_count;
+  p.r2_slots = o.indexer_r2_slots;
+  p.r2_csl = o.indexer_r2_csl;
   for (int k = 0; k < 2; ++k) {
     p.seq_out[k] = o.indexer[k].seq_out;
     p.bt_out[k] = o.indexer[k].bt_out;

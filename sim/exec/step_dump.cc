@@ -77,6 +77,7 @@ absl::Status StepDumpExecutor::Execute(const StepPlan& plan, const StepArrays& a
                     {"graph_padded", plan.graph_padded},
                     {"host_view_stale", stale},
                     {"fp8_prefill", in.fp8_prefill},
+                    {"causal", in.causal},
                     {"sizes",
                      {{"num_reqs", z.num_reqs},
                       {"num_reqs_real", plan.num_reqs_real},
