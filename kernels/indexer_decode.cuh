@@ -13,9 +13,13 @@
 //
 // Grid: max(num_decodes, N_d + ceil((capacity - N_d) / 256)) blocks of 128 threads. Block b
 //   - b < N_d: token row b. The block loads qsl[0 .. num_decodes] into shared memory with one
-//     independent load per lane, searches there, then its lanes copy the block-table row with
-//     coalesced accesses (lane i takes columns i, i + 128, ...). Cold-L2 cost: two dependent
-//     global round trips (the boundaries, then the row), not one per search step.
+//     independent load per lane and, beside it, guesses the token's request in proportion
+//     (g = b * num_decodes / N_d, exact for uniform queries) and loads that request's
+//     block-table row (lane i takes columns i, i + 128, ...) and sequence length into shared
+//     memory too. After the barrier every lane searches the cached boundaries; when the search
+//     agrees with the guess the row is stored from shared memory, otherwise it is loaded again
+//     (every load of a lane issued before its first store). Cold-L2 cost: one global round trip
+//     when the guess is right, two when not, never one per search step or per column group.
 //   - N_d <= b < N_d + ceil((capacity - N_d) / 256): zeroes seq_out chunk b - N_d (256 entries).
 //   - b < num_decodes: also writes per_req[b].
 // Nothing else is written: rows >= N_d of bt_out, columns >= W, and decode_lens / indices past
@@ -88,22 +92,38 @@ inline absl::Status CanImplementIndexerDecode(const IndexerDecodeParams& p) {
 
 // The scalar fields of token t (one lane). `r`, `s`, `e` are the request and its boundaries;
 // they are ignored when !valid.
-DS_HD_INLINE void IndexerWriteTokenScalars(const IndexerDecodeParams& p, int32_t t, bool valid, int32_t r,
-                                           int32_t s, int32_t e, int32_t actual) {
-  p.seq_out[t] = valid ? (p.seq_lens[r] - (e - s) + (t - s) + 1) / p.seq_divisor : 0;
+// `seq_r` is seq_lens[r] (ignored when !valid).
+DS_HD_INLINE void IndexerWriteTokenScalarsSeq(const IndexerDecodeParams& p, int32_t t, bool valid, int32_t r,
+                                              int32_t s, int32_t e, int32_t actual, int32_t seq_r) {
+  p.seq_out[t] = valid ? (seq_r - (e - s) + (t - s) + 1) / p.seq_divisor : 0;
   p.decode_lens[t] = 1;
   p.indices[t] = valid ? r : p.num_decodes + t - actual;
 }
+DS_HD_INLINE void IndexerWriteTokenScalars(const IndexerDecodeParams& p, int32_t t, bool valid, int32_t r,
+                                           int32_t s, int32_t e, int32_t actual) {
+  IndexerWriteTokenScalarsSeq(p, t, valid, r, s, e, actual, valid ? p.seq_lens[r] : 0);
+}
+
+// [columns per lane] a lane stages before storing (IndexerCopyTokenRow).
+inline constexpr int32_t kIndexerStagedCols = 4;
 
 // Row t of bt_out, columns lane, lane + lanes, ...: consecutive lanes touch consecutive words.
+// Each lane loads kIndexerStagedCols columns before it stores any: a load-then-store loop would
+// wait one global round trip per column group (the store may alias the next load).
 DS_HD_INLINE void IndexerCopyTokenRow(const IndexerDecodeParams& p, int32_t t, bool valid, int32_t r,
                                       int32_t lane, int32_t lanes) {
   int32_t* dst = p.bt_out + static_cast<int64_t>(t) * p.out_stride;
-  if (valid) {
-    const int32_t* src = p.block_table + static_cast<int64_t>(r) * p.bt_stride;
-    for (int32_t col = lane; col < p.bt_width; col += lanes) dst[col] = src[col];
-  } else {
-    for (int32_t col = lane; col < p.bt_width; col += lanes) dst[col] = 0;
+  const int32_t* src = p.block_table + static_cast<int64_t>(valid ? r : 0) * p.bt_stride;
+  for (int32_t base = lane; base < p.bt_width; base += kIndexerStagedCols * lanes) {
+    int32_t v[kIndexerStagedCols];
+    for (int32_t i = 0; i < kIndexerStagedCols; ++i) {
+      const int32_t col = base + i * lanes;
+      v[i] = valid && col < p.bt_width ? src[col] : 0;
+    }
+    for (int32_t i = 0; i < kIndexerStagedCols; ++i) {
+      const int32_t col = base + i * lanes;
+      if (col < p.bt_width) dst[col] = v[i];
+    }
   }
 }
 
@@ -120,8 +140,12 @@ DS_HD_INLINE void IndexerWritePerReq(const IndexerDecodeParams& p, const int32_t
 
 struct IndexerDecodeKernel {
   static constexpr int kPhases = 2;
+  // [columns] a guessed row fits the staging buffer when bt_width is at most this.
+  static constexpr int32_t kGuessCols = kIndexerThreads * kIndexerStagedCols;
   struct Shared {
     int32_t qsl[kSharedQslCap + 1];
+    int32_t row[kGuessCols];  // the guessed request's block-table row
+    int32_t guess_seq;        // the guessed request's sequence length
   };
   IndexerDecodeParams p;
 
@@ -130,13 +154,31 @@ struct IndexerDecodeKernel {
   DS_HD bool UsesSharedQsl(int32_t block) const {
     return block < p.num_decode_tokens && p.num_decodes <= kSharedQslCap;
   }
+  // The guessed request of token row b (in proportion), or -1 when this block does not guess.
+  DS_HD int32_t Guess(int32_t b) const {
+    if (!UsesSharedQsl(b) || p.num_decodes == 0 || p.bt_width > kGuessCols) return -1;
+    return MinI(static_cast<int32_t>(static_cast<int64_t>(b) * p.num_decodes / p.num_decode_tokens),
+                p.num_decodes - 1);
+  }
 
   DS_HD void Phase(int phase, const ThreadCtx& c, Shared& s) const {
     const int32_t b = c.block;
+    const int32_t g = Guess(b);
     if (phase == 0) {
-      // Boundaries and tail zeroing are independent: issue both before the barrier.
+      // Boundaries, the guessed row and length, and tail zeroing are independent: all issued
+      // before the barrier.
       if (UsesSharedQsl(b))
         for (int32_t i = c.thread; i <= p.num_decodes; i += c.block_dim) s.qsl[i] = p.query_start_loc[i];
+      if (g >= 0) {
+        const int32_t* src = p.block_table + static_cast<int64_t>(g) * p.bt_stride;
+        int32_t v[kIndexerStagedCols];
+        for (int32_t i = 0; i < kIndexerStagedCols; ++i) {
+          const int32_t col = c.thread + i * c.block_dim;
+          v[i] = col < p.bt_width ? src[col] : 0;
+        }
+        for (int32_t i = 0; i < kIndexerStagedCols; ++i) s.row[c.thread + i * c.block_dim] = v[i];
+        if (c.thread == 0) s.guess_seq = p.seq_lens[g];
+      }
       const int32_t chunk = b - p.num_decode_tokens;
       if (chunk >= 0 && chunk < IndexerTailBlocks(p)) IndexerZeroSeqTail(p, chunk, c.thread, c.block_dim);
       return;
@@ -151,8 +193,16 @@ struct IndexerDecodeKernel {
       const int32_t r = valid ? FindRequest(qsl, p.num_decodes, t) : 0;
       const int32_t s_r = valid ? qsl[r] : 0;
       const int32_t e_r = valid ? qsl[r + 1] : 0;
-      if (c.thread == 0) IndexerWriteTokenScalars(p, t, valid, r, s_r, e_r, actual);
-      IndexerCopyTokenRow(p, t, valid, r, c.thread, c.block_dim);
+      const bool hit = valid && r == g;
+      if (c.thread == 0)
+        IndexerWriteTokenScalarsSeq(p, t, valid, r, s_r, e_r, actual,
+                                    hit ? s.guess_seq : (valid ? p.seq_lens[r] : 0));
+      if (hit) {
+        int32_t* dst = p.bt_out + static_cast<int64_t>(t) * p.out_stride;
+        for (int32_t col = c.thread; col < p.bt_width; col += c.block_dim) dst[col] = s.row[col];
+      } else {
+        IndexerCopyTokenRow(p, t, valid, r, c.thread, c.block_dim);
+      }
     }
     if (b < p.num_decodes && c.thread == 0) IndexerWritePerReq(p, qsl, b);
   }

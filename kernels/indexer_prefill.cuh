@@ -9,11 +9,9 @@
 //       for every i in [qs, qe) inside [slice_start, slice_stop), and
 //         token_to_seq[cu[b] + k] = b  for k < cu[b+1] - cu[b]
 //       (rows past token_to_seq_len dropped: the suite keeps a bounded scratch copy).
-//   SchedulerMetadataKernel  a stand-in of DeepGEMM's get_paged_mqa_logits_metadata (one launch
-//       returning [num_sms + 1, 2] int32), of its shape: it splits the decode rows' KV blocks
-//       (ceil(len / 64) per row) evenly over num_sms and writes each SM's first (row, block).
-//       DeepGEMM's own split is not reproduced (its source is not in the index); no output of
-//       it is compared.
+//
+// DeepGEMM's scheduler metadata, launched at the end of the decode build, is
+// kernels/paged_mqa_schedule.cuh.
 #pragma once
 
 #include <cstdint>
@@ -57,39 +55,6 @@ struct PrefillChunkMetadataKernel {
     }
     for (int32_t k = c.thread; k < rows; k += kThreads)
       if (row_start + k < p.token_to_seq_len) p.token_to_seq[row_start + k] = b;
-  }
-};
-
-struct SchedulerMetadataParams {
-  const int32_t* context_lens;  // [rows] per-row KV length (DeepGEMM's 2-D context_lens, one column)
-  int32_t* out;                 // [num_sms + 1, 2] (first row, first block) of each SM's share
-  int32_t rows;                 // [rows]
-  int32_t num_sms;              // [SMs] 132 on an H200
-};
-
-struct SchedulerMetadataKernel {
-  static constexpr int32_t kBlockKv = 64;  // [tokens] KV per scheduled block
-  static constexpr int kPhases = 1;
-  using Shared = NoShared;
-  SchedulerMetadataParams p;
-
-  static LaunchShape Shape(const SchedulerMetadataParams&) { return {1, 32}; }
-
-  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
-    if (c.thread != 0) return;
-    int64_t total = 0;
-    for (int32_t r = 0; r < p.rows; ++r) total += CeilDiv(MaxI(p.context_lens[r], 0), kBlockKv);
-    int32_t row = 0;
-    int64_t before = 0;  // [blocks] in rows < row
-    for (int32_t sm = 0; sm <= p.num_sms; ++sm) {
-      const int64_t first = total * sm / p.num_sms;
-      while (row < p.rows && before + CeilDiv(MaxI(p.context_lens[row], 0), kBlockKv) <= first && first < total) {
-        before += CeilDiv(MaxI(p.context_lens[row], 0), kBlockKv);
-        ++row;
-      }
-      p.out[2 * sm] = first < total ? row : p.rows;
-      p.out[2 * sm + 1] = first < total ? static_cast<int32_t>(first - before) : 0;
-    }
   }
 };
 

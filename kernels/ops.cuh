@@ -222,6 +222,42 @@ struct GatherRowsKernel {
   DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
 
+// src.index_select(0, index) with at most kMaxIndices indices, as PyTorch launches it then
+// (indexSelectSmallIndex; index_select_out_cuda_impl picks it for numIndices <= 16): the grid
+// spans one selected slice, min(ceil(cols / 128), 8 x SMs) blocks of min(cols, 128) threads, and
+// every thread walks all the indices in order, loading each index and then its slice elements.
+// With cold caches that is a chain of dependent loads per index, which is what this op costs in
+// vLLM's chains. The output equals GatherKernel's (cols = 1) or GatherRowsKernel's
+// (tests/kernels/test_ops_index_select.cc). Also 1-D: cols = 1, strides 1.
+struct IndexSelectSmallKernel {
+  static constexpr int32_t kMaxIndices = 16;    // PyTorch's small-index bound
+  static constexpr int32_t kSliceThreads = 128;  // PyTorch's block bound
+  static constexpr int32_t kMaxBlocks = 8 * 132;  // 8 x an H200's SMs
+  static constexpr int kPhases = 1;
+  using Shared = NoShared;
+  const int32_t* src;    // [src_rows, src_stride]
+  int32_t src_rows;      // [rows]
+  int32_t src_stride;    // [int32]
+  const int32_t* index;  // [rows]
+  int32_t* dst;          // [rows, dst_stride]
+  int32_t dst_stride;    // [int32]
+  int32_t rows;          // [rows] of the output, at most kMaxIndices
+  int32_t cols;          // [int32] columns copied per row
+
+  LaunchShape Shape() const {
+    if (rows <= 0 || cols <= 0) return {0, 1};
+    return {MinI(CeilDiv(cols, kSliceThreads), kMaxBlocks), MinI(cols, kSliceThreads)};
+  }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
+    for (int32_t i = 0; i < rows; ++i) {
+      const int32_t k = index[i];
+      const bool ok = k >= 0 && k < src_rows;
+      for (int32_t col = c.block * c.block_dim + c.thread; col < cols; col += c.grid_dim * c.block_dim)
+        dst[i * dst_stride + col] = ok ? src[k * src_stride + col] : 0;
+    }
+  }
+};
+
 // dst[:rows, :cols].copy_(src) between row-strided tensors: the elementwise copy kernel PyTorch
 // launches when either side is not contiguous (a cudaMemcpy cannot express the strides).
 struct Copy2DKernel {

@@ -68,6 +68,25 @@ inline ops::Binary2DKernel Vec(ops::View2D a, ops::View2D b, int32_t* out, int32
 inline ops::View2D V(const int32_t* x) { return ops::View2D::Column(x); }
 inline ops::View2D S(int32_t v) { return ops::View2D::Scalar(v); }
 
+// index_select(0, index) as PyTorch launches it: the small-index kernel for at most 16 indices,
+// else one thread per output element (indexSelectLargeIndex). 1-D: src [src_len] -> out [n].
+template <class Backend>
+void IndexSelect(Backend& be, const int32_t* src, int32_t src_len, const int32_t* index, int32_t* out, int32_t n) {
+  if (n <= ops::IndexSelectSmallKernel::kMaxIndices)
+    Issue(be, ops::IndexSelectSmallKernel{src, src_len, 1, index, out, 1, n, 1});
+  else
+    Issue(be, ops::GatherKernel{src, src_len, index, out, n});
+}
+// The same for the rows of a row-strided 2-D src: dst [rows, dst_stride], `cols` columns each.
+template <class Backend>
+void IndexSelectRows(Backend& be, const int32_t* src, int32_t src_rows, int32_t src_stride, const int32_t* index,
+                     int32_t* dst, int32_t dst_stride, int32_t rows, int32_t cols) {
+  if (rows <= ops::IndexSelectSmallKernel::kMaxIndices)
+    Issue(be, ops::IndexSelectSmallKernel{src, src_rows, src_stride, index, dst, dst_stride, rows, cols});
+  else
+    Issue(be, ops::GatherRowsKernel{src, src_rows, src_stride, index, dst, dst_stride, rows, cols});
+}
+
 inline IndexerArgs SuiteIndexerArgs(const SuiteStep& s, const IndexerOutputs& o) {
   const BatchInputs& in = *s.in;
   IndexerArgs a;

@@ -60,7 +60,7 @@ absl::Status IndexerDecodeChain(Backend& be, const SuiteStep& s, const IndexerOu
   // _build_varlen_decode_indices: indices[:A] = repeat_interleave(arange[:nd], decode_lens, A)
   if (A > 0) {
     DS_ASSIGN_OR_RETURN(const int32_t* index, RepeatInterleaveIndex(be, o.decode_lens, nd, A));
-    Issue(be, ops::GatherKernel{s.arange, nd, index, idx_tmp, A});
+    IndexSelect(be, s.arange, nd, index, idx_tmp, A);
     CopyD2D(be, o.indices, idx_tmp, A);
   }
   if (A < ndt) {  // indices[A:ndt] = num_decodes + arange[:pad]
@@ -72,7 +72,7 @@ absl::Status IndexerDecodeChain(Backend& be, const SuiteStep& s, const IndexerOu
   Issue(be, Vec(V(off), V(qsl), off, nd, BinaryOp::kSub));
   if (A > 0) {
     DS_ASSIGN_OR_RETURN(const int32_t* index, RepeatInterleaveIndex(be, o.decode_lens, nd, A));
-    Issue(be, ops::GatherKernel{off, nd, index, eoff, A});
+    IndexSelect(be, off, nd, index, eoff, A);
     // decode_seq_lens_buffer[:A] = expanded_offsets + arange[:A] + 1
     Issue(be, Vec(V(eoff), V(s.arange), eoff, A, BinaryOp::kAdd));
     Issue(be, ops::AddScalarKernel{eoff, eoff, A, 1});
@@ -82,7 +82,7 @@ absl::Status IndexerDecodeChain(Backend& be, const SuiteStep& s, const IndexerOu
   // expanded_block_table_buffer[:A] = repeat_interleave(block_table, decode_lens, dim=0, A)
   if (A > 0 && W > 0) {
     DS_ASSIGN_OR_RETURN(const int32_t* index, RepeatInterleaveIndex(be, o.decode_lens, nd, A));
-    Issue(be, ops::GatherRowsKernel{in.device.block_table, nd, z.bt_stride, index, rows, W, A, W});
+    IndexSelectRows(be, in.device.block_table, nd, z.bt_stride, index, rows, W, A, W);
     Issue(be, ops::Copy2DKernel{rows, W, o.bt_out, s.layout.bt_out_stride, A, W});
   }
   if (A < ndt && W > 0)  // expanded_block_table_buffer[A:ndt, 0] = 0: column 0 only
@@ -90,6 +90,30 @@ absl::Status IndexerDecodeChain(Backend& be, const SuiteStep& s, const IndexerOu
                                      s.layout.bt_out_stride, ndt - A, 0});
   FillI32(be, o.decode_lens, 1, ndt);  // decode_lens_buffer[:ndt] = 1
   return be.status();
+}
+
+// State (c)'s chain on one indexer's buffers (IndexerArgs, as `microbench` and the kernel tests
+// hold them): an all-decode batch of num_decodes requests and N_d tokens.
+template <class Backend>
+absl::Status IndexerDecodeChain(Backend& be, const IndexerArgs& a) {
+  DS_RETURN_IF_ERROR(ValidateIndexerArgs(a, /*reads_host=*/true));
+  BatchInputs in;
+  in.sizes.num_reqs = a.num_decodes;
+  in.sizes.num_tokens = a.num_decode_tokens;
+  in.sizes.num_decodes = a.num_decodes;
+  in.sizes.num_decode_tokens = a.num_decode_tokens;
+  in.sizes.capacity = a.capacity;
+  in.sizes.bt_width = a.bt_width;
+  in.sizes.bt_stride = a.bt_stride;
+  in.device.query_start_loc = a.query_start_loc;
+  in.device.seq_lens = a.seq_lens;
+  in.device.block_table = a.block_table;
+  in.host.query_start_loc = a.host_query_start_loc;
+  SuiteStep s;
+  s.in = &in;
+  s.layout.bt_out_stride = a.out_stride;
+  s.arange = a.arange;
+  return IndexerDecodeChain(be, s, IndexerOutputs{a.seq_out, a.bt_out, a.decode_lens, a.indices, a.per_req});
 }
 
 // (d) #56562: _indexer_decode_metadata_kernel, one launch, the device total.
@@ -123,16 +147,18 @@ absl::Status IndexerRatio2Divide(Backend& be, const SuiteStep& s, int32_t* dsl, 
   return be.status();
 }
 
-// get_paged_mqa_logits_metadata(seq_lens, num_states, num_sms, indices) [k] (a stand-in of its
-// shape, kernels/indexer_prefill.cuh) and schedule_metadata[:] = metadata [c].
+// get_paged_mqa_logits_metadata(seq_lens, num_states, num_sms, indices=decode_indices) [k]
+// (DeepGEMM's varlen scheduler, kernels/paged_mqa_schedule.cuh) and schedule_metadata[:] =
+// metadata [c] (DeepseekV32IndexerMetadataBuilder.build, the end of its decode branch).
 template <class Backend>
-absl::Status IndexerSchedule(Backend& be, const int32_t* seq_lens, int32_t rows) {
+absl::Status IndexerSchedule(Backend& be, const int32_t* seq_lens, const int32_t* indices, int32_t rows) {
   const size_t cells = 2 * static_cast<size_t>(kNumSms + 1);
   int32_t* metadata = be.template Scratch<int32_t>(cells);
   int32_t* schedule = be.template Scratch<int32_t>(cells);
+  int32_t* work = be.template Scratch<int32_t>(2 * static_cast<size_t>(MaxI(rows, 1)));
   DS_RETURN_IF_ERROR(be.status());
-  const SchedulerMetadataParams p{seq_lens, metadata, rows, kNumSms};
-  be.Launch(SchedulerMetadataKernel{p}, SchedulerMetadataKernel::Shape(p));
+  const PagedMqaScheduleParams p{seq_lens, indices, work, metadata, rows, kNumSms};
+  be.Launch(PagedMqaScheduleKernel{p}, PagedMqaScheduleKernel::Shape(p));
   CopyD2D(be, schedule, metadata, static_cast<int64_t>(cells));
   return be.status();
 }
@@ -242,7 +268,7 @@ absl::Status IndexerBuild(Backend& be, const SuiteStep& s, int k, bool fused) {
   }
   DS_RETURN_IF_ERROR(fused ? IndexerDecodeFused(be, s, work) : IndexerDecodeChain(be, s, work));
   if (ratio == 2) DS_RETURN_IF_ERROR(IndexerRatio2Divide(be, s, work.seq_out, o.seq_out, !esl_path));
-  return IndexerSchedule(be, o.seq_out, ndt);
+  return IndexerSchedule(be, o.seq_out, o.indices, ndt);
 }
 
 }  // namespace dspark::vllm_ops

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "kernels/indexer_prefill.cuh"
+#include "kernels/paged_mqa_schedule.cuh"
 #include "kernels/suite/suite_impls.h"
 
 namespace dspark::vllm_ops {
@@ -18,6 +19,8 @@ namespace dspark::vllm_ops {
 using suite_internal::CopyD2D;
 using suite_internal::FillI32;
 using suite_internal::FillI64MinusOne;
+using suite_internal::IndexSelect;
+using suite_internal::IndexSelectRows;
 using suite_internal::Issue;
 using suite_internal::S;
 using suite_internal::V;
@@ -32,7 +35,8 @@ inline constexpr int64_t kIndexerMaxLogits = int64_t{512} * 1024 * 1024 / 4;  //
 
 // The index of torch.repeat_interleave(repeats, output_size=n_out) on CUDA: [k] int64 cast of
 // the repeats, cub's scan as [k] tile init + [k] scan, [k] the compute kernel. The caller's
-// index_select makes the fifth launch (VLLM_CODE_MAP.md s.2.8).
+// index_select (suite_internal::IndexSelect, PyTorch's small- or large-index kernel) makes the
+// fifth launch (VLLM_CODE_MAP.md s.2.8).
 template <class Backend>
 absl::StatusOr<const int32_t*> RepeatInterleaveIndex(Backend& be, const int32_t* repeats, int32_t n, int32_t n_out) {
   int64_t* wide = be.template Scratch<int64_t>(static_cast<size_t>(MaxI(n, 1)));
@@ -66,7 +70,7 @@ absl::StatusOr<const int32_t*> TokenMapPre56562(Backend& be, const SuiteStep& s)
     Issue(be, ops::ArangeKernel{arange, R, 0});
     if (mapped > 0) {
       DS_ASSIGN_OR_RETURN(const int32_t* index, RepeatInterleaveIndex(be, lens, R, mapped));
-      Issue(be, ops::GatherKernel{arange, R, index, values, mapped});
+      IndexSelect(be, arange, R, index, values, mapped);
       CopyD2D(be, out, values, mapped);
     }
   }

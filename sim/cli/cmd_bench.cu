@@ -191,6 +191,8 @@ TimeModelParams LoadTimeParams(const std::string& calibration, std::string* sour
 struct MetadataSection {
   std::vector<MetadataRow> rows;
   std::vector<std::pair<std::string, timing::Floors>> floors;  // per case
+  std::map<std::string, timing::SampleStats> cupti_floors;      // per case, the CUPTI method's
+  std::string cupti_status = "ok";                              // why the CUPTI method is missing
   double flush_bytes = 0;
 };
 
@@ -212,6 +214,11 @@ absl::StatusOr<MetadataSection> RunMetadata(const BenchConfig& cfg, std::FILE* p
   opt.reps = cfg.reps;
   opt.warmup = cfg.warmup;
   opt.l2 = cfg.cold_l2 ? timing::L2Mode::kCold : timing::L2Mode::kWarm;
+  // The seed's method beside the event method; a machine without CUPTI tracing says so in the
+  // tables instead of failing the bench.
+  absl::StatusOr<std::unique_ptr<timing::CuptiGraphTimer>> cupti = timing::CuptiGraphTimer::Create();
+  if (!cupti.ok()) out.cupti_status = std::string(cupti.status().message());
+  timing::CuptiGraphTimer* tracer = cupti.ok() ? cupti->get() : nullptr;
   try {
     timing::L2Flusher flusher(cfg.device);
     out.flush_bytes = cfg.cold_l2 ? static_cast<double>(flusher.bytes()) : 0.0;
@@ -220,8 +227,17 @@ absl::StatusOr<MetadataSection> RunMetadata(const BenchConfig& cfg, std::FILE* p
       if (progress) std::fprintf(progress, "bench: metadata %s (R=%d, N=%d)\n", name.c_str(), b.sizes.num_reqs, b.sizes.num_tokens);
       const timing::Floors floors = timing::MeasureFloors(suite->stream(), flusher, opt);
       out.floors.emplace_back(name, floors);
+      if (tracer != nullptr) {
+        absl::StatusOr<timing::SampleStats> cf = MeasureCuptiFloor(*tracer, suite->stream(), flusher, opt);
+        if (!cf.ok()) {
+          out.cupti_status = std::string(cf.status().message());
+          tracer = nullptr;
+        } else {
+          out.cupti_floors[name] = *cf;
+        }
+      }
       DS_ASSIGN_OR_RETURN(std::vector<MetadataRow> rows,
-                          MeasureBatch(*suite, flusher, opt, b, cfg.impls, /*with_eager=*/true, floors));
+                          MeasureBatch(*suite, flusher, opt, b, cfg.impls, /*with_eager=*/true, floors, tracer));
       for (MetadataRow& r : rows) out.rows.push_back(std::move(r));
     }
   } catch (const CudaError& e) {
@@ -232,6 +248,40 @@ absl::StatusOr<MetadataSection> RunMetadata(const BenchConfig& cfg, std::FILE* p
 }
 
 double MedianOf(std::vector<double> v) { return timing::Summarize(std::move(v)).median_us; }
+
+// The seed's layout by the seed's own method: per replay, the summed GPU durations of the graph's
+// kernels, copies and fills from CUPTI's activity records (sim/exec/cupti_timer.h).
+template <class Get>
+void CuptiSeedTable(const std::vector<std::string>& cases, const Get& get,
+                    const std::map<std::string, double>& seed_speedup, const MetadataSection& m, std::string* md) {
+  absl::StrAppend(md,
+                  "### Seed layout (CUPTI method, the seed's: summed GPU durations of the graph's operations per "
+                  "replay, median)\n\n");
+  if (m.cupti_status != "ok") {
+    absl::StrAppend(md, "Not measured: ", m.cupti_status, "\n\n");
+    return;
+  }
+  absl::StrAppend(md,
+                  "| Case | Before (µs) | After (µs) | Speedup | seed's speedup | fused-suite (µs) | Speedup | "
+                  "floor (µs) |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
+  const auto us = [](const MetadataRow* r) { return r && r->cupti.n > 0 ? Md(r->cupti.median_us) : std::string(); };
+  const auto ratio = [](const MetadataRow* a, const MetadataRow* b) {
+    return a && b && a->cupti.n > 0 && b->cupti.n > 0 && b->cupti.median_us > 0
+               ? Md(a->cupti.median_us / b->cupti.median_us) + "x"
+               : std::string();
+  };
+  for (const std::string& c : cases) {
+    const MetadataRow* ch = get(c, "graph", Impl::kDeviceChain);
+    const MetadataRow* fu = get(c, "graph", Impl::kFused);
+    const MetadataRow* fs_row = get(c, "graph", Impl::kFusedSuite);
+    const auto seed = seed_speedup.find(c);
+    const auto floor = m.cupti_floors.find(c);
+    absl::StrAppendFormat(md, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", c, us(ch), us(fu), ratio(ch, fu),
+                          seed != seed_speedup.end() ? Md(seed->second) + "x" : "", us(fs_row), ratio(ch, fs_row),
+                          floor != m.cupti_floors.end() ? Md(floor->second.median_us) : "");
+  }
+  absl::StrAppend(md, "\n");
+}
 
 void MetadataMarkdown(const BenchConfig& cfg, const MetadataSection& m, std::string* md) {
   std::vector<std::string> cases;
@@ -312,6 +362,7 @@ void MetadataMarkdown(const BenchConfig& cfg, const MetadataSection& m, std::str
                             floors.count(c) ? Md(floors[c]->graph.median_us) : "");
     }
     absl::StrAppend(md, "\n");
+    CuptiSeedTable(cases, get, seed_speedup, m, md);
   }
 
   absl::StrAppend(md, "### Launches per builder suite (graph: nodes of the captured graph; eager: launches and copies issued)\n\n");

@@ -27,6 +27,7 @@
 #include "kernels/reference/indexer_decode.h"
 #include "kernels/reference/token_map.h"
 #include "kernels/suite/gpu_suite.cuh"
+#include "kernels/suite/vllm_ops.h"
 #include "kernels/token_map_impls.h"
 #include "sim/cli/cli_registry.h"
 #include "sim/exec/cuda_device.h"
@@ -227,7 +228,8 @@ std::vector<RowSpec> Rows() {
     return TokenMapDeviceChain(be, st.MapArgs()).status();
   };
   auto map_fused = [](GpuBackend& be, const DeviceState& st) { return TokenMapFused(be, st.MapArgs()).status(); };
-  auto idx_chain = [](GpuBackend& be, const DeviceState& st) { return IndexerChain(be, st.IdxArgs()); };
+  // State (c)'s chain as vLLM wrote it: device lengths, the host total (kernels/suite/vllm_indexer_ops.h).
+  auto idx_chain = [](GpuBackend& be, const DeviceState& st) { return vllm_ops::IndexerDecodeChain(be, st.IdxArgs()); };
   auto idx_fused = [](GpuBackend& be, const DeviceState& st) { return IndexerFused(be, st.IdxArgs()); };
   auto pair_old = [=](GpuBackend& be, const DeviceState& st) {
     DS_RETURN_IF_ERROR(map_host(be, st));
@@ -251,7 +253,9 @@ std::vector<RowSpec> Rows() {
       {"mapping", "device-chain", Method::kGraph, false, true, false, map_chain},
       {"mapping", "fused", Method::kGraph, false, true, false, map_fused},
       {"mapping", "fused", Method::kEager, false, true, false, map_fused},
-      {"indexer", "chain", Method::kEager, true, false, true, idx_chain},
+      // (c)'s chain reads only the host total, never the split: no stale-host allowed.
+      {"indexer", "chain (c)", Method::kEager, false, false, true, idx_chain},
+      {"indexer", "chain (c)", Method::kGraph, false, false, true, idx_chain},
       {"indexer", "fused", Method::kGraph, false, false, true, idx_fused},
       {"indexer", "fused", Method::kEager, false, false, true, idx_fused},
       {"mapping+indexer", "host+chain", Method::kEager, true, true, true, pair_old},

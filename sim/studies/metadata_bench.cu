@@ -118,12 +118,67 @@ absl::StatusOr<std::vector<double>> Sample(const std::function<absl::Status()>& 
   return samples;
 }
 
+// The CUPTI method: tracing on, `capture` (re)instantiates the graph, one untimed replay, then per
+// sample the L2 flush, a replay and the summed durations of its records. Tracing is off again
+// when it returns, so the event samples of the next row run untraced.
+absl::StatusOr<timing::SampleStats> CuptiSamples(timing::CuptiGraphTimer& cupti,
+                                                 const std::function<absl::Status()>& capture,
+                                                 const std::function<absl::Status()>& replay, cudaStream_t stream,
+                                                 timing::L2Flusher& flusher, const timing::TimingOptions& opt) {
+  const auto run = [&]() -> absl::StatusOr<timing::SampleStats> {
+    DS_RETURN_IF_ERROR(cupti.Enable());
+    DS_RETURN_IF_ERROR(capture());
+    DS_RETURN_IF_ERROR(replay());
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    DS_RETURN_IF_ERROR(cupti.Discard());
+    std::vector<double> us;
+    for (int i = 0; i < opt.reps; ++i) {
+      if (opt.l2 == timing::L2Mode::kCold) flusher.Flush(stream);
+      CUDA_CHECK(cudaStreamSynchronize(stream));
+      DS_RETURN_IF_ERROR(cupti.Discard());
+      DS_RETURN_IF_ERROR(replay());
+      CUDA_CHECK(cudaStreamSynchronize(stream));
+      DS_ASSIGN_OR_RETURN(const timing::CuptiGraphTimer::Sum sum, cupti.Take());
+      if (sum.records == 0) return absl::UnavailableError("CUPTI returned no activity records for a graph replay");
+      us.push_back(sum.us);
+    }
+    return timing::Summarize(std::move(us));
+  };
+  absl::StatusOr<timing::SampleStats> out;
+  try {
+    out = run();
+  } catch (const CudaError& e) {
+    out = absl::InternalError(e.what());
+  }
+  const absl::Status off = cupti.Disable();
+  if (out.ok() && !off.ok()) return off;
+  return out;
+}
+
 }  // namespace
+
+absl::StatusOr<timing::SampleStats> MeasureCuptiFloor(timing::CuptiGraphTimer& cupti, cudaStream_t stream,
+                                                      timing::L2Flusher& flusher, const timing::TimingOptions& opt) {
+  CudaGraph graph;
+  return CuptiSamples(
+      cupti,
+      [&] {
+        graph = CudaGraph();
+        timing::CaptureEmptyGraph(graph, stream);
+        return absl::OkStatus();
+      },
+      [&] {
+        graph.Replay(stream);
+        return absl::OkStatus();
+      },
+      stream, flusher, opt);
+}
 
 absl::StatusOr<std::vector<MetadataRow>> MeasureBatch(GpuSuite& suite, timing::L2Flusher& flusher,
                                                       const timing::TimingOptions& opt, const CaseBatch& batch,
                                                       const std::vector<Impl>& impls, bool with_eager,
-                                                      const timing::Floors& floors) {
+                                                      const timing::Floors& floors,
+                                                      timing::CuptiGraphTimer* cupti) {
   const std::string case_name = BenchCaseName(batch.seed_case);
   int32_t real_reqs = 0;
   for (int32_t r = 0; r < batch.sizes.num_reqs; ++r) real_reqs += batch.qsl[r + 1] > batch.qsl[r] ? 1 : 0;
@@ -168,6 +223,13 @@ absl::StatusOr<std::vector<MetadataRow>> MeasureBatch(GpuSuite& suite, timing::L
     g.padding_residue = gc->padding_residue;
     g.bug = gc->bug;
     g.check = gc->text;
+    if (cupti != nullptr) {
+      auto cs = CuptiSamples(
+          *cupti, [&] { return GraphCapturable(impl) ? suite.Capture(impl) : suite.CaptureForTiming(impl); },
+          [&] { return suite.Replay(impl); }, stream, flusher, opt);
+      if (!cs.ok()) return fail(impl, "graph", "CUPTI samples", cs.status());
+      g.cupti = *cs;
+    }
     rows.push_back(std::move(g));
 
     if (!with_eager) continue;
@@ -213,6 +275,12 @@ nlohmann::ordered_json MetadataRowJson(const MetadataRow& r) {
   j["gpu_us_p10"] = r.stats.p10_us;
   j["gpu_us_p90"] = r.stats.p90_us;
   j["samples"] = r.stats.n;
+  if (r.cupti.n > 0) {
+    j["cupti_us_median"] = r.cupti.median_us;
+    j["cupti_us_p10"] = r.cupti.p10_us;
+    j["cupti_us_p90"] = r.cupti.p90_us;
+    j["cupti_samples"] = r.cupti.n;
+  }
   j["launches"] = r.launches;
   j["speedup_vs_chain"] = r.speedup_vs_chain;
   j["stale_host"] = r.stale_host;

@@ -24,6 +24,7 @@
 #include "kernels/suite/gpu_suite.cuh"
 #include "kernels/suite/suite.h"
 #include "nlohmann/json.hpp"
+#include "sim/exec/cupti_timer.h"
 #include "sim/exec/gpu_timing.cuh"
 
 namespace dspark::sim {
@@ -43,6 +44,8 @@ struct MetadataRow {
   int32_t num_reqs = 0;        // R (padded)
   int32_t num_tokens = 0;      // N (padded)
   timing::SampleStats stats;   // [µs]
+  timing::SampleStats cupti;   // [µs] graph rows: summed CUPTI durations of the graph's operations per
+                               // replay, the seed's method (n = 0: not measured)
   int64_t launches = 0;        // graph: nodes of the captured graph; eager: launches and copies issued
   SuiteGraph::NodeCounts nodes;  // graph rows
   OpCounters counters;         // what one suite issued (counted by the backend)
@@ -58,11 +61,17 @@ GpuSuiteCapacity CapacityForBatches(const std::vector<CaseBatch>& batches);
 
 // Stages `batch` and measures every implementation of `impls` by the graph method, and by the
 // eager method too when `with_eager`. `floors` are the case's floors (copied into the rows).
-// The suite's stream is used throughout.
+// The suite's stream is used throughout. With `cupti`, every graph row is also measured by the
+// CUPTI method (the graph re-captured with tracing on, after the event samples and the check).
 absl::StatusOr<std::vector<MetadataRow>> MeasureBatch(GpuSuite& suite, timing::L2Flusher& flusher,
                                                       const timing::TimingOptions& opt, const CaseBatch& batch,
                                                       const std::vector<Impl>& impls, bool with_eager,
-                                                      const timing::Floors& floors);
+                                                      const timing::Floors& floors,
+                                                      timing::CuptiGraphTimer* cupti = nullptr);
+
+// The CUPTI method's floor: one empty kernel in a graph, summed as the suites are.
+absl::StatusOr<timing::SampleStats> MeasureCuptiFloor(timing::CuptiGraphTimer& cupti, cudaStream_t stream,
+                                                      timing::L2Flusher& flusher, const timing::TimingOptions& opt);
 
 // Fills speedup_vs_chain of every row from the chain row of the same case and method.
 void FillSpeedups(std::vector<MetadataRow>& rows);

@@ -123,7 +123,10 @@ std::vector<IndexerCase> IndexerRandomCases(uint64_t seed, int count) {
     const int32_t floor = std::max(c.num_decode_tokens, c.num_decodes);
     const int32_t pick = rng.Uniform(0, 3);
     c.capacity = floor + (pick == 0 ? 0 : pick == 1 ? 1 : rng.Uniform(2, 600));
-    c.bt_width = large ? rng.Uniform(1, 5) : rng.Uniform(1, 70);
+    // Wide rows cross the kernels' staging bounds (4 columns per lane of 128; a guessed row fits
+    // 512 columns).
+    const int32_t wide[] = {129, 300, 512, 513, 1100};
+    c.bt_width = large ? rng.Uniform(1, 5) : rng.Percent(15) ? wide[rng.Uniform(0, 4)] : rng.Uniform(1, 70);
     c.bt_stride = c.bt_width + rng.Uniform(0, 9);
     c.out_stride = c.bt_width + rng.Uniform(0, 5);
     c.qsl = QslFromLens(c.lens);
@@ -186,10 +189,11 @@ IndexerImages ExpectedFusedImage(const IndexerCase& c, const IndexerImages& befo
 IndexerImages ExpectedChainImage(const IndexerCase& c, const IndexerImages& before) {
   IndexerImages im = before;
   const int32_t nd = c.num_decodes, n_d = c.num_decode_tokens, width = c.bt_width;
-  const int32_t actual = c.host_qsl[nd];
-  // Host split: token t belongs to host request host_req[t].
-  std::vector<int32_t> host_req;
-  for (int32_t q = 0; q < nd; ++q) host_req.insert(host_req.end(), c.host_lens[q], q);
+  const int32_t actual = c.host_qsl[nd];  // int(decode_lens_cpu.sum()): the host total
+  // The expansions repeat by the DEVICE lengths (torch.diff of the device qsl): token t belongs
+  // to device request dev_req[t], whatever the host split says.
+  std::vector<int32_t> dev_req;
+  for (int32_t q = 0; q < nd; ++q) dev_req.insert(dev_req.end(), c.qsl[q + 1] - c.qsl[q], q);
   for (int32_t q = 0; q < nd; ++q) {
     const int32_t dev_len = c.qsl[q + 1] - c.qsl[q];
     im.per_req[q] = dev_len;
@@ -197,7 +201,7 @@ IndexerImages ExpectedChainImage(const IndexerCase& c, const IndexerImages& befo
   }
   for (int32_t t = 0; t < c.capacity; ++t) {
     if (t < actual) {
-      const int32_t q = host_req[t];
+      const int32_t q = dev_req[t];
       const int32_t dev_len = c.qsl[q + 1] - c.qsl[q];
       im.seq_out[t] = (c.seq_lens[q] - dev_len - c.qsl[q]) + t + 1;
       im.indices[t] = q;
