@@ -10,6 +10,13 @@
 # $out/crashes/<target>/; replay one with build-fuzz/fuzz_<target> FILE. Copy the input into
 # tests/fuzz/regressions/<target>/ with the fix, so the normal tests replay it.
 #
+# batch_layout is the differential target over batch layouts (tests/fuzz/layout_gen.h,
+# layout_check.h): each input is 1-3 layouts that every registered implementation runs in CPU
+# emulation against the references; a bug cell, a stale-host or padding-residue cell its traits do
+# not allow, or a crash stops it with the layout printed. Its seeded CI form is
+# `dspark_tests --gtest_filter=FuzzLayouts.*`; the GPU form `FuzzLayoutsGpu.*` (CUDA build).
+#   scripts/fuzz.sh 300 batch_layout
+#
 # Environment: DSPARK_FUZZ_BUILD_DIR (build-fuzz), DSPARK_FUZZ_OUT ($build/fuzz-out),
 # DSPARK_FUZZ_JOBS (build parallelism, 1), DSPARK_FUZZ_RSS_MB (2048), DSPARK_FUZZ_TIMEOUT_S (10,
 # a single input running longer is a hang).

@@ -9,6 +9,7 @@
 
 #include "kernels/suite/impl_registry.h"
 #include "sim/cli/cli_registry.h"
+#include "sim/cli/command.h"
 #include "sim/exec/cuda_device.h"
 
 namespace dspark::sim {
@@ -20,10 +21,7 @@ int NeedsGpu(const char* command, int argc, char** argv) {
   for (int i = 1; i + 1 < argc; ++i)
     if (!std::strcmp(argv[i], "--impl")) {
       const auto impls = ParseImplList(argv[i + 1]);
-      if (!impls.ok()) {
-        std::fprintf(stderr, "dspark-sim %s: --impl: %s\n", command, std::string(impls.status().message()).c_str());
-        return 2;
-      }
+      if (!impls.ok()) return cli::CommandError(command, "--impl: ", impls.status(), 2);
     }
   for (int i = 1; i < argc; ++i)
     if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
@@ -35,9 +33,7 @@ int NeedsGpu(const char* command, int argc, char** argv) {
           command);
       return 0;
     }
-  std::fprintf(stderr, "dspark-sim %s: %s\n", command,
-               std::string(RequireCudaDeviceToMeasure(command).message()).c_str());
-  return 2;
+  return cli::CommandError(command, RequireCudaDeviceToMeasure(command), 2);
 }
 
 const cli::RegisterCommand kBench("bench", "GPU only: the seed's metadata and TPOT tables (this build has no CUDA)",

@@ -1,7 +1,8 @@
 // `dspark-sim bench`: the seed's tables on the local GPU (DESIGN.md sections 5 and 8).
 //
 //  (a) Metadata table: the eight seed cases at batch 16 (kernels/suite/cases.h) x every
-//      implementation; GPU µs per builder suite (median, p10, p90 over --reps samples) by the
+//      implementation; GPU µs per builder suite (median, p10, p90 over each row's samples, taken
+//      until NVBench-style stopping ends the row: BenchConfig) by the
 //      graph method and the eager method (sim/studies/metadata_bench.cuh), speedup against chain in the
 //      same case and method, launches per suite, the three kinds of difference from the
 //      reference, and the empty-kernel floor of each method measured beside every case.
@@ -19,7 +20,8 @@
 //
 // bench.json: {"meta": {...}, "floor_us": {"graph": µs, "eager": µs},
 //   "metadata": [{"case", "impl", "method": "graph"|"eager", "gpu_us_median", "gpu_us_p10",
-//                 "gpu_us_p90", "samples", "launches", "speedup_vs_chain", "stale_host",
+//                 "gpu_us_p90", "samples", "stop_reason": "noise"|"time"|"max_samples",
+//                 "noise_pct", "launches", "speedup_vs_chain", "stale_host",
 //                 "padding_residue", "bug", ...detail}],
 //   "tpot": [{"mode": "none"|"dspark"|"adaptive", "impl", "tpot_ms", "ttft_ms", "itl_ms",
 //             "output_tok_s", ...detail}], ...}
@@ -34,6 +36,7 @@
 #include "kernels/suite/cases.h"
 #include "kernels/suite/suite.h"
 #include "nlohmann/json.hpp"
+#include "sim/exec/sample_stopping.h"
 #include "sim/model/scheduler.h"
 
 namespace dspark::sim {
@@ -44,7 +47,13 @@ struct BenchConfig {
   std::vector<std::string> argv;
   std::string out_dir = "results/bench";
   bool cold_l2 = true;
-  int reps = 200;    // [samples] per metadata row
+  // Timed samples per metadata row stop NVBench-style (sim/exec/sample_stopping.h): after
+  // min_samples once the relative standard error of the mean is <= max_noise_pct, at
+  // max_time_s of the row, or at reps samples.
+  int reps = 1000;             // [samples] the most per row
+  int min_samples = 100;       // [samples]
+  double max_noise_pct = 0.5;  // [%] 0: never stop on noise
+  double max_time_s = 1.0;     // [s] per row; 0: no limit
   int warmup = 10;   // [samples] dropped first
   std::vector<Impl> impls = AllImpls();
   std::vector<SeedCase> cases{std::begin(kAllSeedCases), std::end(kAllSeedCases)};
@@ -62,6 +71,7 @@ struct BenchConfig {
   int device = 0;
 
   absl::Status Validate() const;
+  timing::StoppingCriterion Stopping() const;
 };
 
 // argv[0] is "bench". With --help, returns a config and sets *help.

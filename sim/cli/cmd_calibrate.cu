@@ -33,6 +33,7 @@
 #include "kernels/common/device_buffer.cuh"
 #include "kernels/common/status_macros.h"
 #include "sim/cli/cli_registry.h"
+#include "sim/cli/command.h"
 #include "sim/exec/cuda_device.h"
 #include "sim/studies/metadata_bench.cuh"
 #include "sim/results/result_files.h"
@@ -95,19 +96,8 @@ absl::StatusOr<CalibrateConfig> Parse(int argc, char** argv, std::string* help) 
     ("seed", po::value<uint64_t>()->default_value(1), "seed of the case batches")
     ("device", po::value<int>()->default_value(0), "CUDA device ordinal");
   // clang-format on
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(d).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    return absl::InvalidArgumentError(absl::StrCat(e.what(), " (see dspark-sim calibrate --help)"));
-  }
-  if (vm.count("help")) {
-    std::ostringstream text;
-    text << d;
-    *help = text.str();
-    return c;
-  }
+  DS_ASSIGN_OR_RETURN(const po::variables_map vm, cli::ParseCommandLine(d, argc, argv, "calibrate", help));
+  if (!help->empty()) return c;
   if (vm.count("out")) c.out = vm["out"].as<std::string>();
   auto impls = ParseImplKeyList(vm["impl"].as<std::string>());
   if (!impls.ok()) return absl::InvalidArgumentError(absl::StrCat("--impl: ", impls.status().message()));
@@ -263,26 +253,11 @@ absl::Status Calibrate(const CalibrateConfig& cfg) {
 }
 
 int CalibrateCommand(int argc, char** argv) {
-  std::string help;
-  auto cfg = Parse(argc, argv, &help);
-  if (!cfg.ok()) {
-    std::fprintf(stderr, "dspark-sim calibrate: %s\n", std::string(cfg.status().message()).c_str());
-    return 2;
-  }
-  if (!help.empty()) {
-    std::printf("%s", help.c_str());
+  return cli::RunParsedCommand<CalibrateConfig>("calibrate", argc, argv, Parse, [](CalibrateConfig& cfg) {
+    const absl::Status s = Calibrate(cfg);
+    if (!s.ok()) return cli::CommandError("calibrate", s, absl::IsFailedPrecondition(s) ? 2 : 1);
     return 0;
-  }
-  if (auto s = cfg->Validate(); !s.ok()) {
-    std::fprintf(stderr, "dspark-sim calibrate: %s\n", std::string(s.message()).c_str());
-    return 2;
-  }
-  const absl::Status s = Calibrate(*cfg);
-  if (!s.ok()) {
-    std::fprintf(stderr, "dspark-sim calibrate: %s\n", std::string(s.message()).c_str());
-    return s.code() == absl::StatusCode::kFailedPrecondition ? 2 : 1;
-  }
-  return 0;
+  });
 }
 
 const cli::RegisterCommand kRegisterCalibrate(

@@ -27,354 +27,31 @@
 #include "kernels/reference/indexer_decode.h"
 #include "kernels/reference/token_map.h"
 #include "kernels/suite/gpu_suite.cuh"
-#include "kernels/suite/vllm_ops.h"
 #include "kernels/token_map_impls.h"
 #include "sim/cli/cli_registry.h"
+#include "sim/cli/command.h"
 #include "sim/exec/cuda_device.h"
 #include "sim/exec/gpu_timing.cuh"
 #include "sim/results/git_info.h"
 #include "sim/results/result_files.h"
+#include "sim/cli/microbench_rows.cuh"
 
 namespace dspark {
 namespace {
 
 namespace po = boost::program_options;
-using timing::SampleStats;
+using namespace microbench_internal;
 
-struct Config {
-  int reps = 200;
-  int warmup = 10;
-  std::string l2 = "cold";
-  std::string cases = "decode,verify,adaptive,r256";
-  std::string json_path;
-  int32_t seq_len = 8192;   // [tokens] context per request, varied slightly per request
-  int32_t bt_width = 128;   // [blocks] used block-table columns (8192 / 64)
-  int32_t bt_stride = 130;  // [int32] block-table row stride
-  int32_t capacity = 512;   // [tokens] persistent buffer length (raised where a case needs more)
-  int device = 0;
-
-  absl::Status Validate() const {
-    if (reps < 10) return absl::InvalidArgumentError(absl::StrFormat("--reps=%d: need at least 10", reps));
-    if (warmup < 0) return absl::InvalidArgumentError(absl::StrFormat("--warmup=%d: need >= 0", warmup));
-    if (l2 != "cold" && l2 != "warm")
-      return absl::InvalidArgumentError(absl::StrFormat("--l2=%s: expected cold or warm", l2));
-    if (bt_width < 1 || bt_stride < bt_width)
-      return absl::InvalidArgumentError(
-          absl::StrFormat("--bt-width=%d / --bt-stride=%d: need 1 <= width <= stride", bt_width, bt_stride));
-    if (seq_len < 8) return absl::InvalidArgumentError(absl::StrFormat("--seq-len=%d: need >= 8", seq_len));
-    if (capacity < 1) return absl::InvalidArgumentError(absl::StrFormat("--capacity=%d: need >= 1", capacity));
-    return absl::OkStatus();
-  }
-};
-
-// One batch shape. Every request is a decode (the indexer sees N_d = N).
-struct BenchCase {
-  std::string name;
-  std::string description;
-  std::vector<int32_t> lens;       // device query lengths (truth)
-  std::vector<int32_t> host_lens;  // host split: same total, stale under adaptive verification
-  int32_t num_tokens = 0;          // N = N_d [tokens], the padded capture size
-  int32_t capacity = 0;            // [tokens]
-  int32_t num_reqs() const { return static_cast<int32_t>(lens.size()); }
-};
-
-absl::StatusOr<BenchCase> MakeCase(const std::string& name, const Config& cfg) {
-  BenchCase c;
-  c.name = name;
-  if (name == "decode") {
-    c.lens.assign(16, 1);
-    c.num_tokens = 16;
-    c.description = "batch 16, q=1";
-  } else if (name == "verify") {
-    c.lens.assign(16, 6);
-    c.num_tokens = 96;
-    c.description = "DSpark verify, batch 16, q=1+K=6";
-  } else if (name == "adaptive") {
-    // 64 verified tokens kept by the device's top-B, split unevenly; the host holds the
-    // reversed split (stale). Padded to the next multiple of 1 + K.
-    c.lens = {6, 1, 6, 2, 6, 3, 1, 6, 4, 2, 6, 5, 1, 6, 4, 5};
-    c.host_lens.assign(c.lens.rbegin(), c.lens.rend());
-    c.num_tokens = 66;
-    c.description = "DSpark adaptive verify, batch 16, 64 tokens padded to 66, host split stale";
-  } else if (name == "r256") {
-    c.lens.assign(256, 6);
-    c.num_tokens = 1536;
-    c.description = "DSpark verify, batch 256, q=6";
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("--cases: unknown case '%s' (expected decode, verify, adaptive, r256)", name));
-  }
-  if (c.host_lens.empty()) c.host_lens = c.lens;
-  c.capacity = cfg.capacity >= c.num_tokens ? cfg.capacity : NextPow2(c.num_tokens);
-  return c;
-}
-
-std::vector<int32_t> Qsl(const std::vector<int32_t>& lens) {
-  std::vector<int32_t> q(lens.size() + 1, 0);
-  std::partial_sum(lens.begin(), lens.end(), q.begin() + 1);
-  return q;
-}
-
-constexpr size_t kScratchBytes = size_t{32} << 20;  // the chains' device scratch arena per case
-constexpr size_t kStagingBytes = size_t{8} << 20;   // pinned staging arena per case
-
-// Everything DeviceState allocates for `c`, computed without allocating (saturating arithmetic).
-GpuMemoryPlan PlanCase(const BenchCase& c, const Config& cfg) {
-  const uint64_t reqs = static_cast<uint64_t>(c.num_reqs()), cap = static_cast<uint64_t>(c.capacity);
-  const uint64_t stride = static_cast<uint64_t>(cfg.bt_stride);
-  GpuMemoryPlan p;
-  p.AddDevice("block table", SatMul(4, reqs, stride));
-  p.AddDevice("indexer bt_out", SatMul(4, cap, stride));
-  p.AddDevice("query_start_loc and seq_lens", 4 * (reqs + 1) + 4 * reqs);
-  p.AddDevice("per-token buffers (arange, token map, seq_out, decode_lens, indices, per_req)", SatMul(6 * 4, cap));
-  p.AddDevice("scratch arena", kScratchBytes);
-  p.AddPinned("staging arena", kStagingBytes);
-  return p;
-}
-
-// Inputs and persistent outputs of one case, on the device.
-struct DeviceState {
-  const BenchCase& c;
-  const Config& cfg;
-  std::vector<int32_t> qsl, host_qsl, seq_lens, block_table;
-  DeviceBuffer<int32_t> d_qsl, d_seq, d_bt, d_arange;
-  DeviceBuffer<int32_t> map_out, seq_out, bt_out, decode_lens, indices, per_req;
-  DeviceBuffer<uint8_t> scratch{kScratchBytes};
-  PinnedBuffer<uint8_t> staging{kStagingBytes};
-  // One side stream: the fused mapping and the fused indexer are independent (the indexer
-  // searches the boundaries itself), so they can run as two parallel graph branches.
-  mutable SideStreams side{1};
-
-  DeviceState(const BenchCase& bc, const Config& config) : c(bc), cfg(config) {
-    qsl = Qsl(c.lens);
-    host_qsl = Qsl(c.host_lens);
-    const int32_t R = c.num_reqs();
-    for (int32_t r = 0; r < R; ++r) seq_lens.push_back(cfg.seq_len - (r * 37) % 61);
-    // Block ids: a deterministic scramble, never the null page 0.
-    block_table.resize(static_cast<size_t>(R) * cfg.bt_stride);
-    uint64_t x = 0x9E3779B97F4A7C15ull;
-    for (auto& b : block_table) {
-      x ^= x << 13;
-      x ^= x >> 7;
-      x ^= x << 17;
-      b = 1 + static_cast<int32_t>(x % 200000);
-    }
-    std::vector<int32_t> arange(c.capacity);
-    std::iota(arange.begin(), arange.end(), 0);
-    d_qsl = DeviceBuffer<int32_t>(qsl);
-    d_seq = DeviceBuffer<int32_t>(seq_lens);
-    d_bt = DeviceBuffer<int32_t>(block_table);
-    d_arange = DeviceBuffer<int32_t>(arange);
-    map_out = DeviceBuffer<int32_t>(c.capacity);
-    seq_out = DeviceBuffer<int32_t>(c.capacity);
-    bt_out = DeviceBuffer<int32_t>(static_cast<size_t>(c.capacity) * cfg.bt_stride);
-    decode_lens = DeviceBuffer<int32_t>(c.capacity);
-    indices = DeviceBuffer<int32_t>(c.capacity);
-    per_req = DeviceBuffer<int32_t>(c.capacity);
-    // The uploads above run on the legacy stream; the timed work runs on a non-blocking one.
-    CUDA_CHECK(cudaDeviceSynchronize());
-  }
-
-  GpuBackend Backend(cudaStream_t s) const {
-    GpuBackend be(s, scratch.get(), scratch.size(), staging.get(), staging.size());
-    be.AttachSideStreams(&side);
-    return be;
-  }
-  TokenMapArgs MapArgs() const {
-    return TokenMapArgs{d_qsl.get(), host_qsl.data(), c.num_reqs(), c.num_tokens, map_out.get(), c.capacity};
-  }
-  IndexerArgs IdxArgs() const {
-    IndexerArgs a;
-    a.query_start_loc = d_qsl.get();
-    a.seq_lens = d_seq.get();
-    a.block_table = d_bt.get();
-    a.host_query_start_loc = host_qsl.data();
-    a.arange = d_arange.get();
-    a.num_decodes = c.num_reqs();
-    a.num_decode_tokens = c.num_tokens;
-    a.capacity = c.capacity;
-    a.bt_width = cfg.bt_width;
-    a.bt_stride = cfg.bt_stride;
-    a.out_stride = cfg.bt_stride;
-    a.seq_out = seq_out.get();
-    a.bt_out = bt_out.get();
-    a.decode_lens = decode_lens.get();
-    a.indices = indices.get();
-    a.per_req = per_req.get();
-    return a;
-  }
-  // -1 everywhere, so a cell an implementation should write and did not shows up.
-  void PoisonOutputs() {
-    for (auto* b : {&map_out, &seq_out, &bt_out, &decode_lens, &indices, &per_req}) b->FillBytes(0xff);
-    CUDA_CHECK(cudaDeviceSynchronize());  // cudaMemset may still be running when it returns
-  }
-};
-
-enum class Method { kGraph, kEager };
-const char* MethodName(Method m) { return m == Method::kGraph ? "graph" : "eager"; }
-
-struct RowSpec {
-  std::string group;  // mapping, indexer, mapping+indexer
-  std::string impl;
-  Method method;
-  bool reads_host;    // reads host boundaries: expected to diverge where the host split is stale
-  bool maps, indexes; // which outputs it writes
-  std::function<absl::Status(GpuBackend&, const DeviceState&)> run;
-};
-
-std::vector<RowSpec> Rows() {
-  auto map_host = [](GpuBackend& be, const DeviceState& st) { return TokenMapHost(be, st.MapArgs()).status(); };
-  auto map_chain = [](GpuBackend& be, const DeviceState& st) {
-    return TokenMapDeviceChain(be, st.MapArgs()).status();
-  };
-  auto map_fused = [](GpuBackend& be, const DeviceState& st) { return TokenMapFused(be, st.MapArgs()).status(); };
-  // State (c)'s chain as vLLM wrote it: device lengths, the host total (kernels/suite/vllm_indexer_ops.h).
-  auto idx_chain = [](GpuBackend& be, const DeviceState& st) { return vllm_ops::IndexerDecodeChain(be, st.IdxArgs()); };
-  auto idx_fused = [](GpuBackend& be, const DeviceState& st) { return IndexerFused(be, st.IdxArgs()); };
-  auto pair_old = [=](GpuBackend& be, const DeviceState& st) {
-    DS_RETURN_IF_ERROR(map_host(be, st));
-    return idx_chain(be, st);
-  };
-  auto pair_fused = [=](GpuBackend& be, const DeviceState& st) {
-    DS_RETURN_IF_ERROR(map_fused(be, st));
-    return idx_fused(be, st);
-  };
-  auto pair_fused_parallel = [=](GpuBackend& be, const DeviceState& st) {
-    be.Branch(1);
-    DS_RETURN_IF_ERROR(map_fused(be, st));
-    be.Branch(0);
-    DS_RETURN_IF_ERROR(idx_fused(be, st));
-    be.Join();
-    return be.status();
-  };
-  // The first row of each group is its baseline ("ratio vs chain").
-  return {
-      {"mapping", "host (#47474)", Method::kEager, true, true, false, map_host},
-      {"mapping", "device-chain", Method::kGraph, false, true, false, map_chain},
-      {"mapping", "fused", Method::kGraph, false, true, false, map_fused},
-      {"mapping", "fused", Method::kEager, false, true, false, map_fused},
-      // (c)'s chain reads only the host total, never the split: no stale-host allowed.
-      {"indexer", "chain (c)", Method::kEager, false, false, true, idx_chain},
-      {"indexer", "chain (c)", Method::kGraph, false, false, true, idx_chain},
-      {"indexer", "fused", Method::kGraph, false, false, true, idx_fused},
-      {"indexer", "fused", Method::kEager, false, false, true, idx_fused},
-      {"mapping+indexer", "host+chain", Method::kEager, true, true, true, pair_old},
-      {"mapping+indexer", "fused+fused", Method::kGraph, false, true, true, pair_fused},
-      {"mapping+indexer", "fused+fused", Method::kEager, false, true, true, pair_fused},
-      {"mapping+indexer", "fused||fused (2 branches)", Method::kGraph, false, true, true, pair_fused_parallel},
-  };
-}
-
-struct RowResult {
-  const RowSpec* spec = nullptr;
-  SampleStats stats;
-  OpCounters counters;
-  int64_t graph_nodes = -1;  // -1: eager
-  std::string check;         // ok, stale-host, padding-residue, or BUG: ...
-  bool bug = false;
-  double floor_us = 0, ratio_floor = 0, ratio_chain = 0;
-};
-
-// Compares the outputs a row wrote (after PoisonOutputs) with the reference built from the
-// device boundaries, and says what kind of difference it is (DESIGN.md section 6).
-std::string CheckOutputs(const RowSpec& spec, const DeviceState& st, bool* bug) {
-  const BenchCase& c = st.c;
-  const int32_t R = c.num_reqs(), N = c.num_tokens, W = st.cfg.bt_width, stride = st.cfg.bt_stride;
-  int64_t stale = 0, residue = 0, other = 0;
-  if (spec.maps) {
-    const auto want = ref::TokenToReq(st.qsl.data(), R, N);
-    const auto got = st.map_out.Download();
-    for (int32_t t = 0; t < N; ++t) stale += got[t] != want[t];
-  }
-  if (spec.indexes) {
-    const ref::IndexerDecodeOut want =
-        ref::IndexerDecode(st.qsl.data(), st.seq_lens.data(), st.block_table.data(), stride, W, R, N, c.capacity);
-    const auto seq = st.seq_out.Download(), bt = st.bt_out.Download(), lens = st.decode_lens.Download(),
-               idx = st.indices.Download(), per = st.per_req.Download();
-    const int32_t actual = st.qsl[R];
-    for (int32_t t = 0; t < c.capacity; ++t) stale += seq[t] != want.seq_out[t];
-    for (int32_t t = 0; t < N; ++t) {
-      stale += idx[t] != want.indices[t];
-      other += lens[t] != want.decode_lens[t];
-      for (int32_t col = 0; col < W; ++col) {
-        const bool differs = bt[static_cast<size_t>(t) * stride + col] != want.bt_rows[static_cast<size_t>(t) * W + col];
-        if (t < actual) stale += differs;
-        else if (col == 0) other += differs;
-        else residue += differs;
-      }
-    }
-    for (int32_t r = 0; r < R; ++r) other += per[r] != want.per_req[r];
-  }
-  const bool host_split_differs = st.host_qsl != st.qsl;
-  std::vector<std::string> kinds;
-  if (stale > 0) {
-    if (spec.reads_host && host_split_differs) kinds.push_back(absl::StrFormat("stale-host(%d)", stale));
-    else kinds.push_back(absl::StrFormat("BUG: %d wrong cells", stale));
-  }
-  if (residue > 0) {
-    if (spec.impl.find("chain") != std::string::npos) kinds.push_back(absl::StrFormat("padding-residue(%d)", residue));
-    else kinds.push_back(absl::StrFormat("BUG: %d padding cells", residue));
-  }
-  if (other > 0) kinds.push_back(absl::StrFormat("BUG: %d wrong per-request/decode_lens cells", other));
-  *bug = false;
-  for (const auto& k : kinds) *bug |= k.rfind("BUG", 0) == 0;
-  return kinds.empty() ? "ok" : absl::StrJoin(kinds, " ");
-}
-
-absl::StatusOr<RowResult> MeasureRow(const RowSpec& spec, DeviceState& st, cudaStream_t stream,
-                                     timing::L2Flusher& flusher, const timing::TimingOptions& opt) {
-  RowResult res;
-  res.spec = &spec;
-  // Eager first call: loads the modules outside any capture, and counts the operations.
-  {
-    GpuBackend be = st.Backend(stream);
-    DS_RETURN_IF_ERROR(spec.run(be, st));
-    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-    res.counters = be.counters();
-  }
-  CudaGraph graph;
-  if (spec.method == Method::kGraph) {
-    GpuBackend be = st.Backend(stream);
-    graph.BeginCapture(stream);
-    const absl::Status s = spec.run(be, st);
-    graph.EndCapture(stream);
-    DS_RETURN_IF_ERROR(s);
-    res.graph_nodes = static_cast<int64_t>(graph.NodeCount());
-    if (res.graph_nodes != be.counters().Launches())
-      return absl::InternalError(absl::StrFormat("%s/%s: graph has %d nodes but %d launches were counted",
-                                                 spec.group, spec.impl, res.graph_nodes, be.counters().Launches()));
-    res.stats = timing::Summarize(timing::TimeGraph(graph, stream, flusher, opt));
-  } else {
-    absl::Status first_error;
-    res.stats = timing::Summarize(timing::TimeEager(
-        [&](cudaStream_t s) {
-          GpuBackend be = st.Backend(s);  // fresh arenas: the previous sample has finished
-          const absl::Status r = spec.run(be, st);
-          if (!r.ok() && first_error.ok()) first_error = r;
-        },
-        stream, flusher, opt));
-    DS_RETURN_IF_ERROR(first_error);
-  }
-  // One more call on poisoned outputs, the same way, for the correctness check.
-  st.PoisonOutputs();
-  if (spec.method == Method::kGraph) {
-    graph.Replay(stream);
-  } else {
-    GpuBackend be = st.Backend(stream);
-    DS_RETURN_IF_ERROR(spec.run(be, st));
-  }
-  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-  res.check = CheckOutputs(spec, st, &res.bug);
-  return res;
-}
-
-nlohmann::ordered_json StatsJson(const SampleStats& s) {
-  return {{"median_us", s.median_us}, {"p10_us", s.p10_us}, {"p90_us", s.p90_us}, {"mean_us", s.mean_us},
-          {"min_us", s.min_us},       {"max_us", s.max_us}, {"samples", s.n}};
-}
-
-int RunMicrobench(int argc, char** argv) {
+// The options and the cases they name.
+struct MicrobenchPlan {
+  std::vector<std::string> argv;  // for the JSON meta
   Config cfg;
+  std::vector<BenchCase> cases;
+};
+
+absl::StatusOr<MicrobenchPlan> ParseMicrobenchArgs(int argc, char** argv, std::string* help) {
+  MicrobenchPlan plan;
+  Config& cfg = plan.cfg;
   po::options_description desc(
       "dspark-sim microbench: GPU time per call of the token-mapping and indexer-decode metadata\n"
       "implementations (median, p10, p90 over graph replays or eager calls), beside the\n"
@@ -393,37 +70,23 @@ int RunMicrobench(int argc, char** argv) {
       "persistent buffer length [tokens]; raised to next_pow2(N) for cases that need more")(
       "device", po::value<int>(&cfg.device)->default_value(cfg.device), "CUDA device ordinal")(
       "json", po::value<std::string>(&cfg.json_path), "also write the results as JSON to this path");
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "dspark-sim microbench: %s\n\n", e.what());
-    std::cerr << desc << "\n";
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
-  if (const absl::Status s = cfg.Validate(); !s.ok()) {
-    std::fprintf(stderr, "dspark-sim microbench: %s\n", std::string(s.message()).c_str());
-    return 2;
-  }
-  std::vector<BenchCase> cases;
+  DS_ASSIGN_OR_RETURN(const po::variables_map vm, cli::ParseCommandLine(desc, argc, argv, "microbench", help));
+  if (!help->empty()) return plan;
+  plan.argv.assign(argv, argv + argc);
+  // The cases are made from a valid config only.
+  DS_RETURN_IF_ERROR(cfg.Validate());
   for (const auto& name : absl::StrSplit(cfg.cases, ',', absl::SkipEmpty())) {
-    auto c = MakeCase(std::string(name), cfg);
-    if (!c.ok()) {
-      std::fprintf(stderr, "dspark-sim microbench: %s\n", std::string(c.status().message()).c_str());
-      return 2;
-    }
-    cases.push_back(*std::move(c));
+    DS_ASSIGN_OR_RETURN(BenchCase c, MakeCase(std::string(name), cfg));
+    plan.cases.push_back(std::move(c));
   }
+  return plan;
+}
 
-  if (const absl::Status s = sim::RequireCudaDeviceToMeasure("microbench"); !s.ok()) {
-    std::fprintf(stderr, "dspark-sim microbench: %s\n", std::string(s.message()).c_str());
-    return 2;
-  }
+int MicrobenchMain(MicrobenchPlan& plan) {
+  const Config& cfg = plan.cfg;
+  const std::vector<BenchCase>& cases = plan.cases;
+  if (const absl::Status s = sim::RequireCudaDeviceToMeasure("microbench"); !s.ok())
+    return cli::CommandError("microbench", s, 2);
   int device_count = 0;
   CUDA_CHECK(cudaGetDeviceCount(&device_count));
   if (cfg.device < 0 || cfg.device >= device_count) {
@@ -446,10 +109,8 @@ int RunMicrobench(int argc, char** argv) {
             absl::StrFormat("microbench case %s: capacity=%d, bt_stride=%d, %d requests", c.name, c.capacity,
                             cfg.bt_stride, c.num_reqs()),
             "lower --capacity or --bt-stride");
-        !s.ok()) {
-      std::fprintf(stderr, "dspark-sim microbench: %s\n", std::string(s.message()).c_str());
-      return 2;
-    }
+        !s.ok())
+      return cli::CommandError("microbench", s, 2);
   if (cfg.reps < 100) std::fprintf(stderr, "note: --reps=%d is below the 100 samples the method asks for\n", cfg.reps);
 
   std::printf("# dspark-sim microbench\n\n%s (sm_%d%d, %d SMs, L2 %.0f MiB), driver %s, CUDA driver API %s, runtime %s, %s\n",
@@ -468,7 +129,7 @@ int RunMicrobench(int argc, char** argv) {
   const sim::GitRevision git = sim::ReadGitRevision();
   nlohmann::ordered_json out;
   out["meta"] = {{"schema", "dspark-sim/microbench/v1"},
-                 {"argv", std::vector<std::string>(argv, argv + argc)},
+                 {"argv", plan.argv},
                  {"device", meta.device_name},
                  {"compute_capability", absl::StrFormat("%d.%d", meta.cc_major, meta.cc_minor)},
                  {"sm_count", meta.sm_count},
@@ -567,10 +228,8 @@ int RunMicrobench(int argc, char** argv) {
               "expected findings for host-reading / chain rows, BUG is not.\n");
 
   if (!cfg.json_path.empty()) {
-    if (absl::Status s = sim::WriteFileAtomically(cfg.json_path, out.dump(2) + "\n"); !s.ok()) {
-      std::fprintf(stderr, "dspark-sim microbench: --json: %s\n", std::string(s.message()).c_str());
-      return 1;
-    }
+    if (absl::Status s = sim::WriteFileAtomically(cfg.json_path, out.dump(2) + "\n"); !s.ok())
+      return cli::CommandError("microbench", "--json: ", s, 1);
     std::printf("wrote %s\n", cfg.json_path.c_str());
   }
   if (any_bug) {
@@ -578,6 +237,10 @@ int RunMicrobench(int argc, char** argv) {
     return 3;
   }
   return 0;
+}
+
+int RunMicrobench(int argc, char** argv) {
+  return cli::RunParsedCommand<MicrobenchPlan>("microbench", argc, argv, ParseMicrobenchArgs, MicrobenchMain);
 }
 
 const cli::RegisterCommand kRegister("microbench",

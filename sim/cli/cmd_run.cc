@@ -10,31 +10,17 @@
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
 #include "sim/cli/cli_registry.h"
+#include "sim/cli/command.h"
 #include "sim/exec/executor_registry.h"
 #include "sim/studies/run.h"
 
 namespace dspark::sim {
 
-int RunCommand(int argc, char** argv) {
-  std::string help;
-  auto config = ParseRunArgs(argc, argv, &help);
-  if (!config.ok()) {
-    std::fprintf(stderr, "dspark-sim run: %s\n", std::string(config.status().message()).c_str());
-    return 2;
-  }
-  if (!help.empty()) {
-    std::printf("%s", help.c_str());
-    return 0;
-  }
-  if (auto s = config->Validate(); !s.ok()) {
-    std::fprintf(stderr, "dspark-sim run: %s\n", std::string(s.message()).c_str());
-    return 2;
-  }
-  auto result = ExecuteRun(*config);
-  if (!result.ok()) {
-    std::fprintf(stderr, "dspark-sim run: %s\n", std::string(result.status().message()).c_str());
-    return 1;
-  }
+namespace {
+
+int RunMain(RunConfig& config) {
+  auto result = ExecuteRun(config);
+  if (!result.ok()) return cli::CommandError("run", result.status(), 1);
   const nlohmann::json& s = result->summary;
   const nlohmann::json& m = s["metrics"];
   const auto ms = [&](const std::string& key) { return s.contains(key) ? s[key].get<double>() : 0.0; };
@@ -42,7 +28,7 @@ int RunCommand(int argc, char** argv) {
               s["workload"].value("preset", s["workload"].value("path", std::string())).c_str(),
               s["config"]["mode"].get<std::string>().c_str(),
               s["config"]["time_impl"].get<std::string>().c_str(),
-              static_cast<unsigned long long>(config->seed));
+              static_cast<unsigned long long>(config.seed));
   std::printf("  requests %lld  concurrency %d  steps %lld  preemptions %lld\n",
               static_cast<long long>(s["completed"].get<int64_t>()),
               s["workload"]["concurrency"].get<int32_t>(),
@@ -50,7 +36,7 @@ int RunCommand(int argc, char** argv) {
               static_cast<long long>(m["preemptions"].get<int64_t>()));
   // The latencies asked for (--percentile-metrics), in vLLM's keys.
   std::string latencies;
-  for (const std::string& metric : config->result_spec.percentile_metrics)
+  for (const std::string& metric : config.result_spec.percentile_metrics)
     absl::StrAppendFormat(&latencies, "  %s mean %.3f ms", absl::AsciiStrToUpper(metric),
                           ms(absl::StrCat("mean_", metric, "_ms")));
   if (!latencies.empty()) std::printf("%s\n", latencies.c_str());
@@ -62,12 +48,18 @@ int RunCommand(int argc, char** argv) {
   std::printf("  simulator: %lld steps in %.3f s wall = %.0f steps/s (metadata check %s)\n",
               static_cast<long long>(result->steps), result->wall_s,
               result->wall_s > 0 ? result->steps / result->wall_s : 0.0,
-              config->check ? (HasExecutor("metadata-check") ? "on" : "requested, not built") : "off");
-  std::printf("  wrote %s/{summary.json,steps.csv,requests.csv,perf.json}\n", config->out_dir.c_str());
+              config.check ? (HasExecutor("metadata-check") ? "on" : "requested, not built") : "off");
+  std::printf("  wrote %s/{summary.json,steps.csv,requests.csv,perf.json}\n", config.out_dir.c_str());
   if (!result->result_file.empty()) std::printf("  saved the result to %s\n", result->result_file.c_str());
   for (const auto& note : s["workload"].value("notes", std::vector<std::string>()))
     std::printf("  note: %s\n", note.c_str());
   return 0;
+}
+
+}  // namespace
+
+int RunCommand(int argc, char** argv) {
+  return cli::RunParsedCommand<RunConfig>("run", argc, argv, ParseRunArgs, RunMain);
 }
 
 namespace {

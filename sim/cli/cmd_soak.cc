@@ -9,7 +9,9 @@
 #include <boost/program_options.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/common/status_macros.h"
 #include "sim/cli/cli_registry.h"
+#include "sim/cli/command.h"
 #include "sim/results/result_files.h"
 #include "sim/studies/soak.h"
 
@@ -47,35 +49,26 @@ po::options_description SoakOptionsDescription() {
   return d;
 }
 
-int SoakCommand(int argc, char** argv) {
+// The soak's options and where soak.json goes.
+struct SoakCommandConfig {
+  SoakOptions options;
+  std::string out_dir;
+  absl::Status Validate() const { return options.Validate(); }
+};
+
+absl::StatusOr<SoakCommandConfig> ParseSoakArgs(int argc, char** argv, std::string* help) {
   const po::options_description desc = SoakOptionsDescription();
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "dspark-sim soak: %s (see dspark-sim soak --help)\n", e.what());
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::ostringstream text;
-    text << desc;
-    std::printf("%s", text.str().c_str());
-    return 0;
-  }
-  SoakOptions o;
+  DS_ASSIGN_OR_RETURN(const po::variables_map vm, cli::ParseCommandLine(desc, argc, argv, "soak", help));
+  SoakCommandConfig c;
+  if (!help->empty()) return c;
+  SoakOptions& o = c.options;
   for (int i = 0; i < argc; ++i) o.argv.emplace_back(argv[i]);
   o.steps = vm["steps"].as<int64_t>();
   o.seed = vm["seed"].as<uint64_t>();
   o.workload = vm["workload"].as<std::string>();
   o.batch_requests = vm["batch-requests"].as<int64_t>();
   o.concurrency = vm["concurrency"].as<int32_t>();
-  auto mode = ParseSpecMode(vm["mode"].as<std::string>());
-  if (!mode.ok()) {
-    std::fprintf(stderr, "dspark-sim soak: %s\n", std::string(mode.status().message()).c_str());
-    return 2;
-  }
-  o.scheduler.mode = *mode;
+  DS_ASSIGN_OR_RETURN(o.scheduler.mode, ParseSpecMode(vm["mode"].as<std::string>()));
   o.scheduler.spec_k = vm["spec-k"].as<int32_t>();
   o.scheduler.max_num_seqs = vm["max-num-seqs"].as<int32_t>();
   o.scheduler.max_num_batched_tokens = vm["max-num-batched-tokens"].as<int32_t>();
@@ -87,23 +80,16 @@ int SoakCommand(int argc, char** argv) {
   o.kv_check_every = vm["kv-check-every"].as<int64_t>();
   o.rows_check_every = vm["rows-check-every"].as<int64_t>();
   if (vm.count("calibration")) o.calibration = vm["calibration"].as<std::string>();
-  auto progress = ParseProgressStyle(vm["progress"].as<std::string>());
-  if (!progress.ok()) {
-    std::fprintf(stderr, "dspark-sim soak: %s\n", std::string(progress.status().message()).c_str());
-    return 2;
-  }
-  o.progress = *progress;
-  const std::string out_dir = vm["out"].as<std::string>();
-  if (absl::Status s = o.Validate(); !s.ok()) {
-    std::fprintf(stderr, "dspark-sim soak: %s\n", std::string(s.message()).c_str());
-    return 2;
-  }
+  DS_ASSIGN_OR_RETURN(o.progress, ParseProgressStyle(vm["progress"].as<std::string>()));
+  c.out_dir = vm["out"].as<std::string>();
+  return c;
+}
 
+int SoakMain(SoakCommandConfig& c) {
+  const SoakOptions& o = c.options;
+  const std::string& out_dir = c.out_dir;
   auto result = RunSoak(o);
-  if (!result.ok()) {
-    std::fprintf(stderr, "dspark-sim soak: %s\n", std::string(result.status().message()).c_str());
-    return 1;
-  }
+  if (!result.ok()) return cli::CommandError("soak", result.status(), 1);
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   if (ec) {
@@ -111,10 +97,8 @@ int SoakCommand(int argc, char** argv) {
     return 1;
   }
   const std::string path = (std::filesystem::path(out_dir) / "soak.json").string();
-  if (absl::Status s = WriteFileAtomically(path, result->ToJson(o).dump(2) + "\n"); !s.ok()) {
-    std::fprintf(stderr, "dspark-sim soak: %s\n", std::string(s.message()).c_str());
-    return 1;
-  }
+  if (absl::Status s = WriteFileAtomically(path, result->ToJson(o).dump(2) + "\n"); !s.ok())
+    return cli::CommandError("soak", s, 1);
 
   const SoakResult& r = *result;
   std::printf("dspark-sim soak: %s, mode %s, K %d, concurrency %d, seed %llu\n", o.workload.c_str(),
@@ -141,6 +125,10 @@ int SoakCommand(int argc, char** argv) {
   for (const std::string& f : r.failures) std::printf("  FAILED: %s\n", f.c_str());
   std::printf("  wrote %s\n", path.c_str());
   return r.ok() ? 0 : 1;
+}
+
+int SoakCommand(int argc, char** argv) {
+  return cli::RunParsedCommand<SoakCommandConfig>("soak", argc, argv, ParseSoakArgs, SoakMain);
 }
 
 const cli::RegisterCommand kRegisterSoak(

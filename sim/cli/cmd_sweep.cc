@@ -1,4 +1,4 @@
-// `dspark-sim sweep`: option parsing and the subcommand; the sweep itself is sim/studies/sweep.cc.
+// `dspark-sim sweep`: option parsing and the subcommand; the sweep itself is sim/studies/sweep*.cc.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "sim/cli/cli_registry.h"
+#include "sim/cli/command.h"
 #include "sim/workload/generators.h"
 #include "sim/studies/sweep.h"
 #include "sim/model/time_model.h"
@@ -291,45 +292,38 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
   return c;
 }
 
-int SweepCommand(int argc, char** argv) {
-  std::string help;
-  auto config = ParseSweepArgs(argc, argv, &help);
-  if (!config.ok()) {
-    std::fprintf(stderr, "dspark-sim sweep: %s\n", std::string(config.status().message()).c_str());
-    return 2;
-  }
-  if (!help.empty()) {
-    std::printf("%s", help.c_str());
-    return 0;
-  }
-  if (!config->merge_inputs.empty()) {
-    auto merged = MergeSweeps(config->merge_inputs, config->out_dir, config->argv);
-    if (!merged.ok()) {
-      std::fprintf(stderr, "dspark-sim sweep --merge: %s\n", std::string(merged.status().message()).c_str());
-      return 1;
-    }
+namespace {
+
+int SweepMain(SweepConfig& config) {
+  if (!config.merge_inputs.empty()) {
+    auto merged = MergeSweeps(config.merge_inputs, config.out_dir, config.argv);
+    if (!merged.ok()) return cli::CommandError("sweep --merge", merged.status(), 1);
     std::printf("dspark-sim sweep --merge: %lld points from %zu folders (%lld duplicate rows dropped) into %s\n",
-                static_cast<long long>(merged->rows), config->merge_inputs.size(),
-                static_cast<long long>(merged->duplicates), config->out_dir.c_str());
+                static_cast<long long>(merged->rows), config.merge_inputs.size(),
+                static_cast<long long>(merged->duplicates), config.out_dir.c_str());
     if (!merged->missing.empty())
       std::fprintf(stderr, "dspark-sim sweep --merge: warning: %zu planned points have no row: %s\n",
                    merged->missing.size(), absl::StrJoin(merged->missing, " ").c_str());
     return 0;
   }
-  auto outcome = RunSweep(*config, stderr);
-  if (!outcome.ok()) {
-    std::fprintf(stderr, "dspark-sim sweep: %s\n", std::string(outcome.status().message()).c_str());
-    return outcome.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
-  }
+  auto outcome = RunSweep(config, stderr);
+  if (!outcome.ok())
+    return cli::CommandError("sweep", outcome.status(), absl::IsInvalidArgument(outcome.status()) ? 2 : 1);
   std::printf("dspark-sim sweep: %lld points planned, %lld in shard %d/%d: %lld already done, %lld run "
               "(%lld failed), %lld invalid combinations skipped%s\n",
               static_cast<long long>(outcome->planned), static_cast<long long>(outcome->in_shard),
-              config->shard_index, config->shard_count, static_cast<long long>(outcome->already_done),
+              config.shard_index, config.shard_count, static_cast<long long>(outcome->already_done),
               static_cast<long long>(outcome->ran), static_cast<long long>(outcome->failed),
               static_cast<long long>(outcome->skipped_invalid),
               outcome->stopped_early ? "; stopped early (--max-points)" : "");
-  std::printf("  wrote %s/{sweep.jsonl,sweep.csv,sweep_meta.json,points/}\n", config->out_dir.c_str());
+  std::printf("  wrote %s/{sweep.jsonl,sweep.csv,sweep_meta.json,points/}\n", config.out_dir.c_str());
   return outcome->failed > 0 ? 1 : 0;
+}
+
+}  // namespace
+
+int SweepCommand(int argc, char** argv) {
+  return cli::RunParsedCommand<SweepConfig>("sweep", argc, argv, ParseSweepArgs, SweepMain);
 }
 
 namespace {

@@ -16,9 +16,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "kernels/common/status_macros.h"
 #include "kernels/suite/cases.h"
 #include "kernels/suite/suite.h"
 #include "sim/cli/cli_registry.h"
+#include "sim/cli/command.h"
 #include "sim/observe/progress.h"
 #include "sim/results/result_files.h"
 
@@ -33,7 +35,13 @@ struct VerifyConfig {
   std::vector<int32_t> batches;
   int32_t seeds = 0;
   uint64_t seed = 0;
+  sim::ProgressStyle progress = sim::ProgressStyle::kAuto;
   std::string json_path;
+
+  absl::Status Validate() const {
+    if (seeds < 1) return absl::InvalidArgumentError(absl::StrFormat("--seeds must be >= 1, got %d", seeds));
+    return absl::OkStatus();
+  }
 };
 
 absl::StatusOr<std::vector<int32_t>> ParseBatches(const std::string& list) {
@@ -60,7 +68,7 @@ absl::StatusOr<std::vector<SeedCase>> ParseCases(const std::string& list) {
   return out;
 }
 
-int VerifyCommand(int argc, char** argv) {
+po::options_description VerifyOptions() {
   po::options_description d("dspark-sim verify: every implementation on every seed case, compared exactly");
   d.add_options()("help", "show this help")
       ("cases", po::value<std::string>()->default_value("all"), "seed cases: all or a list of prefill, chunked_prefill, mixed, decode, verify, adaptive_verify, draft, adaptive_draft")
@@ -72,51 +80,31 @@ int VerifyCommand(int argc, char** argv) {
       ("progress", po::value<std::string>()->default_value("auto"), "stderr: batches checked, rate and ETA; auto (a bar on a terminal, a line every 10 s otherwise), bar, lines, none")
       ("json", po::value<std::string>(), "also write the counts to this JSON file, with each implementation's "
                                          "launches and differing cells per kind on every seed case (batch 16)");
-  po::variables_map vm;
+  return d;
+}
+
+absl::StatusOr<VerifyConfig> ParseVerifyArgs(int argc, char** argv, std::string* help) {
+  const po::options_description d = VerifyOptions();
+  DS_ASSIGN_OR_RETURN(const po::variables_map vm, cli::ParseCommandLine(d, argc, argv, "verify", help));
   VerifyConfig cfg;
-  try {
-    po::store(po::parse_command_line(argc, argv, d), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "dspark-sim verify: %s\n", e.what());
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::ostringstream os;
-    os << d;
-    std::printf("%s", os.str().c_str());
-    return 0;
-  }
-  auto cases = ParseCases(vm["cases"].as<std::string>());
-  auto impls = ParseImplList(vm["impl"].as<std::string>());
-  auto batches = ParseBatches(vm["batch"].as<std::string>());
-  for (const absl::Status& s : {cases.status(), impls.status(), batches.status()}) {
-    if (!s.ok()) {
-      std::fprintf(stderr, "dspark-sim verify: %s\n", std::string(s.message()).c_str());
-      return 2;
-    }
-  }
-  cfg.cases = *cases;
-  cfg.impls = *impls;
-  cfg.batches = *batches;
+  if (!help->empty()) return cfg;
+  DS_ASSIGN_OR_RETURN(cfg.cases, ParseCases(vm["cases"].as<std::string>()));
+  DS_ASSIGN_OR_RETURN(cfg.impls, ParseImplList(vm["impl"].as<std::string>()));
+  DS_ASSIGN_OR_RETURN(cfg.batches, ParseBatches(vm["batch"].as<std::string>()));
   cfg.seeds = vm["seeds"].as<int32_t>();
   cfg.seed = vm["seed"].as<uint64_t>();
-  auto progress_style = sim::ParseProgressStyle(vm["progress"].as<std::string>());
-  if (!progress_style.ok()) {
-    std::fprintf(stderr, "dspark-sim verify: %s\n", std::string(progress_style.status().message()).c_str());
-    return 2;
-  }
-  if (cfg.seeds < 1) {
-    std::fprintf(stderr, "dspark-sim verify: --seeds must be >= 1, got %d\n", cfg.seeds);
-    return 2;
-  }
+  DS_ASSIGN_OR_RETURN(cfg.progress, sim::ParseProgressStyle(vm["progress"].as<std::string>()));
+  if (vm.count("json")) cfg.json_path = vm["json"].as<std::string>();
+  return cfg;
+}
 
+int VerifyMain(VerifyConfig& cfg) {
   // counts[impl][case] = {batches, stale_host, padding_residue, bug}
   std::map<Impl, std::map<SeedCase, std::array<int64_t, 4>>> counts;
   std::map<Impl, std::unique_ptr<CpuSuite>> suites;
   for (Impl impl : cfg.impls) suites[impl] = std::make_unique<CpuSuite>();
   std::vector<std::string> bugs;
-  sim::ProgressMeter progress(*progress_style, stderr, "verify", "batches",
+  sim::ProgressMeter progress(cfg.progress, stderr, "verify", "batches",
                          static_cast<int64_t>(cfg.cases.size() * cfg.batches.size()) * cfg.seeds);
   int64_t checked = 0;
   for (SeedCase c : cfg.cases) {
@@ -197,14 +185,16 @@ int VerifyCommand(int argc, char** argv) {
     }
   }
   for (const std::string& b : bugs) std::fprintf(stderr, "BUG: %s\n", b.c_str());
-  if (vm.count("json")) {
+  if (!cfg.json_path.empty()) {
     j["meta"] = {{"command", "verify"}, {"schema_version", 1}, {"seeds", cfg.seeds}, {"first_seed", cfg.seed}};
-    if (absl::Status s = sim::WriteFileAtomically(vm["json"].as<std::string>(), j.dump(2) + "\n"); !s.ok()) {
-      std::fprintf(stderr, "dspark-sim verify: --json: %s\n", std::string(s.message()).c_str());
-      return 2;
-    }
+    if (absl::Status s = sim::WriteFileAtomically(cfg.json_path, j.dump(2) + "\n"); !s.ok())
+      return cli::CommandError("verify", "--json: ", s, 2);
   }
   return total_bugs > 0 ? 1 : 0;
+}
+
+int VerifyCommand(int argc, char** argv) {
+  return cli::RunParsedCommand<VerifyConfig>("verify", argc, argv, ParseVerifyArgs, VerifyMain);
 }
 
 const cli::RegisterCommand kRegisterVerify("verify", "check every implementation exactly on the seed cases",

@@ -22,132 +22,19 @@
 #include "sim/exec/gpu_timing.cuh"
 #include "sim/model/time_model.h"
 #include "sim/results/result_files.h"
+#include "sim/exec/gpu_executor_state.cuh"
 
 namespace dspark::sim {
 
+using namespace gpu_executor_internal;
+
 namespace {
-
-constexpr int32_t kKeptPoison = -99;
-
-size_t AlignUp(size_t bytes) { return (bytes + 255) & ~size_t{255}; }
 
 double MicrosSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
 }
 
-const char* const kKindKeys[3] = {"stale_host", "padding_residue", "bug"};
-
 }  // namespace
-
-// ---------------------------------------------------------------- DeviceTopB
-
-namespace {
-
-// Offsets [bytes] of DeviceTopB's one block (device and pinned alike): scores float [max_reqs, K_max] |
-// max_drafts [max_reqs] | tail_offsets [max_reqs + 1] | kept [max_reqs], each start 256-aligned.
-struct TopBLayout {
-  size_t scores = 0, max_drafts = 0, tail = 0, kept = 0, bytes = 0;
-};
-
-TopBLayout MakeTopBLayout(int32_t max_reqs) {
-  const size_t reqs = static_cast<size_t>(std::max(max_reqs, 0));
-  TopBLayout l;
-  l.scores = 0;
-  l.max_drafts = AlignUp(l.scores + sizeof(float) * reqs * kTopBMaxK);
-  l.tail = AlignUp(l.max_drafts + 4 * reqs);
-  l.kept = AlignUp(l.tail + 4 * (reqs + 1));
-  l.bytes = l.kept + 4 * reqs;
-  return l;
-}
-
-}  // namespace
-
-size_t DeviceTopB::Bytes(int32_t max_reqs) { return MakeTopBLayout(max_reqs).bytes; }
-
-absl::StatusOr<std::unique_ptr<DeviceTopB>> DeviceTopB::Create(int32_t max_reqs) {
-  if (max_reqs < 1) return absl::InvalidArgumentError(absl::StrFormat("DeviceTopB: max_reqs=%d must be >= 1", max_reqs));
-  std::unique_ptr<DeviceTopB> t(new DeviceTopB());
-  t->max_reqs_ = max_reqs;
-  const TopBLayout l = MakeTopBLayout(max_reqs);
-  t->scores_off_ = l.scores;
-  t->max_drafts_off_ = l.max_drafts;
-  t->tail_off_ = l.tail;
-  t->kept_off_ = l.kept;
-  t->bytes_ = l.bytes;
-  try {
-    t->device_ = DeviceBuffer<uint8_t>(t->bytes_);
-    t->pinned_ = PinnedBuffer<uint8_t>(t->bytes_);
-  } catch (const CudaError& e) {
-    return absl::ResourceExhaustedError(absl::StrCat("DeviceTopB::Create: ", e.what()));
-  }
-  return t;
-}
-
-absl::Status DeviceTopB::Launch(const TopBInputs& in, int32_t num_reqs, int32_t* qsl, cudaStream_t stream) {
-  if (!in.present) return absl::FailedPreconditionError("DeviceTopB::Launch: the step has no top-B inputs");
-  const int32_t nd = in.num_decodes;
-  if (nd > max_reqs_ || num_reqs > max_reqs_ || num_reqs < nd)
-    return absl::OutOfRangeError(absl::StrFormat(
-        "DeviceTopB::Launch: num_decodes=%d, num_reqs=%d must satisfy num_decodes <= num_reqs <= max_reqs=%d", nd,
-        num_reqs, max_reqs_));
-  const size_t slots = static_cast<size_t>(nd) * static_cast<size_t>(in.max_k);
-  if (in.scores.size() != slots || in.max_drafts.size() != static_cast<size_t>(nd) ||
-      in.tail_offsets.size() != static_cast<size_t>(num_reqs - nd))
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "DeviceTopB::Launch: scores has %d entries (expected num_decodes * max_k = %d), max_drafts %d (expected %d), "
-        "tail_offsets %d (expected num_reqs - num_decodes = %d)",
-        in.scores.size(), slots, in.max_drafts.size(), nd, in.tail_offsets.size(), num_reqs - nd));
-  uint8_t* h = pinned_.get();
-  uint8_t* d = device_.get();
-  TopBAllocParams p{};
-  p.scores = reinterpret_cast<const float*>(d + scores_off_);
-  p.max_drafts = reinterpret_cast<const int32_t*>(d + max_drafts_off_);
-  p.tail_offsets = num_reqs > nd ? reinterpret_cast<const int32_t*>(d + tail_off_) : nullptr;
-  p.query_start_loc = qsl;
-  p.kept = reinterpret_cast<int32_t*>(d + kept_off_);
-  p.num_decodes = nd;
-  p.num_reqs = num_reqs;
-  p.max_k = in.max_k;
-  p.budget = in.budget;
-  p.base_tokens = in.base_tokens;
-  DS_RETURN_IF_ERROR(CanImplementTopBAlloc(p));
-  if (slots) std::memcpy(h + scores_off_, in.scores.data(), sizeof(float) * slots);
-  if (nd) std::memcpy(h + max_drafts_off_, in.max_drafts.data(), 4 * static_cast<size_t>(nd));
-  if (num_reqs > nd) std::memcpy(h + tail_off_, in.tail_offsets.data(), 4 * in.tail_offsets.size());
-  // The kept counts are poisoned in the same copy, so a kernel that did not run shows up.
-  std::fill_n(reinterpret_cast<int32_t*>(h + kept_off_), nd, kKeptPoison);
-  const size_t bytes = kept_off_ + 4 * static_cast<size_t>(nd);
-  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, stream));
-  CUDA_RETURN_IF_ERROR(LaunchTopBAlloc(p, stream));
-  CUDA_RETURN_IF_ERROR(cudaGetLastError());
-  ++launches_;
-  return absl::OkStatus();
-}
-
-absl::Status DeviceTopB::Verify(const TopBInputs& in, const std::vector<int32_t>& expected_qsl, const int32_t* qsl,
-                                cudaStream_t stream, int64_t step) const {
-  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-  std::vector<int32_t> got(expected_qsl.size()), kept(static_cast<size_t>(in.num_decodes));
-  CUDA_RETURN_IF_ERROR(cudaMemcpy(got.data(), qsl, 4 * got.size(), cudaMemcpyDeviceToHost));
-  if (!kept.empty())
-    CUDA_RETURN_IF_ERROR(
-        cudaMemcpy(kept.data(), device_.get() + kept_off_, 4 * kept.size(), cudaMemcpyDeviceToHost));
-  for (size_t i = 0; i < got.size(); ++i)
-    if (got[i] != expected_qsl[i])
-      return absl::InternalError(absl::StrFormat(
-          "step %d: topb_alloc on the device wrote query_start_loc[%d] = %d, the plan's device view has %d "
-          "(num_decodes=%d, budget B=%d, K=%d): device qsl [%s], plan [%s]",
-          step, i, got[i], expected_qsl[i], in.num_decodes, in.budget, in.max_k, absl::StrJoin(got, ","),
-          absl::StrJoin(expected_qsl, ",")));
-  for (int32_t r = 0; r < in.num_decodes; ++r) {
-    const int32_t want = expected_qsl[r + 1] - expected_qsl[r] - in.base_tokens;
-    if (kept[r] != want)
-      return absl::InternalError(absl::StrFormat(
-          "step %d: topb_alloc on the device wrote kept[%d] = %d, the plan keeps %d drafts there%s", step, r,
-          kept[r], want, kept[r] == kKeptPoison ? " (the kernel did not write it)" : ""));
-  }
-  return absl::OkStatus();
-}
 
 // ---------------------------------------------------------------- capacity
 
@@ -168,28 +55,6 @@ GpuSuiteCapacity CapacityFor(const SchedulerConfig& c) {
 // ---------------------------------------------------------------- GpuExecutor
 
 namespace {
-
-struct StepRow {
-  int64_t step = 0;
-  StepCase step_case = StepCase::kPrefill;
-  Impl impl = Impl::kFused;
-  bool graph = false;
-  int32_t num_reqs = 0, num_tokens = 0;
-  double gpu_us = -1, host_us = 0;  // gpu_us -1: not timed
-  OpCounters counters;
-  bool staging_sync = false;
-  std::array<int64_t, 3> cells{};
-};
-
-// One step's effects on the executor's counts and series, applied only once the whole step has
-// succeeded: a step that fails leaves the results of the steps before it exactly as they were.
-struct StepDelta {
-  std::map<Impl, ExecutorImplStats> stats;
-  std::vector<StepRow> rows;
-  std::vector<std::pair<Impl, std::string>> keys;  // graph keys replayed
-  double stage_us = 0;
-  int64_t topb_launches = 0, topb_stale_steps = 0;
-};
 
 template <class T>
 void AppendAll(std::vector<T>& into, const std::vector<T>& from) {
@@ -235,27 +100,6 @@ absl::Status InjectCudaFault(const int32_t* src, cudaStream_t stream) {
 }
 
 }  // namespace
-
-struct GpuExecutor::State {
-  GpuExecutorOptions options;
-  GpuMemoryPlan plan;          // what Create checked against the free device memory
-  nlohmann::json device_meta;  // GpuMetaJson, read at Create: writing results needs no device
-  std::unique_ptr<GpuSuite> suite;
-  std::unique_ptr<DeviceTopB> topb;
-  std::unique_ptr<timing::L2Flusher> flusher;
-  std::unique_ptr<timing::EventTimer> timer;
-  std::map<Impl, ExecutorImplStats> stats;
-  std::map<Impl, std::set<std::string>> keys;  // graph keys replayed so far
-  std::map<std::string, int64_t> nodes_by_key;  // "<impl>|<key>" -> graph node count
-  std::vector<StepRow> rows;
-  int64_t steps = 0;
-  int64_t topb_launches = 0;
-  int64_t topb_stale_steps = 0;
-  double stage_us = 0;
-
-  absl::Status RunStep(const StepPlan& plan, StepDelta& delta);
-  void Commit(StepDelta& delta);
-};
 
 GpuExecutor::GpuExecutor(std::unique_ptr<State> state) : d_(std::move(state)) {}
 GpuExecutor::~GpuExecutor() = default;
@@ -493,169 +337,5 @@ const GpuMemoryPlan& GpuExecutor::memory_plan() const { return d_->plan; }
 uint64_t GpuExecutor::device_bytes() const {
   return d_->suite->device_bytes() + d_->topb->device_bytes() + (d_->flusher ? d_->flusher->bytes() : 0);
 }
-
-namespace {
-
-nlohmann::json StatsJson(const std::vector<double>& samples) {
-  const timing::SampleStats s = timing::Summarize(samples);
-  return {{"median", s.median_us}, {"p10", s.p10_us}, {"p90", s.p90_us},
-          {"mean", s.mean_us},     {"max", s.max_us}, {"samples", s.n}};
-}
-
-}  // namespace
-
-nlohmann::json GpuExecutor::Summary() const {
-  const State& st = *d_;
-  nlohmann::json out;
-  out["note"] =
-      "Every step ran through the kernels on the GPU: graph-capturable implementations as one CUDA graph per padded "
-      "size (replayed), unpadded steps and chain / cached eagerly. gpu_us: CUDA events around the suite, L2 " +
-      std::string(st.options.cold_l2 ? "flushed before each" : "warm") +
-      "; host_us: host time of the Run / Replay call. Outputs compared exactly with the CPU reference from the "
-      "device truth: stale_host / padding_residue / bug count differing cells (a bug stops the run).";
-  out["device"] = st.device_meta;
-  out["l2"] = st.options.cold_l2 ? "cold" : "warm";
-  out["steps"] = st.steps;
-  out["checked"] = st.options.check;
-  out["topb_on_device"] = {{"launches", st.topb_launches},
-                           {"host_qsl_stale_steps", st.topb_stale_steps},
-                           {"verified", "device qsl and kept counts equal the plan's device view at every launch"}};
-  const double steps = st.steps ? static_cast<double>(st.steps) : 1.0;
-  // The executor's own staging: one pinned copy of the step's inputs, plus one of the top-B inputs
-  // in adaptive verifications; not part of any implementation's counts.
-  out["staging"] = {{"h2d_copies_per_step", (static_cast<double>(st.steps) + st.topb_launches) / steps},
-                    {"host_us_per_step", st.stage_us / steps}};
-  for (Impl impl : st.options.impls) {
-    const ExecutorImplStats& s = st.stats.at(impl);
-    const auto per_step = [&](int64_t v) { return s.steps ? static_cast<double>(v) / s.steps : 0.0; };
-    nlohmann::json j;
-    for (int k = 0; k < 3; ++k) j[kKindKeys[k]] = s.mismatch_cells[k];
-    for (int k = 0; k < 3; ++k) j["steps_with"][kKindKeys[k]] = s.mismatch_steps[k];
-    j["reads_host_boundaries"] = ReadsHostBoundaries(impl);
-    j["steps"] = s.steps;
-    j["graph_replays"] = s.graph_replays;
-    j["eager_runs"] = s.eager_runs;
-    j["captures"] = s.captures;
-    j["distinct_graph_keys"] = s.distinct_keys;
-    j["graph_nodes_per_replay"] = s.graph_replays ? static_cast<double>(s.graph_nodes) / s.graph_replays : 0.0;
-    j["launches_per_step"] = per_step(s.counters.Launches());
-    j["kernels_per_step"] = per_step(s.counters.kernels);
-    j["h2d_copies_per_step"] = per_step(s.counters.h2d_copies);
-    j["d2h_copies_per_step"] = per_step(s.counters.d2h_copies);
-    j["host_syncs_per_step"] = per_step(s.counters.host_syncs);
-    j["staging_syncs_per_step"] = per_step(s.staging_syncs);
-    j["host_array_ops_per_step"] = per_step(s.counters.host_array_ops);
-    if (!s.gpu_us.empty()) j["gpu_us"] = StatsJson(s.gpu_us);
-    j["host_us"] = StatsJson(s.host_us);
-    for (const auto& [field, v] : s.cells_by_field)
-      for (int k = 0; k < 3; ++k)
-        if (v[k]) j["cells_by_field"][kKindKeys[k]][field] = v[k];
-    if (!s.first_stale_host.empty()) j["first_stale_host"] = s.first_stale_host;
-    for (int c = 0; c < kNumStepCases; ++c) {
-      if (!s.steps_by_case[c]) continue;
-      nlohmann::json cj;
-      cj["steps"] = s.steps_by_case[c];
-      cj["launches_per_step"] = static_cast<double>(s.launches_by_case[c]) / s.steps_by_case[c];
-      if (!s.gpu_us_by_case[c].empty()) cj["gpu_us"] = StatsJson(s.gpu_us_by_case[c]);
-      for (int k = 0; k < 3; ++k) cj[kKindKeys[k]] = s.mismatch_steps_by_case[c][k];
-      j["by_case"][std::string(StepCaseName(static_cast<StepCase>(c)))] = std::move(cj);
-    }
-    out["impls"][std::string(ImplName(impl))] = std::move(j);
-  }
-  return out;
-}
-
-std::string GpuExecutor::StepsCsv() const {
-  std::string out =
-      "step,case,impl,method,num_reqs,num_tokens,gpu_us,host_us,launches,kernels,h2d_copies,d2h_copies,d2d_copies,"
-      "fills,host_syncs,staging_sync,stale_host,padding_residue,bug\n";
-  for (const StepRow& r : d_->rows) {
-    const OpCounters& c = r.counters;
-    absl::StrAppendFormat(&out, "%d,%s,%s,%s,%d,%d,%s,%.3f,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d\n", r.step,
-                          std::string(StepCaseName(r.step_case)), std::string(ImplName(r.impl)),
-                          r.graph ? "graph" : "eager", r.num_reqs, r.num_tokens,
-                          r.gpu_us < 0 ? std::string() : absl::StrFormat("%.3f", r.gpu_us), r.host_us, c.Launches(),
-                          c.kernels, c.h2d_copies, c.d2h_copies, c.d2d_copies, c.fills, c.host_syncs,
-                          r.staging_sync ? 1 : 0, r.cells[0], r.cells[1], r.cells[2]);
-  }
-  return out;
-}
-
-nlohmann::json GpuMetaJson(int device) {
-  const timing::GpuMeta m = timing::ReadGpuMeta(device);
-  return {{"gpu", m.device_name},
-          {"device", device},
-          {"compute_capability", absl::StrFormat("%d.%d", m.cc_major, m.cc_minor)},
-          {"sm_count", m.sm_count},
-          {"l2_bytes", m.l2_bytes},
-          {"driver", m.driver_version},
-          {"cuda_driver_api", m.cuda_driver_api},
-          {"cuda_runtime", m.cuda_runtime},
-          {"date_utc", m.date_utc}};
-}
-
-// ---------------------------------------------------------------- `run --executor gpu`
-
-namespace {
-
-// The GPU executor as a stage of the engine; writes the per-step series next to run's other
-// files (OUT/gpu_steps.csv).
-class GpuStepExecutor final : public StepExecutor {
- public:
-  GpuStepExecutor(std::unique_ptr<GpuExecutor> executor, std::string out_dir)
-      : executor_(std::move(executor)), out_dir_(std::move(out_dir)) {}
-  absl::string_view name() const override { return "gpu_executor"; }
-  // The engine built the arrays already; plan.Arrays() hands the same ones back.
-  absl::Status Execute(const StepPlan& plan, const StepArrays& /*arrays*/) override {
-    return executor_->Execute(plan);
-  }
-  absl::Status Finish(nlohmann::json* section) override {
-    try {
-      *section = executor_->Summary();
-    } catch (const CudaError& e) {
-      return absl::InternalError(absl::StrCat("gpu executor summary: ", e.what()));
-    }
-    std::error_code ec;
-    std::filesystem::create_directories(out_dir_, ec);
-    const std::string path = (std::filesystem::path(out_dir_) / "gpu_steps.csv").string();
-    if (absl::Status s = WriteFileAtomically(path, executor_->StepsCsv()); !s.ok())
-      return absl::Status(s.code(), absl::StrCat("gpu executor: ", s.message()));
-    (*section)["steps_csv"] = "gpu_steps.csv";
-    return absl::OkStatus();
-  }
-
- private:
-  std::unique_ptr<GpuExecutor> executor_;
-  std::string out_dir_;
-};
-
-// DSPARK_GPU_FAULT_AT_STEP: unset or empty is -1 (no fault).
-absl::StatusOr<int64_t> FaultAtStepFromEnv() {
-  const char* v = std::getenv(kGpuFaultAtStepEnv);
-  if (v == nullptr || *v == '\0') return int64_t{-1};
-  int64_t step = -1;
-  if (!absl::SimpleAtoi(v, &step) || step < 0)
-    return absl::InvalidArgumentError(absl::StrCat(
-        kGpuFaultAtStepEnv, "='", v,
-        "': expected a step index >= 0 (a testing aid: the GPU executor fails that step with a real CUDA error)"));
-  return step;
-}
-
-const RegisterExecutor kRegisterGpuExecutor(
-    "gpu-executor", kGpuExecutorOrder,
-    [](const ExecutorRequest& request) -> absl::StatusOr<std::unique_ptr<StepExecutor>> {
-      if (request.device != "gpu") return std::unique_ptr<StepExecutor>();
-      if (absl::Status s = RequireCudaDevice(kGpuExecutorNeedsDevice); !s.ok())
-        return absl::Status(s.code(), absl::StrCat("--executor gpu: ", s.message()));
-      GpuExecutorOptions options;
-      options.impls = request.impls;
-      options.capacity = CapacityFor(request.scheduler);
-      options.cold_l2 = request.gpu_cold_l2;
-      DS_ASSIGN_OR_RETURN(options.fault_at_step, FaultAtStepFromEnv());
-      DS_ASSIGN_OR_RETURN(std::unique_ptr<GpuExecutor> executor, GpuExecutor::Create(options));
-      return std::unique_ptr<StepExecutor>(std::make_unique<GpuStepExecutor>(std::move(executor), request.out_dir));
-    });
-
-}  // namespace
 
 }  // namespace dspark::sim

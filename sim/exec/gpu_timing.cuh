@@ -14,11 +14,13 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,7 @@
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/device_buffer.cuh"
 #include "kernels/common/grid.h"
+#include "sim/exec/sample_stopping.h"
 
 namespace dspark::timing {
 
@@ -130,27 +133,45 @@ class EventTimer {
 enum class L2Mode { kCold, kWarm };
 
 struct TimingOptions {
-  int reps = 200;    // [samples] kept
+  int reps = 200;    // [samples] kept, when `stopping` is unset
   int warmup = 10;   // [samples] run and dropped first
   L2Mode l2 = L2Mode::kCold;
+  // NVBench-style stopping (sim/exec/sample_stopping.h) instead of exactly `reps` samples.
+  std::optional<StoppingCriterion> stopping;
+
+  StoppingCriterion Criterion() const { return stopping ? *stopping : StoppingCriterion::Fixed(reps); }
 };
 
-// Times `call` (which enqueues one call's work on the stream it is given) once per sample.
-// `wait_for_flush`: false for graph replays, true for eager sequences (see the file comment).
+// How a row's sampling ended: why, and the relative standard error of its mean [fraction].
+struct SamplingOutcome {
+  StopReason reason = StopReason::kNotStopped;
+  double noise = 0.0;
+};
+
+// Times `call` (which enqueues one call's work on the stream it is given) once per sample,
+// until opt.Criterion() stops it; `outcome` (optional) says why it stopped. `wait_for_flush`:
+// false for graph replays, true for eager sequences (see the file comment).
 inline std::vector<double> TimeSamples(const std::function<void(cudaStream_t)>& call, cudaStream_t stream,
-                                       L2Flusher& flusher, const TimingOptions& opt, bool wait_for_flush) {
+                                       L2Flusher& flusher, const TimingOptions& opt, bool wait_for_flush,
+                                       SamplingOutcome* outcome = nullptr) {
   EventTimer timer;
-  std::vector<double> samples;
-  samples.reserve(static_cast<size_t>(opt.reps));
-  for (int i = -opt.warmup; i < opt.reps; ++i) {
+  const auto sample = [&] {
     if (opt.l2 == L2Mode::kCold) flusher.Flush(stream);
     if (wait_for_flush) CUDA_CHECK(cudaStreamSynchronize(stream));
     timer.Start(stream);
     call(stream);
     timer.Stop(stream);
-    const double us = timer.ElapsedUs();
-    if (i >= 0) samples.push_back(us);
+    return timer.ElapsedUs();
+  };
+  for (int i = 0; i < opt.warmup; ++i) sample();
+  SampleStopping stopping(opt.Criterion());
+  std::vector<double> samples;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (!stopping.done()) {
+    samples.push_back(sample());
+    stopping.Add(samples.back(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
+  if (outcome != nullptr) *outcome = {stopping.reason(), stopping.relative_std_error()};
   return samples;
 }
 

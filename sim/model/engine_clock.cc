@@ -27,7 +27,8 @@ void EngineClock::Dispatch(int32_t launches, double gpu_us, StepTimes* t) {
 StepTimes EngineClock::Step(const StepWork& w, double now_us) {
   StepTimes t;
   h_ = std::max(h_, now_us);
-  if (p_.inflight_steps > 0 && static_cast<int32_t>(ends_.size()) >= p_.inflight_steps)
+  if (!w.joins_engine_step && p_.inflight_steps > 0 &&
+      static_cast<int32_t>(ends_.size()) >= p_.inflight_steps)
     Wait(ends_[ends_.size() - static_cast<size_t>(p_.inflight_steps)], &t);
   t.stall_us = 0;  // waiting for a step slot is the previous steps' time, not a stall of this one
   t.start_us = h_;
@@ -43,6 +44,12 @@ StepTimes EngineClock::Step(const StepWork& w, double now_us) {
   h_ += p_.graph_launch_us;
   t.host_us += p_.graph_launch_us;
   g_ = std::max(g_, h_) + w.forward_us;
+  // A target step's sampled tokens exist once its forward (and sampling) ends: that copy is
+  // what the batch queue waits on, not the draft that follows in the same engine step.
+  if (!w.joins_engine_step) {
+    ends_.push_back(g_);
+    while (static_cast<int32_t>(ends_.size()) > std::max(1, p_.inflight_steps)) ends_.pop_front();
+  }
   if (w.stage_sync) {
     Wait(last_copy_us_, &t);
     h_ += p_.sync_us;
@@ -51,8 +58,6 @@ StepTimes EngineClock::Step(const StepWork& w, double now_us) {
     last_copy_us_ = g_;
   }
   t.end_us = g_;
-  ends_.push_back(g_);
-  while (static_cast<int32_t>(ends_.size()) > std::max(1, p_.inflight_steps)) ends_.pop_front();
   return t;
 }
 

@@ -3,8 +3,12 @@
 // same terms; only the loop has them happen on a real device.
 //
 //   host clock h, GPU clock g (when the queued work ends). A step i:
-//   1. async scheduling: at most `inflight_steps` steps queued, so h >= end of step
-//      i - inflight_steps;
+//   1. async scheduling: vLLM's batch queue (EngineCore.step_with_batch_queue) holds at most
+//      `inflight_steps` engine steps, so the host starts engine step k once the sampled
+//      tokens of engine step k - inflight_steps exist (AsyncOutput's copy_event, recorded
+//      after sampling). A DSpark draft step is not an engine step of its own: the V2 runner's
+//      sample_tokens runs propose_draft inside the verification's (or prefill's) engine step,
+//      so it takes no queue slot and its host work follows its target step's at once;
 //   2. h += host_pre_us (scheduling, input preparation, the adaptive budget);
 //   3. the metadata builders run eagerly: each of `launches` kernel launches or copies costs
 //      dispatch_us_per_launch of host time, and its share of meta_gpu_us (measured as a graph
@@ -45,6 +49,7 @@ struct StepWork {
   double extra_gpu_us = 0;    // [us] their GPU time
   double forward_us = 0;      // [us] the forward (graph) on the GPU
   bool stage_sync = false;    // an adaptive draft step: stage_confidences
+  bool joins_engine_step = false;  // a DSpark draft step: part of its target's engine step
 };
 
 struct StepTimes {
@@ -67,7 +72,7 @@ class EngineClock {
   EngineCostParams p_;
   double h_ = 0, g_ = 0;
   double last_copy_us_ = 0;   // end of the last stage_confidences copy
-  std::deque<double> ends_;   // [us] ends of the last inflight_steps steps
+  std::deque<double> ends_;   // [us] sampled-token ends of the last inflight_steps engine steps
 };
 
 }  // namespace dspark::sim

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -93,11 +94,17 @@ absl::StatusOr<Check> CheckRow(GpuSuite& suite, Impl impl) {
   return c;
 }
 
+void SetStop(const timing::SamplingOutcome& outcome, MetadataRow* row) {
+  row->stop_reason = std::string(timing::StopReasonName(outcome.reason));
+  row->noise_pct = 100.0 * outcome.noise;  // infinite below 2 samples: null in bench.json
+}
+
 // Times `call` per sample (sim/exec/gpu_timing.cuh); the first failing status of any call is returned.
 // `host_us` (optional) receives the host time of each call, warm-up samples included.
 absl::StatusOr<std::vector<double>> Sample(const std::function<absl::Status()>& call, cudaStream_t stream,
                                            timing::L2Flusher& flusher, const timing::TimingOptions& opt,
-                                           bool wait_for_flush, std::vector<double>* host_us = nullptr) {
+                                           bool wait_for_flush, std::vector<double>* host_us = nullptr,
+                                           timing::SamplingOutcome* outcome = nullptr) {
   absl::Status first;
   std::vector<double> samples;
   try {
@@ -110,7 +117,7 @@ absl::StatusOr<std::vector<double>> Sample(const std::function<absl::Status()>& 
                 std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
           if (!s.ok() && first.ok()) first = s;
         },
-        stream, flusher, opt, wait_for_flush);
+        stream, flusher, opt, wait_for_flush, outcome);
   } catch (const CudaError& e) {
     return absl::InternalError(e.what());
   }
@@ -132,7 +139,10 @@ absl::StatusOr<timing::SampleStats> CuptiSamples(timing::CuptiGraphTimer& cupti,
     CUDA_CHECK(cudaStreamSynchronize(stream));
     DS_RETURN_IF_ERROR(cupti.Discard());
     std::vector<double> us;
-    for (int i = 0; i < opt.reps; ++i) {
+    // The same stopping rule as the event samples (bench: NVBench-style; otherwise opt.reps).
+    timing::SampleStopping stopping(opt.Criterion());
+    const auto t0 = std::chrono::steady_clock::now();
+    while (!stopping.done()) {
       if (opt.l2 == timing::L2Mode::kCold) flusher.Flush(stream);
       CUDA_CHECK(cudaStreamSynchronize(stream));
       DS_RETURN_IF_ERROR(cupti.Discard());
@@ -141,6 +151,7 @@ absl::StatusOr<timing::SampleStats> CuptiSamples(timing::CuptiGraphTimer& cupti,
       DS_ASSIGN_OR_RETURN(const timing::CuptiGraphTimer::Sum sum, cupti.Take());
       if (sum.records == 0) return absl::UnavailableError("CUPTI returned no activity records for a graph replay");
       us.push_back(sum.us);
+      stopping.Add(sum.us, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     return timing::Summarize(std::move(us));
   };
@@ -213,9 +224,12 @@ absl::StatusOr<std::vector<MetadataRow>> MeasureBatch(GpuSuite& suite, timing::L
     g.launches = static_cast<int64_t>(nodes->total);
     g.counters = suite.last_counters(impl);
     if (absl::Status s = suite.Replay(impl); !s.ok()) return fail(impl, "graph", "first replay", s);
-    auto graph_samples = Sample([&] { return suite.Replay(impl); }, stream, flusher, opt, /*wait_for_flush=*/false);
+    timing::SamplingOutcome graph_outcome;
+    auto graph_samples = Sample([&] { return suite.Replay(impl); }, stream, flusher, opt, /*wait_for_flush=*/false,
+                                nullptr, &graph_outcome);
     if (!graph_samples.ok()) return fail(impl, "graph", "timed replays", graph_samples.status());
     g.stats = timing::Summarize(*graph_samples);
+    SetStop(graph_outcome, &g);
     g.floor_us = floors.graph.median_us;
     auto gc = CheckRow(suite, impl);
     if (!gc.ok()) return fail(impl, "graph", "download and compare", gc.status());
@@ -236,10 +250,12 @@ absl::StatusOr<std::vector<MetadataRow>> MeasureBatch(GpuSuite& suite, timing::L
     MetadataRow e = base;
     e.method = "eager";
     std::vector<double> host_us;
-    auto eager_samples =
-        Sample([&] { return suite.Run(impl); }, stream, flusher, opt, /*wait_for_flush=*/true, &host_us);
+    timing::SamplingOutcome eager_outcome;
+    auto eager_samples = Sample([&] { return suite.Run(impl); }, stream, flusher, opt, /*wait_for_flush=*/true,
+                                &host_us, &eager_outcome);
     if (!eager_samples.ok()) return fail(impl, "eager", "timed runs", eager_samples.status());
     e.stats = timing::Summarize(*eager_samples);
+    SetStop(eager_outcome, &e);
     if (host_us.size() > static_cast<size_t>(opt.warmup)) host_us.erase(host_us.begin(), host_us.begin() + opt.warmup);
     e.host_us_median = timing::Summarize(host_us).median_us;
     e.counters = suite.last_counters(impl);
@@ -275,6 +291,8 @@ nlohmann::ordered_json MetadataRowJson(const MetadataRow& r) {
   j["gpu_us_p10"] = r.stats.p10_us;
   j["gpu_us_p90"] = r.stats.p90_us;
   j["samples"] = r.stats.n;
+  j["stop_reason"] = r.stop_reason;
+  j["noise_pct"] = std::isfinite(r.noise_pct) ? nlohmann::ordered_json(r.noise_pct) : nlohmann::ordered_json(nullptr);
   if (r.cupti.n > 0) {
     j["cupti_us_median"] = r.cupti.median_us;
     j["cupti_us_p10"] = r.cupti.p10_us;

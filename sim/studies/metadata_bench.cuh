@@ -44,6 +44,8 @@ struct MetadataRow {
   int32_t num_reqs = 0;        // R (padded)
   int32_t num_tokens = 0;      // N (padded)
   timing::SampleStats stats;   // [µs]
+  std::string stop_reason;     // why sampling stopped: "noise", "time" or "max_samples" (a fixed count)
+  double noise_pct = 0;        // [%] relative standard error of the mean of the samples
   timing::SampleStats cupti;   // [µs] graph rows: summed CUPTI durations of the graph's operations per
                                // replay, the seed's method (n = 0: not measured)
   int64_t launches = 0;        // graph: nodes of the captured graph; eager: launches and copies issued

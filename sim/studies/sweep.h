@@ -37,7 +37,7 @@ inline constexpr int kSweepSchemaVersion = 1;
 // Runs one validated point config and writes `run`'s output files into config.out_dir.
 using PointRunner = std::function<absl::StatusOr<RunResult>(const RunConfig& config)>;
 
-// Keyed by executor name. "cpu" (ExecuteRun) is registered by sim/studies/sweep.cc; "gpu", in
+// Keyed by executor name. "cpu" (ExecuteRun) is registered by sim/studies/sweep_plan.cc; "gpu", in
 // CUDA builds, by sim/studies/gpu_point_runner.cu, each with a static RegisterPointRunner.
 std::map<std::string, PointRunner>& PointRunners();
 

@@ -585,6 +585,7 @@ const std::vector<FuzzTarget>& AllFuzzTargets() {
       {"acceptance_curve", FuzzAcceptanceCurve},
       {"run_config", FuzzRunConfig},
       {"sweep_config", FuzzSweepConfig},
+      {"batch_layout", FuzzBatchLayout},
   };
   return *targets;
 }

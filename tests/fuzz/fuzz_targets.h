@@ -37,6 +37,11 @@ int FuzzAcceptanceCurve(const uint8_t* data, size_t size);
 int FuzzRunConfig(const uint8_t* data, size_t size);
 int FuzzSweepConfig(const uint8_t* data, size_t size);
 
+// The input is decoded into 1-3 batch layouts (tests/fuzz/layout_gen.h); every registered
+// implementation runs them in CPU emulation and each difference from the references must be one
+// the implementation's traits allow (tests/fuzz/layout_check.h). Defined in layout_check.cc.
+int FuzzBatchLayout(const uint8_t* data, size_t size);
+
 struct FuzzTarget {
   const char* name;  // folder under tests/fuzz/corpus/ and tests/fuzz/regressions/
   int (*run)(const uint8_t* data, size_t size);

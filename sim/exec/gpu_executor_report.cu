@@ -1,0 +1,196 @@
+// The GPU executor's results (its summary section, OUT/gpu_steps.csv, the device meta) and its
+// registration as `run --executor gpu`'s stage (gpu_executor.cuh).
+#include "sim/exec/gpu_executor_state.cuh"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <set>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "kernels/common/cuda_check.h"
+#include "kernels/common/status_macros.h"
+#include "kernels/topb_alloc.cuh"
+#include "sim/engine/step_executor.h"
+#include "sim/exec/cuda_device.h"
+#include "sim/exec/executor_registry.h"
+#include "sim/exec/gpu_timing.cuh"
+#include "sim/model/time_model.h"
+#include "sim/results/result_files.h"
+
+namespace dspark::sim {
+
+using namespace gpu_executor_internal;
+
+namespace {
+
+nlohmann::json StatsJson(const std::vector<double>& samples) {
+  const timing::SampleStats s = timing::Summarize(samples);
+  return {{"median", s.median_us}, {"p10", s.p10_us}, {"p90", s.p90_us},
+          {"mean", s.mean_us},     {"max", s.max_us}, {"samples", s.n}};
+}
+
+}  // namespace
+
+nlohmann::json GpuExecutor::Summary() const {
+  const State& st = *d_;
+  nlohmann::json out;
+  out["note"] =
+      "Every step ran through the kernels on the GPU: graph-capturable implementations as one CUDA graph per padded "
+      "size (replayed), unpadded steps and chain / cached eagerly. gpu_us: CUDA events around the suite, L2 " +
+      std::string(st.options.cold_l2 ? "flushed before each" : "warm") +
+      "; host_us: host time of the Run / Replay call. Outputs compared exactly with the CPU reference from the "
+      "device truth: stale_host / padding_residue / bug count differing cells (a bug stops the run).";
+  out["device"] = st.device_meta;
+  out["l2"] = st.options.cold_l2 ? "cold" : "warm";
+  out["steps"] = st.steps;
+  out["checked"] = st.options.check;
+  out["topb_on_device"] = {{"launches", st.topb_launches},
+                           {"host_qsl_stale_steps", st.topb_stale_steps},
+                           {"verified", "device qsl and kept counts equal the plan's device view at every launch"}};
+  const double steps = st.steps ? static_cast<double>(st.steps) : 1.0;
+  // The executor's own staging: one pinned copy of the step's inputs, plus one of the top-B inputs
+  // in adaptive verifications; not part of any implementation's counts.
+  out["staging"] = {{"h2d_copies_per_step", (static_cast<double>(st.steps) + st.topb_launches) / steps},
+                    {"host_us_per_step", st.stage_us / steps}};
+  for (Impl impl : st.options.impls) {
+    const ExecutorImplStats& s = st.stats.at(impl);
+    const auto per_step = [&](int64_t v) { return s.steps ? static_cast<double>(v) / s.steps : 0.0; };
+    nlohmann::json j;
+    for (int k = 0; k < 3; ++k) j[kKindKeys[k]] = s.mismatch_cells[k];
+    for (int k = 0; k < 3; ++k) j["steps_with"][kKindKeys[k]] = s.mismatch_steps[k];
+    j["reads_host_boundaries"] = ReadsHostBoundaries(impl);
+    j["steps"] = s.steps;
+    j["graph_replays"] = s.graph_replays;
+    j["eager_runs"] = s.eager_runs;
+    j["captures"] = s.captures;
+    j["distinct_graph_keys"] = s.distinct_keys;
+    j["graph_nodes_per_replay"] = s.graph_replays ? static_cast<double>(s.graph_nodes) / s.graph_replays : 0.0;
+    j["launches_per_step"] = per_step(s.counters.Launches());
+    j["kernels_per_step"] = per_step(s.counters.kernels);
+    j["h2d_copies_per_step"] = per_step(s.counters.h2d_copies);
+    j["d2h_copies_per_step"] = per_step(s.counters.d2h_copies);
+    j["host_syncs_per_step"] = per_step(s.counters.host_syncs);
+    j["staging_syncs_per_step"] = per_step(s.staging_syncs);
+    j["host_array_ops_per_step"] = per_step(s.counters.host_array_ops);
+    if (!s.gpu_us.empty()) j["gpu_us"] = StatsJson(s.gpu_us);
+    j["host_us"] = StatsJson(s.host_us);
+    for (const auto& [field, v] : s.cells_by_field)
+      for (int k = 0; k < 3; ++k)
+        if (v[k]) j["cells_by_field"][kKindKeys[k]][field] = v[k];
+    if (!s.first_stale_host.empty()) j["first_stale_host"] = s.first_stale_host;
+    for (int c = 0; c < kNumStepCases; ++c) {
+      if (!s.steps_by_case[c]) continue;
+      nlohmann::json cj;
+      cj["steps"] = s.steps_by_case[c];
+      cj["launches_per_step"] = static_cast<double>(s.launches_by_case[c]) / s.steps_by_case[c];
+      if (!s.gpu_us_by_case[c].empty()) cj["gpu_us"] = StatsJson(s.gpu_us_by_case[c]);
+      for (int k = 0; k < 3; ++k) cj[kKindKeys[k]] = s.mismatch_steps_by_case[c][k];
+      j["by_case"][std::string(StepCaseName(static_cast<StepCase>(c)))] = std::move(cj);
+    }
+    out["impls"][std::string(ImplName(impl))] = std::move(j);
+  }
+  return out;
+}
+
+std::string GpuExecutor::StepsCsv() const {
+  std::string out =
+      "step,case,impl,method,num_reqs,num_tokens,gpu_us,host_us,launches,kernels,h2d_copies,d2h_copies,d2d_copies,"
+      "fills,host_syncs,staging_sync,stale_host,padding_residue,bug\n";
+  for (const StepRow& r : d_->rows) {
+    const OpCounters& c = r.counters;
+    absl::StrAppendFormat(&out, "%d,%s,%s,%s,%d,%d,%s,%.3f,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d\n", r.step,
+                          std::string(StepCaseName(r.step_case)), std::string(ImplName(r.impl)),
+                          r.graph ? "graph" : "eager", r.num_reqs, r.num_tokens,
+                          r.gpu_us < 0 ? std::string() : absl::StrFormat("%.3f", r.gpu_us), r.host_us, c.Launches(),
+                          c.kernels, c.h2d_copies, c.d2h_copies, c.d2d_copies, c.fills, c.host_syncs,
+                          r.staging_sync ? 1 : 0, r.cells[0], r.cells[1], r.cells[2]);
+  }
+  return out;
+}
+
+nlohmann::json GpuMetaJson(int device) {
+  const timing::GpuMeta m = timing::ReadGpuMeta(device);
+  return {{"gpu", m.device_name},
+          {"device", device},
+          {"compute_capability", absl::StrFormat("%d.%d", m.cc_major, m.cc_minor)},
+          {"sm_count", m.sm_count},
+          {"l2_bytes", m.l2_bytes},
+          {"driver", m.driver_version},
+          {"cuda_driver_api", m.cuda_driver_api},
+          {"cuda_runtime", m.cuda_runtime},
+          {"date_utc", m.date_utc}};
+}
+
+// ---------------------------------------------------------------- `run --executor gpu`
+
+namespace {
+
+// The GPU executor as a stage of the engine; writes the per-step series next to run's other
+// files (OUT/gpu_steps.csv).
+class GpuStepExecutor final : public StepExecutor {
+ public:
+  GpuStepExecutor(std::unique_ptr<GpuExecutor> executor, std::string out_dir)
+      : executor_(std::move(executor)), out_dir_(std::move(out_dir)) {}
+  absl::string_view name() const override { return "gpu_executor"; }
+  // The engine built the arrays already; plan.Arrays() hands the same ones back.
+  absl::Status Execute(const StepPlan& plan, const StepArrays& /*arrays*/) override {
+    return executor_->Execute(plan);
+  }
+  absl::Status Finish(nlohmann::json* section) override {
+    try {
+      *section = executor_->Summary();
+    } catch (const CudaError& e) {
+      return absl::InternalError(absl::StrCat("gpu executor summary: ", e.what()));
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(out_dir_, ec);
+    const std::string path = (std::filesystem::path(out_dir_) / "gpu_steps.csv").string();
+    if (absl::Status s = WriteFileAtomically(path, executor_->StepsCsv()); !s.ok())
+      return absl::Status(s.code(), absl::StrCat("gpu executor: ", s.message()));
+    (*section)["steps_csv"] = "gpu_steps.csv";
+    return absl::OkStatus();
+  }
+
+ private:
+  std::unique_ptr<GpuExecutor> executor_;
+  std::string out_dir_;
+};
+
+// DSPARK_GPU_FAULT_AT_STEP: unset or empty is -1 (no fault).
+absl::StatusOr<int64_t> FaultAtStepFromEnv() {
+  const char* v = std::getenv(kGpuFaultAtStepEnv);
+  if (v == nullptr || *v == '\0') return int64_t{-1};
+  int64_t step = -1;
+  if (!absl::SimpleAtoi(v, &step) || step < 0)
+    return absl::InvalidArgumentError(absl::StrCat(
+        kGpuFaultAtStepEnv, "='", v,
+        "': expected a step index >= 0 (a testing aid: the GPU executor fails that step with a real CUDA error)"));
+  return step;
+}
+
+const RegisterExecutor kRegisterGpuExecutor(
+    "gpu-executor", kGpuExecutorOrder,
+    [](const ExecutorRequest& request) -> absl::StatusOr<std::unique_ptr<StepExecutor>> {
+      if (request.device != "gpu") return std::unique_ptr<StepExecutor>();
+      if (absl::Status s = RequireCudaDevice(kGpuExecutorNeedsDevice); !s.ok())
+        return absl::Status(s.code(), absl::StrCat("--executor gpu: ", s.message()));
+      GpuExecutorOptions options;
+      options.impls = request.impls;
+      options.capacity = CapacityFor(request.scheduler);
+      options.cold_l2 = request.gpu_cold_l2;
+      DS_ASSIGN_OR_RETURN(options.fault_at_step, FaultAtStepFromEnv());
+      DS_ASSIGN_OR_RETURN(std::unique_ptr<GpuExecutor> executor, GpuExecutor::Create(options));
+      return std::unique_ptr<StepExecutor>(std::make_unique<GpuStepExecutor>(std::move(executor), request.out_dir));
+    });
+
+}  // namespace
+
+}  // namespace dspark::sim

@@ -1,0 +1,68 @@
+// What the GPU executor's files share (sim/exec/gpu_executor*.cu): its per-step rows, one step's
+// delta and the executor's state. Not part of the executor's interface (gpu_executor.cuh).
+#pragma once
+
+#include <array>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+#include "sim/exec/gpu_executor.cuh"
+#include "sim/exec/gpu_timing.cuh"
+
+namespace dspark::sim {
+
+namespace gpu_executor_internal {
+
+inline constexpr const char* kKindKeys[3] = {"stale_host", "padding_residue", "bug"};
+
+struct StepRow {
+  int64_t step = 0;
+  StepCase step_case = StepCase::kPrefill;
+  Impl impl = Impl::kFused;
+  bool graph = false;
+  int32_t num_reqs = 0, num_tokens = 0;
+  double gpu_us = -1, host_us = 0;  // gpu_us -1: not timed
+  OpCounters counters;
+  bool staging_sync = false;
+  std::array<int64_t, 3> cells{};
+};
+
+// One step's effects on the executor's counts and series, applied only once the whole step has
+// succeeded: a step that fails leaves the results of the steps before it exactly as they were.
+struct StepDelta {
+  std::map<Impl, ExecutorImplStats> stats;
+  std::vector<StepRow> rows;
+  std::vector<std::pair<Impl, std::string>> keys;  // graph keys replayed
+  double stage_us = 0;
+  int64_t topb_launches = 0, topb_stale_steps = 0;
+};
+
+}  // namespace gpu_executor_internal
+
+struct GpuExecutor::State {
+  GpuExecutorOptions options;
+  GpuMemoryPlan plan;          // what Create checked against the free device memory
+  nlohmann::json device_meta;  // GpuMetaJson, read at Create: writing results needs no device
+  std::unique_ptr<GpuSuite> suite;
+  std::unique_ptr<DeviceTopB> topb;
+  std::unique_ptr<timing::L2Flusher> flusher;
+  std::unique_ptr<timing::EventTimer> timer;
+  std::map<Impl, ExecutorImplStats> stats;
+  std::map<Impl, std::set<std::string>> keys;  // graph keys replayed so far
+  std::map<std::string, int64_t> nodes_by_key;  // "<impl>|<key>" -> graph node count
+  std::vector<gpu_executor_internal::StepRow> rows;
+  int64_t steps = 0;
+  int64_t topb_launches = 0;
+  int64_t topb_stale_steps = 0;
+  double stage_us = 0;
+
+  absl::Status RunStep(const StepPlan& plan, gpu_executor_internal::StepDelta& delta);
+  void Commit(gpu_executor_internal::StepDelta& delta);
+};
+
+}  // namespace dspark::sim

@@ -1,0 +1,35 @@
+// What the sweep's files share (sim/studies/sweep*.cc): file names, the meta fields, the row
+// order and the JSON/CSV reads and writes. Not part of the sweep's interface (sweep.h).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "sim/studies/sweep.h"
+
+namespace dspark::sim::sweep_internal {
+
+inline constexpr char kLogName[] = "sweep.jsonl";
+inline constexpr char kCsvName[] = "sweep.csv";
+inline constexpr char kMetaName[] = "sweep_meta.json";
+
+// {"git_sha", "git_dirty"} of the source tree, "unknown"/null when it is not a git checkout.
+nlohmann::ordered_json GitInfo();
+std::string UtcNow();  // e.g. "2026-12-01T12:00:00Z"
+
+// 0 "ok", 1 "skipped", 2 anything else (a lower rank wins in DedupeRows).
+int StatusRank(const nlohmann::ordered_json& row);
+// Indices of the rows DedupeRows keeps, in its output order.
+std::vector<size_t> DedupeIndices(const std::vector<nlohmann::ordered_json>& rows);
+// A planned point's axes, as sweep_meta.json lists them.
+nlohmann::ordered_json AxesJson(const SweepPoint& p);
+
+absl::StatusOr<nlohmann::ordered_json> ReadJsonFile(const std::filesystem::path& path);
+// sweep.csv in `dir` from the deduplicated rows of its sweep.jsonl.
+absl::Status WriteCsvFromLog(const std::filesystem::path& dir);
+
+}  // namespace dspark::sim::sweep_internal

@@ -1,0 +1,124 @@
+// Merging sweep folders (shards) into one: rows deduplicated by point id, point folders copied
+// whole (sweep.h).
+#include "sim/studies/sweep.h"
+#include "sim/studies/sweep_internal.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/common/status_macros.h"
+#include "sim/results/result_files.h"
+
+namespace dspark::sim {
+namespace fs = std::filesystem;
+using ojson = nlohmann::ordered_json;
+using namespace sweep_internal;
+
+namespace {
+
+// Copies the folder `from` to `to` through a temporary folder beside `to`, so a kill leaves `to`
+// absent or whole, never with a file cut short.
+absl::Status CopyFolderWhole(const fs::path& from, const fs::path& to) {
+  const fs::path tmp = AtomicTempPath(to, static_cast<long>(::getpid()));
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  if (!ec) fs::copy(from, tmp, fs::copy_options::recursive, ec);
+  if (!ec) fs::remove_all(to, ec);
+  if (!ec) fs::rename(tmp, to, ec);
+  if (ec) {
+    std::error_code cleanup;
+    fs::remove_all(tmp, cleanup);
+    return absl::Status(absl::ErrnoToStatusCode(ec.value()), absl::StrCat("cannot copy '", from.string(), "' to '",
+                                                                          to.string(), "': ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<MergeOutcome> MergeSweeps(const std::vector<std::string>& inputs, const std::string& out_dir,
+                                         const std::vector<std::string>& argv) {
+  if (inputs.empty()) return absl::InvalidArgumentError("--merge: expected at least one sweep folder");
+  if (out_dir.empty()) return absl::InvalidArgumentError("--out: expected a directory");
+  const fs::path out(out_dir);
+  std::error_code ec;
+  for (const std::string& in : inputs) {
+    if (!fs::exists(fs::path(in) / kLogName))
+      return absl::NotFoundError(absl::StrCat("--merge: '", in, "' holds no ", kLogName));
+    if (fs::exists(out) && fs::equivalent(fs::path(in), out, ec))
+      return absl::InvalidArgumentError(absl::StrCat("--out '", out_dir, "' is one of the --merge inputs"));
+  }
+  if (fs::exists(out / kLogName) && fs::file_size(out / kLogName, ec) > 0)
+    return absl::FailedPreconditionError(
+        absl::StrCat("--out: '", (out / kLogName).string(), "' already exists; merge into a new folder"));
+
+  std::vector<ojson> rows;
+  std::vector<size_t> source_of_row;
+  ojson merged_from = ojson::array();
+  std::map<std::string, ojson> planned;  // id -> planned point entry
+  for (size_t s = 0; s < inputs.size(); ++s) {
+    const fs::path dir(inputs[s]);
+    DS_ASSIGN_OR_RETURN(SweepLog log, ReadSweepLog((dir / kLogName).string()));
+    ojson source = {{"dir", inputs[s]}, {"rows", log.rows.size()}, {"cut_short_last_line_ignored", log.partial_tail}};
+    if (fs::exists(dir / kMetaName)) {
+      DS_ASSIGN_OR_RETURN(ojson meta, ReadJsonFile(dir / kMetaName));
+      source["meta"] = meta.value("meta", ojson());
+      source["invocations"] = meta.value("invocations", ojson::array());
+      if (meta.contains("points") && meta["points"].is_array())
+        for (const ojson& p : meta["points"]) planned.emplace(p.value("point_id", std::string()), p);
+    }
+    merged_from.push_back(std::move(source));
+    for (ojson& row : log.rows) {
+      rows.push_back(std::move(row));
+      source_of_row.push_back(s);
+    }
+  }
+
+  fs::create_directories(out / "points", ec);
+  if (ec) return absl::PermissionDeniedError(absl::StrCat("--out: cannot create '", out_dir, "': ", ec.message()));
+  for (const fs::path& dir : {out, out / "points"}) DS_RETURN_IF_ERROR(RemoveStaleTempFiles(dir).status());
+  MergeOutcome outcome;
+  std::string log_text;
+  std::set<std::string> present;
+  const std::vector<size_t> kept = DedupeIndices(rows);
+  for (size_t i : kept) {
+    const ojson& row = rows[i];
+    const std::string id = row.value("point_id", std::string());
+    if (StatusRank(row) <= 1) present.insert(id);
+    const fs::path from = fs::path(inputs[source_of_row[i]]) / "points" / id;
+    if (fs::is_directory(from)) DS_RETURN_IF_ERROR(CopyFolderWhole(from, out / "points" / id));
+    absl::StrAppend(&log_text, row.dump(), "\n");
+  }
+  outcome.rows = static_cast<int64_t>(kept.size());
+  outcome.duplicates = static_cast<int64_t>(rows.size() - kept.size());
+  std::vector<std::pair<int64_t, std::string>> missing;
+  for (const auto& [id, entry] : planned)
+    if (!present.count(id)) missing.emplace_back(entry.value("index", int64_t{0}), id);
+  std::sort(missing.begin(), missing.end());
+  for (const auto& [index, id] : missing) outcome.missing.push_back(id);
+
+  DS_RETURN_IF_ERROR(WriteFileAtomically(out / kLogName, log_text));
+  std::vector<ojson> kept_rows;
+  for (size_t i : kept) kept_rows.push_back(rows[i]);
+  DS_RETURN_IF_ERROR(WriteFileAtomically(out / kCsvName, SweepCsv(kept_rows)));
+  ojson meta = {{"schema_version", kSweepSchemaVersion}, {"tool", "dspark-sim sweep --merge"},
+                {"argv", argv}, {"created_utc", UtcNow()}};
+  meta.update(GitInfo());
+  ojson planned_list = ojson::array();
+  std::vector<ojson> planned_sorted;
+  for (const auto& [id, entry] : planned) planned_sorted.push_back(entry);
+  std::sort(planned_sorted.begin(), planned_sorted.end(), [](const ojson& a, const ojson& b) {
+    return a.value("index", int64_t{0}) < b.value("index", int64_t{0});
+  });
+  for (ojson& e : planned_sorted) planned_list.push_back(std::move(e));
+  const ojson meta_file = {{"meta", meta}, {"merged_from", merged_from}, {"points", planned_list},
+                           {"duplicates_dropped", outcome.duplicates}, {"missing", outcome.missing}};
+  DS_RETURN_IF_ERROR(WriteFileAtomically(out / kMetaName, meta_file.dump(2) + "\n"));
+  return outcome;
+}
+
+}  // namespace dspark::sim

@@ -1,0 +1,127 @@
+#include "tests/fuzz/layout_check.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "kernels/suite/impl_registry.h"
+#include "tests/fuzz/fuzz_targets.h"
+#include "tests/fuzz/layout_gen.h"
+
+namespace dspark::fuzz {
+
+namespace {
+
+// What vLLM builds from the host mapping of (a) and (b) (DESIGN.md s.3): token_to_req_indices,
+// SWA's indices and lengths, the compressor ring's slots. Compressed slots, the indexer and the
+// #57207 segments read device state (or exact prefill rows) in every state.
+bool HostMappingField(const FieldMismatch& m) {
+  return m.builder == "token_map" || m.builder == "swa" || m.field == "ring_slots";
+}
+
+}  // namespace
+
+void LayoutRunStats::Add(const LayoutRunStats& o) {
+  steps += o.steps;
+  runs += o.runs;
+  launches += o.launches;
+  host_syncs += o.host_syncs;
+  for (size_t k = 0; k < cells.size(); ++k) cells[k] += o.cells[k];
+  stale_split_steps += o.stale_split_steps;
+  multi_segment_steps += o.multi_segment_steps;
+}
+
+void CountStep(const CaseBatch& b, const ModelConsts& consts, LayoutRunStats& stats) {
+  ++stats.steps;
+  if (b.host_qsl != b.qsl) ++stats.stale_split_steps;
+  if (!b.fp8_prefill) return;
+  for (int32_t r = b.sizes.num_decodes; r < b.sizes.num_reqs; ++r)
+    if (b.qsl[r + 1] - b.qsl[r] > consts.prefill_segment) {
+      ++stats.multi_segment_steps;
+      return;
+    }
+}
+
+std::vector<std::string> ClassificationViolations(Impl impl, const CaseBatch& b, const std::vector<FieldMismatch>& ms) {
+  const ImplTraits& traits = impl.info().traits;
+  const bool split_stale = b.host_qsl != b.qsl;
+  std::vector<std::string> out;
+  for (const FieldMismatch& m : ms) {
+    const std::string where = absl::StrCat(m.builder, "/", m.field, " (", m.count, " cells, first at ", m.index,
+                                           ": expected ", m.expected, ", got ", m.actual, ")");
+    switch (m.kind) {
+      case MismatchKind::kBug:
+        out.push_back("bug: " + where);
+        break;
+      case MismatchKind::kStaleHost:
+        if (!traits.reads_host_boundaries)
+          out.push_back("stale-host from an implementation that reads no host split: " + where);
+        else if (!split_stale)
+          out.push_back("stale-host although the host split is right (only a host seq_lens bound differs): " + where);
+        else if (!HostMappingField(m))
+          out.push_back("stale-host in a field vLLM does not build from the host mapping: " + where);
+        break;
+      case MismatchKind::kPaddingResidue:
+        if (!traits.old_indexer_chain || m.field != "bt_out_padding")
+          out.push_back("padding residue outside the old indexer chain's bt_out_padding: " + where);
+        break;
+    }
+  }
+  return out;
+}
+
+std::string ViolationReport(Impl impl, size_t step, const CaseBatch& b, const std::vector<std::string>& violations,
+                            const std::vector<FieldMismatch>& ms) {
+  return absl::StrCat("implementation ", std::string(ImplName(impl)), ", step ", step, ":\n  ",
+                      absl::StrJoin(violations, "\n  "), "\n", DescribeLayout(b), "differences:\n",
+                      DescribeMismatches(ms));
+}
+
+std::string CheckStepsOnCpu(const std::vector<CaseBatch>& steps, const ModelConsts& consts, LayoutRunStats* stats) {
+  CpuSuite suite(consts);
+  LayoutRunStats local;
+  std::string report;
+  for (size_t i = 0; i < steps.size() && report.empty(); ++i) {
+    const CaseBatch& b = steps[i];
+    const BatchInputs in = b.Inputs();
+    CountStep(b, consts, local);
+    const absl::Status prepared = suite.Prepare(in.sizes);
+    if (!prepared.ok()) {
+      report = absl::StrCat("step ", i, ": CpuSuite::Prepare: ", prepared.ToString(), "\n", DescribeLayout(b));
+      break;
+    }
+    const SuiteReference want = ComputeSuiteReference(in, suite.layout(), consts);
+    for (Impl impl : AllImpls()) {
+      ++local.runs;
+      const absl::StatusOr<SuiteRunResult> r = suite.Run(impl, in, &want);
+      if (!r.ok()) {
+        report = ViolationReport(impl, i, b, {"failed on a valid layout: " + r.status().ToString()}, {});
+        break;
+      }
+      local.launches += r->counters.Launches();
+      local.host_syncs += r->counters.host_syncs;
+      for (const FieldMismatch& m : r->mismatches) local.cells[static_cast<int>(m.kind)] += m.count;
+      const std::vector<std::string> violations = ClassificationViolations(impl, b, r->mismatches);
+      if (!violations.empty()) {
+        report = ViolationReport(impl, i, b, violations, r->mismatches);
+        break;
+      }
+    }
+  }
+  if (stats != nullptr) stats->Add(local);
+  return report;
+}
+
+int FuzzBatchLayout(const uint8_t* data, size_t size) {
+  ByteChoices choices(data, size);
+  const ModelConsts consts;
+  const std::vector<CaseBatch> steps = DrawSteps(choices, LayoutProfile{}, consts);
+  const std::string report = CheckStepsOnCpu(steps, consts);
+  if (report.empty()) return 0;
+  std::fprintf(stderr, "fuzz invariant violated: batch layout differential check\n%s", report.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+}  // namespace dspark::fuzz
