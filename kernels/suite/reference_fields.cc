@@ -21,4 +21,27 @@ std::vector<ReferenceField> ReferenceFields(const SuiteReference& ref, const Bat
   return out;
 }
 
+std::vector<ReferenceField> OutputFields(const SuiteOutputs& got, const SuiteReference& ref, const BatchInputs& in,
+                                         const SuiteLayout& layout, const ModelConsts& consts) {
+  std::vector<ReferenceField> out;
+  for (const SuiteRegion& r : SuiteRegions(ref, in, layout, consts)) {
+    ReferenceField f;
+    f.name = r.builder + "." + r.field;
+    f.shape = r.matrix ? std::vector<int64_t>{r.rows, r.cols} : std::vector<int64_t>{r.rows};
+    f.int64_field = r.int64_field;
+    const int64_t* g64 = r.int64_field ? got.*(r.got64) : nullptr;
+    const int32_t* g32 = r.int64_field ? nullptr : r.k >= 0 ? got.indexer[r.k].*(r.got_indexer) : got.*(r.got32);
+    for (int64_t row = 0; row < r.rows; ++row)
+      for (int64_t col = 0; col < r.cols; ++col) {
+        const int64_t at = r.got_offset + row * r.got_stride + col;
+        if (r.int64_field)
+          f.i64.push_back(g64[at]);
+        else
+          f.i32.push_back(g32[at]);
+      }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
 }  // namespace dspark

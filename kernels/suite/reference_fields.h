@@ -26,4 +26,9 @@ struct ReferenceField {
 std::vector<ReferenceField> ReferenceFields(const SuiteReference& ref, const BatchInputs& in,
                                             const SuiteLayout& layout, const ModelConsts& consts);
 
+// An implementation's buffers `got` (host-readable) over the same regions, names and shapes, so
+// that they line up with ReferenceFields cell by cell.
+std::vector<ReferenceField> OutputFields(const SuiteOutputs& got, const SuiteReference& ref, const BatchInputs& in,
+                                         const SuiteLayout& layout, const ModelConsts& consts);
+
 }  // namespace dspark
