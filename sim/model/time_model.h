@@ -1,7 +1,8 @@
 // Step time model: forward-pass cost + metadata cost of one implementation + host overhead,
-// placed on the engine's host and GPU clocks by sim/engine_clock.h:
+// placed on the engine's host and GPU clocks by sim/model/engine_clock.h:
 //
-//   host_pre_us = sched_us + sched_us_per_req * R_real + spec_host_us (DSpark modes)
+//   host_pre_us = sched_us + sched_us_per_req * R_real (once per engine step: a DSpark draft
+//                 step is inside its target's) + spec_host_us (DSpark modes)
 //                 + metadata_host_us(impl) + metadata_host_us_per_req(impl) * R_real
 //                 + adaptive_host_us (adaptive verification: the budget)
 //   builders    = launches(impl, case) eager launches of metadata_gpu_us(impl, case, N) in all,
@@ -10,16 +11,16 @@
 //
 // forward_us = fixed + per_token * N + per_ctx_token * sum(seq_lens) + per_attn_pair * pairs,
 // with separate coefficients for the target model (prefill, decode, verification) and the
-// DSpark drafter (draft steps). An implementation that syncs the host (or cannot be graph
-// captured and interleaves host work with its launches) serialises host and GPU time; a
-// sync-free one lets the host schedule step i+1 while step i runs, so in steady state a step
-// costs the larger of the two.
+// DSpark drafter (draft steps). Under async scheduling the host prepares engine step k + 1
+// while step k runs, so the builders' eager dispatch costs time only where an engine step's
+// host work outlasts its GPU work, or behind a sync.
 //
 // Metadata costs come from a calibration JSON (schema in workloads/README.md) when given,
-// otherwise from the documented defaults in time_model.cc: the seed's batch-16 table (seed
-// 000: "Before" is `chain`, "After" is `fused`) and labelled estimates for the others. The
-// defaults of the forward and host terms are calibrated so that batch-1 512/128 reproduces
-// the seed's TPOT (tests/model/test_sim_time_model.cc shows the calibration).
+// otherwise from the documented defaults in time_model.cc: the seed's GB200 batch-16 table
+// (seed 000's Before / After on `chain` / `fused`) and labelled estimates for the others. The
+// shipped calibration (workloads/calibration_h200.json) carries the H200 measurements of
+// vLLM's states and the host terms fitted on batch-1 512/128 and SPEED-Bench concurrency 1
+// (tests/model/test_sim_time_model.cc checks the fit).
 #pragma once
 
 #include <array>

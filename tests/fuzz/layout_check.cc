@@ -1,11 +1,19 @@
 #include "tests/fuzz/layout_check.h"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "kernels/suite/impl_registry.h"
+#include "nlohmann/json.hpp"
+#include "sim/studies/step_input.h"
 #include "tests/fuzz/fuzz_targets.h"
 #include "tests/fuzz/layout_gen.h"
 
@@ -18,6 +26,25 @@ namespace {
 // #57207 segments read device state (or exact prefill rows) in every state.
 bool HostMappingField(const FieldMismatch& m) {
   return m.builder == "token_map" || m.builder == "swa" || m.field == "ring_slots";
+}
+
+// Writes `b` as a STEP.json file (workloads/STEP.md), so that `dspark-sim step` shows every
+// builder's outputs for it; the report line saying where, or why it cannot (STEP.json asks for
+// capacity >= R, which a layout need not have).
+std::string SaveAsStepFile(const CaseBatch& b) {
+  const nlohmann::ordered_json j = sim::StepInputJson(sim::StepInput{b, ModelConsts{}});
+  const absl::StatusOr<sim::StepInput> back =
+      sim::ParseStepInput(nlohmann::json::parse(j.dump()), sim::StepInputSource{"fuzz layout", {}});
+  if (!back.ok()) return absl::StrCat("(not expressible as STEP.json: ", back.status().message(), ")\n");
+  static std::atomic<int> files{0};
+  std::error_code ec;
+  const std::filesystem::path dir = std::filesystem::temp_directory_path(ec);
+  const std::string path =
+      (dir / absl::StrFormat("dspark-fuzz-layout-%d-%d.step.json", static_cast<int>(getpid()), files++)).string();
+  std::ofstream out(path);
+  out << j.dump(1) << "\n";  // indented: ReadStepFile takes lines of at most 64 KiB
+  if (!out) return "(could not write " + path + ")\n";
+  return "this step alone on fresh buffers: dspark-sim step --json " + path + "\n";
 }
 
 }  // namespace
@@ -75,7 +102,7 @@ std::string ViolationReport(Impl impl, size_t step, const CaseBatch& b, const st
                             const std::vector<FieldMismatch>& ms) {
   return absl::StrCat("implementation ", std::string(ImplName(impl)), ", step ", step, ":\n  ",
                       absl::StrJoin(violations, "\n  "), "\n", DescribeLayout(b), "differences:\n",
-                      DescribeMismatches(ms));
+                      DescribeMismatches(ms), SaveAsStepFile(b));
 }
 
 std::string CheckStepsOnCpu(const std::vector<CaseBatch>& steps, const ModelConsts& consts, LayoutRunStats* stats) {

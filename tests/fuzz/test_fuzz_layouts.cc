@@ -22,6 +22,8 @@
 
 #include "absl/strings/str_format.h"
 #include "kernels/suite/impl_registry.h"
+#include "nlohmann/json.hpp"
+#include "sim/studies/step_input.h"
 #include "tests/fuzz/layout_check.h"
 #include "tests/fuzz/layout_gen.h"
 #include "tests/fuzz/layout_test_env.h"
@@ -164,6 +166,36 @@ TEST(FuzzLayouts, CheckRejectsEveryForbiddenDifference) {
   EXPECT_GT(device_impls, 0);
   EXPECT_GT(chain_impls, 0);
   EXPECT_GT(other_impls, 0);
+}
+
+bool SameLayout(const CaseBatch& a, const CaseBatch& b);
+
+// A report names a STEP.json file holding the layout, which `dspark-sim step` reads back to the
+// same arrays (workloads/STEP.md).
+TEST(FuzzLayouts, ReportWritesTheLayoutAsAStepFile) {
+  CaseOptions o;
+  o.seed = 3;
+  o.padding_reqs = 2;
+  o.bt_stride_slack = 3;
+  const absl::StatusOr<CaseBatch> b = MakeSeedCase(SeedCase::kAdaptiveVerify, o);
+  ASSERT_TRUE(b.ok()) << b.status();
+  const std::string report = ViolationReport(AllImpls().front(), 0, *b, {"bug: made up"}, {});
+  const std::string marker = "dspark-sim step --json ";
+  const size_t at = report.find(marker);
+  ASSERT_NE(at, std::string::npos) << report;
+  const std::string path = report.substr(at + marker.size(), report.find('\n', at) - at - marker.size());
+  const absl::StatusOr<nlohmann::json> j = sim::ReadStepFile(path);
+  ASSERT_TRUE(j.ok()) << j.status();
+  const absl::StatusOr<sim::StepInput> back = sim::ParseStepInput(*j, sim::StepInputSource{path, {}});
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->batch.qsl, b->qsl);
+  EXPECT_EQ(back->batch.host_qsl, b->host_qsl);
+  EXPECT_EQ(back->batch.seq_lens, b->seq_lens);
+  EXPECT_EQ(back->batch.host_seq_lens, b->host_seq_lens);
+  EXPECT_EQ(back->batch.slot_mapping, b->slot_mapping);
+  EXPECT_EQ(back->batch.sizes.bt_stride, b->sizes.bt_stride);
+  EXPECT_EQ(back->batch.sizes.capacity, b->sizes.capacity);
+  std::remove(path.c_str());
 }
 
 bool SameLayout(const CaseBatch& a, const CaseBatch& b) {
