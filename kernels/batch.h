@@ -61,6 +61,9 @@ struct BatchInputs {
   DeviceBatch device;
   HostBatch host;
   bool fp8_prefill = true;  // FP8 prefill queries are segmented; BF16 keeps one per request
+  // CommonAttentionMetadata.causal: false in the DSpark draft step (DSparkSpeculator sets
+  // dflash_causal = False), whose SWA decode rows are then non-causal, 192 wide.
+  bool causal = true;
 };
 
 // Checks sizes and host-side invariants (a device-side check would need a sync).

@@ -16,7 +16,8 @@
 //
 // Buffers are persistent and fully rewritten by every launch:
 //   seg_qsl[seg_count .. max_segments] = qsl[R] - qsl[nd] (the prefill token count: cu[-1]),
-//   seg_seq_lens[seg_count .. max_segments) = 0,  seg_count[0] = number of segments.
+//   seg_seq_lens[seg_count .. max_segments) = 0,  seg_count[0] = number of segments,
+//   seg_max_query_len[0] = the longest segment's query length (0 without segments).
 // Everything comes from device qsl / seq_lens, so a captured graph replayed after seq_lens or
 // qsl changed in place builds the new segmentation. seg_count stays on the device.
 //
@@ -53,6 +54,8 @@ struct PrefillSegmentParams {
   int32_t max_segments;            // [segments] capacity of seg_seq_lens
   int32_t segment_len;             // [tokens] FP8 segment cap (ModelConsts::prefill_segment)
   bool fp8;                        // true: FP8 segmentation; false: BF16, one per request
+  int32_t* seg_max_query_len = nullptr;  // [1] longest segment (#57207's prefill_segment_max_query_len),
+                                         //   or nullptr: not written
 };
 
 // Segments a step with `num_prefill_reqs` prefill requests and at most `token_capacity` tokens can
@@ -94,6 +97,12 @@ inline absl::Status CanImplementPrefillSegments(const PrefillSegmentParams& p, i
         "token_capacity=%d",
         p.max_segments, bound, p.num_reqs - p.num_decodes, token_capacity));
   return absl::OkStatus();
+}
+
+// The longest segment of a prefill request with `qlen` query tokens (the first: segments are cut
+// from the start of the query).
+DS_HD_INLINE int32_t PrefillSegmentMaxLen(int32_t qlen, bool fp8, int32_t segment_len) {
+  return MaxI(fp8 ? MinI(qlen, segment_len) : qlen, 0);
 }
 
 // Segments of a prefill request with `qlen` query tokens.
@@ -141,6 +150,7 @@ static_assert((1 << kPrefillSegmentScanSteps) == kPrefillSegmentThreads,
 
 struct PrefillSegmentShared {
   int32_t own[kPrefillSegmentThreads];      // segments of each thread's run of requests
+  int32_t longest[kPrefillSegmentThreads];  // longest segment of each thread's run
   int32_t scan[2][kPrefillSegmentThreads];  // ping-pong inclusive scan of `own`
 };
 
@@ -152,10 +162,14 @@ DS_HD_INLINE void PrefillSegmentsPhase(const PrefillSegmentParams& p, int phase,
   const int32_t lo = p.num_decodes + MinI(thread * per_thread, num_prefills);
   const int32_t hi = p.num_decodes + MinI((thread + 1) * per_thread, num_prefills);
   if (phase == 0) {
-    int32_t own = 0;
-    for (int32_t r = lo; r < hi; ++r)
-      own += PrefillSegmentCount(p.query_start_loc[r + 1] - p.query_start_loc[r], p.fp8, p.segment_len);
+    int32_t own = 0, longest = 0;
+    for (int32_t r = lo; r < hi; ++r) {
+      const int32_t qlen = p.query_start_loc[r + 1] - p.query_start_loc[r];
+      own += PrefillSegmentCount(qlen, p.fp8, p.segment_len);
+      longest = MaxI(longest, PrefillSegmentMaxLen(qlen, p.fp8, p.segment_len));
+    }
     s.own[thread] = own;
+    s.longest[thread] = longest;
     s.scan[0][thread] = own;
   } else if (phase <= kPrefillSegmentScanSteps) {
     const int32_t* in = s.scan[(phase - 1) & 1];
@@ -167,7 +181,14 @@ DS_HD_INLINE void PrefillSegmentsPhase(const PrefillSegmentParams& p, int phase,
     for (int32_t r = lo; r < hi; ++r) next += WritePrefillRequestSegments(p, r, next);
     const int32_t total = inclusive[kThreads - 1];
     WritePrefillSegmentTail(p, total, thread, kThreads);
-    if (thread == 0) p.seg_count[0] = total;
+    if (thread == 0) {
+      p.seg_count[0] = total;
+      if (p.seg_max_query_len != nullptr) {
+        int32_t longest = 0;  // 256 shared reads by one thread: a handful of cycles beside the scan
+        for (int32_t i = 0; i < kThreads; ++i) longest = MaxI(longest, s.longest[i]);
+        p.seg_max_query_len[0] = longest;
+      }
+    }
   }
 }
 

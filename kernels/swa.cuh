@@ -10,6 +10,13 @@
 // Padding tokens (M <= t < N) get length 0 and a row of -1. Rows at or past N are not written:
 // a graph captured for N tokens never reads them.
 //
+// DSpark draft rows (noncausal_width > 0), vLLM's _compute_dspark_noncausal_swa_indices_kernel
+// (sparse_swa.py, read_file id 61399074654): a token whose slot_mapping is -1 gets length 0 and a
+// row of -1; otherwise every token of request r sees [max(prefix - W, 0), seq_lens[r]) with
+// prefix = seq_lens[r] - qlen_r (the window before the block and the whole block, future query
+// tokens included), swa_lens[t] = that span's length, and the row (stride noncausal_width,
+// SwaNoncausalWidth) holds its first noncausal_width slots, -1 past the length.
+//
 // Layout: 32 lanes per token row, 8 rows in flight per 256-thread block, 16 rows per block.
 // Lane l writes columns l, l + 32, ..., so each store instruction of a row group covers 128
 // consecutive bytes. The 32 lanes of a row resolve the row redundantly (same addresses, one
@@ -46,7 +53,16 @@ struct SwaParams {
   int32_t block_size;              // bs: [tokens per block] SWA cache block size
   int32_t token_offset = 0;        // [tokens] first row SwaKernel writes: rows [token_offset,
                                    //   token_offset + num_tokens) (vLLM's prefill launch: ndt)
+  int32_t noncausal_width = 0;     // > 0: DSpark draft non-causal rows of this width (their row
+                                   //   stride); 0: causal rows of stride `window`
+  const int64_t* slot_mapping = nullptr;  // [>= num_tokens] non-causal rows: -1 marks an invalid
+                                          //   token (vLLM's is_valid_token)
 };
+
+// vLLM's get_dspark_swa_index_width (compressor_utils.py): ceil((W + K) / 64) * 64.
+DS_HD_INLINE int32_t SwaNoncausalWidth(int32_t window, int32_t spec_k) {
+  return CeilDiv(MaxI(window, 0) + MaxI(spec_k, 0), 64) * 64;
+}
 
 inline SwaParams MakeSwaParams(const BatchSizes& s, const DeviceBatch& d, const ModelConsts& m,
                                const int32_t* token_to_req, int32_t* swa_lens, int32_t* swa_indices) {
@@ -67,6 +83,9 @@ inline absl::Status CanImplementSwa(const SwaParams& p) {
         absl::StrFormat("SwaParams: window=%d and block_size=%d must be >= 1", p.window, p.block_size));
   if (p.bt_stride < 0)
     return absl::InvalidArgumentError(absl::StrFormat("SwaParams: bt_stride=%d must be >= 0", p.bt_stride));
+  if (p.noncausal_width < 0 || (p.noncausal_width > 0 && p.slot_mapping == nullptr))
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "SwaParams: noncausal_width=%d must be >= 0, and non-causal rows need slot_mapping", p.noncausal_width));
   return absl::OkStatus();
 }
 
@@ -80,6 +99,13 @@ struct SwaRow {
 // Resolves row t. `qsl` is the boundaries to read (shared or global, see QslView).
 DS_HD_INLINE SwaRow SwaResolveRow(const SwaParams& p, const int32_t* qsl, int32_t t) {
   if (t >= qsl[p.num_reqs]) return SwaRow{0, 0, p.block_table};
+  if (p.noncausal_width > 0) {
+    if (p.slot_mapping[t] < 0) return SwaRow{0, 0, p.block_table};
+    const int32_t r = RequestOfToken(p.token_to_req, qsl, p.num_reqs, t);
+    const int32_t seq_len = p.seq_lens[r];
+    const int32_t start = MaxI(seq_len - (qsl[r + 1] - qsl[r]) - p.window, 0);
+    return SwaRow{start, MaxI(seq_len - start, 0), p.block_table + static_cast<int64_t>(r) * p.bt_stride};
+  }
   const int32_t r = RequestOfToken(p.token_to_req, qsl, p.num_reqs, t);
   const int32_t pos = TokenPosition(qsl, p.seq_lens, r, t);
   const int32_t start = MaxI(pos - p.window + 1, 0);
@@ -90,8 +116,9 @@ DS_HD_INLINE SwaRow SwaResolveRow(const SwaParams& p, const int32_t* qsl, int32_
 // lane 0 also writes swa_lens[t].
 DS_HD_INLINE void SwaWriteRow(const SwaParams& p, int32_t t, const SwaRow& row, int32_t lane,
                               int32_t num_lanes) {
-  int32_t* out = p.swa_indices + static_cast<int64_t>(t) * p.window;
-  for (int32_t j = lane; j < p.window; j += num_lanes) {
+  const int32_t width = p.noncausal_width > 0 ? p.noncausal_width : p.window;
+  int32_t* out = p.swa_indices + static_cast<int64_t>(t) * width;
+  for (int32_t j = lane; j < width; j += num_lanes) {
     int32_t slot = -1;
     if (j < row.len) {
       const int32_t pos = row.start + j;

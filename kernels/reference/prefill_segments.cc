@@ -27,6 +27,11 @@ PrefillSegments Segments(const BatchSizes& sizes, const DeviceBatch& device, boo
   }
   PrefillSegments out;
   out.count = static_cast<int32_t>(starts.size());
+  // The longest segment, from consecutive starts (the last ends at the prefill token count).
+  for (size_t k = 0; k < starts.size(); ++k) {
+    const int32_t end = k + 1 < starts.size() ? starts[k + 1] : qsl[sizes.num_reqs] - base;
+    out.max_query_len = std::max(out.max_query_len, end - starts[k]);
+  }
   out.seg_qsl.assign(max_segments + 1, qsl[sizes.num_reqs] - base);
   out.seg_seq_lens.assign(max_segments, 0);
   for (int32_t k = 0; k < out.count && k < max_segments; ++k) {

@@ -13,6 +13,7 @@ struct PrefillSegments {
   std::vector<int32_t> seg_qsl;       // [max_segments + 1] absolute segment starts, then qsl[R]
   std::vector<int32_t> seg_seq_lens;  // [max_segments] per-segment sequence length, then 0
   int32_t count = 0;                  // real segments (may exceed max_segments: then truncated)
+  int32_t max_query_len = 0;          // #57207's prefill_segment_max_query_len: the longest segment
 };
 
 // Prefill requests are [sizes.num_decodes, sizes.num_reqs). fp8: segments of at most

@@ -13,11 +13,16 @@ void AssignGroupOutputs(BuilderGroup g, const SuiteOutputs& src, SuiteOutputs* d
     case BuilderGroup::kSwa:
       dst->swa_lens = src.swa_lens;
       dst->swa_indices = src.swa_indices;
+      dst->swa_indices_noncausal = src.swa_indices_noncausal;
       return;
     case BuilderGroup::kMlaR2: dst->mla_r2_slots = src.mla_r2_slots; return;
     case BuilderGroup::kRing: dst->ring_slots = src.ring_slots; return;
     case BuilderGroup::kIndexerR1: dst->indexer[0] = src.indexer[0]; return;
-    case BuilderGroup::kIndexerR2: dst->indexer[1] = src.indexer[1]; return;
+    case BuilderGroup::kIndexerR2:
+      dst->indexer[1] = src.indexer[1];
+      dst->indexer_r2_slots = src.indexer_r2_slots;
+      dst->indexer_r2_csl = src.indexer_r2_csl;
+      return;
     case BuilderGroup::kSegments:
       dst->seg_qsl = src.seg_qsl;
       dst->seg_seq_lens = src.seg_seq_lens;
@@ -58,6 +63,7 @@ SuiteImage GroupImage(BuilderGroup g, const SuiteLayout& l, int32_t poison) {
     case BuilderGroup::kSwa:
       full.swa_lens.assign(cap, poison);
       full.swa_indices.assign(cap * static_cast<size_t>(l.window), poison);
+      full.swa_indices_noncausal.assign(cap * static_cast<size_t>(l.noncausal_width), poison);
       break;
     case BuilderGroup::kMlaR2: full.mla_r2_slots.assign(cap, poison); break;
     case BuilderGroup::kRing: full.ring_slots.assign(cap, poison); break;
@@ -69,12 +75,16 @@ SuiteImage GroupImage(BuilderGroup g, const SuiteLayout& l, int32_t poison) {
       x.decode_lens.assign(cap, poison);
       x.indices.assign(cap, poison);
       x.per_req.assign(cap, poison);
+      if (g == BuilderGroup::kIndexerR2) {
+        full.indexer_r2_slots.assign(cap, poison);
+        full.indexer_r2_csl.assign(static_cast<size_t>(std::max(l.max_reqs, 1)), poison);
+      }
       break;
     }
     case BuilderGroup::kSegments:
       full.seg_qsl.assign(static_cast<size_t>(l.max_segments) + 1, poison);
       full.seg_seq_lens.assign(static_cast<size_t>(l.max_segments), poison);
-      full.seg_count.assign(1, poison);
+      full.seg_count.assign(2, poison);  // the count, then #57207's max query length
       break;
   }
   return full;

@@ -47,12 +47,12 @@ struct SuiteStep;
 
 // The shareable builders and the output fields each writes (kernels/suite/suite.h lists them).
 enum class BuilderGroup : int8_t {
-  kSwa,        // swa_lens, swa_indices
+  kSwa,        // swa_lens, swa_indices, swa_indices_noncausal
   kMlaR2,      // mla_r2_slots
   kRing,       // ring_slots
   kIndexerR1,  // indexer[0]
-  kIndexerR2,  // indexer[1]
-  kSegments,   // seg_qsl, seg_seq_lens, seg_count
+  kIndexerR2,  // indexer[1], indexer_r2_slots, indexer_r2_csl
+  kSegments,   // seg_qsl, seg_seq_lens, seg_count (count and max query length)
 };
 
 // dst's pointers of group g's fields become src's.

@@ -132,6 +132,7 @@ BatchInputs CaseBatch::Inputs() const {
   in.device = DeviceBatch{qsl.data(), seq_lens.data(), block_table.data(), slot_mapping.data()};
   in.host = HostBatch{host_qsl.data(), host_seq_lens.data()};
   in.fp8_prefill = fp8_prefill;
+  in.causal = causal;
   return in;
 }
 
@@ -248,6 +249,7 @@ absl::StatusOr<CaseBatch> MakeSeedCase(SeedCase c, const CaseOptions& o) {
   CaseBatch b;
   b.seed_case = c;
   b.fp8_prefill = o.fp8_prefill;
+  b.causal = c != SeedCase::kDraft && c != SeedCase::kAdaptiveDraft;
   b.name = absl::StrFormat("%s_b%d_s%d", std::string(SeedCaseName(c)), B, o.seed);
   b.seq_lens.assign(R, 0);
   b.host_seq_lens.assign(R, 0);

@@ -81,6 +81,7 @@ struct CaseBatch {
   SeedCase seed_case = SeedCase::kDecode;
   BatchSizes sizes;
   bool fp8_prefill = true;
+  bool causal = true;                 // false for the draft cases (vLLM's DSpark draft step)
   std::vector<int32_t> qsl;           // [R + 1]
   std::vector<int32_t> seq_lens;      // [R]
   std::vector<int32_t> block_table;   // [R, bt_stride]

@@ -16,11 +16,13 @@
 //                  bounds the count whenever qsl[R] <= N, so the block's share does not grow
 //                  with the persistent buffer.
 //   token blocks   kTokensPerBlock = 2 tokens each, 128 lanes per token: the SWA row, one cell
-//                  per lane (no lane waits on a second load), and the outputs that need no global
+//                  per lane (no lane waits on a second load; a 192-wide non-causal draft row
+//                  gives lanes 0-63 a second cell), and the outputs that need no global
 //                  load: token_to_req[t] (lane 1), the indexer scalars per ratio (lanes 5, 6),
-//                  per_req[t] of both ratios for t < num_decodes (lane 7).
-//   slot blocks    one job per block, one token per thread: MLA r1, MLA r2 or ring slots for 256
-//                  tokens. A job per block keeps every warp on one path: single-lane jobs beside
+//                  per_req[t] of both ratios for t < num_decodes (lane 7), the indexer's ratio-2
+//                  compressed_seq_lens[t] = seq_lens[t] // 2 for t < R (lane 8).
+//   slot blocks    one job per block, one token per thread: MLA r1, MLA r2, ring, or the
+//                  indexer's ratio-2 compressed slots (slot_mapping not read) for 256 tokens. A job per block keeps every warp on one path: single-lane jobs beside
 //                  the SWA cells would make a warp wait out one cold round trip per divergent
 //                  branch, one after the other (measured: +1.5 us at batch-16 decode). The
 //                  slot_mapping entry is loaded with the boundaries in phase 0
@@ -33,7 +35,7 @@
 //                  alias the next load (the reason this is not IndexerCopyTokenRow, whose results
 //                  it reproduces exactly).
 //   tail blocks    kTailChunk entries of every tail region each, stores only (plus one load of
-//                  qsl[R] for the segment starts): seq_out[N_d, C) = 0 (both ratios), the three
+//                  qsl[R] for the segment starts): seq_out[N_d, C) = 0 (both ratios), the four
 //                  int64 slot buffers [N, C) = -1, seg_seq_lens[seg_bound, max_segments) = 0,
 //                  seg_qsl[seg_bound + 1, max_segments] = qsl[R] - qsl[nd].
 // Token, slot and row blocks load qsl (and seq_lens where they need them) into shared memory in
@@ -54,8 +56,8 @@
 // and the builders' parameter structs are assembled from them in registers: with a cold cache
 // every distinct parameter line a block touches is one more memory round trip.
 //
-// Token blocks cover max(N, num_decodes) items, so per_req gets a writer even when zero-length
-// decode requests outnumber the decode tokens. With more than kSharedQslCap requests the
+// Token blocks cover max(N, R) items, so per_req and compressed_seq_lens get a writer even when
+// zero-length requests outnumber the tokens. With more than kSharedQslCap requests the
 // boundaries and sequence lengths are read from global memory instead.
 //
 // Preconditions on device data (not checkable without a sync), those of the builders:
@@ -97,9 +99,9 @@ struct FusedSuiteParams {
   int32_t bt_stride;               // [int32] row stride of block_table
   int32_t out_stride;              // [int32] row stride of both bt_out buffers
   // Line 1: grid partition (PlanFusedSuiteGrid) and model constants.
-  int32_t token_blocks;    // [blocks] CeilDiv(max(N, nd), kTokensPerBlock)
+  int32_t token_blocks;    // [blocks] CeilDiv(max(N, R), kTokensPerBlock)
   int32_t slot_chunks;     // [blocks per slot job] CeilDiv(N, kThreads)
-  int32_t slot_blocks;     // [blocks] 3 * slot_chunks (MLA r1, MLA r2, ring)
+  int32_t slot_blocks;     // [blocks] kSlotJobs * slot_chunks (MLA r1, MLA r2, ring, indexer r2)
   int32_t row_chunks;      // [blocks per decode token] CeilDiv(W, kRowChunk)
   int32_t row_blocks;      // [blocks] N_d * row_chunks
   int32_t tail_blocks;     // [blocks]
@@ -111,21 +113,25 @@ struct FusedSuiteParams {
   int32_t ring_capacity;   // [slots per request] CompressorRingCapacity(K)
   int32_t segment_len;     // [tokens] FP8 prefill segment cap
   int32_t fp8;             // 1: FP8 segmentation; 0: BF16, one segment per prefill request
-  int32_t unused[2];
-  // Lines 2-4: outputs.
+  int32_t swa_noncausal_width;  // > 0 (the DSpark draft step): decode rows are non-causal, this wide
+  int32_t unused;
+  // Lines 2-5: outputs.
   int32_t* token_to_req;    // [>= N] request per token, 0 for padding
   int32_t* swa_lens;        // [>= N]
   int32_t* swa_indices;     // [>= N, window]
+  int32_t* swa_indices_nc;  // [>= N_d, swa_noncausal_width] the draft rows
   int64_t* mla_out[2];      // [C] ratio 1, ratio 2
   int64_t* ring_out;        // [C]
   int32_t* seg_qsl;         // [max_segments + 1]
   int32_t* seg_seq_lens;    // [max_segments]
-  int32_t* seg_count;       // [1]
+  int32_t* seg_count;       // [2] count, then prefill_segment_max_query_len
   int32_t* seq_out[2];      // [C] per ratio
   int32_t* bt_out[2];       // [>= N_d, out_stride] per ratio
   int32_t* decode_lens[2];  // [>= N_d] per ratio
   int32_t* indices[2];      // [>= N_d] per ratio
   int32_t* per_req[2];      // [>= nd] per ratio
+  int64_t* r2_slots;        // [C] the indexer's ratio-2 compressed slots
+  int32_t* r2_csl;          // [>= R] the indexer's ratio-2 compressed_seq_lens
 };
 
 // The builders' views of the suite. `seq_lens` is where the caller reads sequence lengths from
@@ -151,7 +157,8 @@ DS_HD_INLINE IndexerDecodeParams SuiteIndexerParams(const FusedSuiteParams& p, i
 }
 DS_HD_INLINE PrefillSegmentParams SuiteSegmentParams(const FusedSuiteParams& p, int32_t max_segments) {
   return PrefillSegmentParams{p.query_start_loc, p.seq_lens,    p.seg_qsl,    p.seg_seq_lens,  p.seg_count,
-                              p.num_reqs,        p.num_decodes, max_segments, p.segment_len, p.fp8 != 0};
+                              p.num_reqs,        p.num_decodes, max_segments, p.segment_len, p.fp8 != 0,
+                              p.seg_count + 1};
 }
 
 struct FusedSuiteKernel {
@@ -163,7 +170,8 @@ struct FusedSuiteKernel {
   static constexpr int32_t kTailChunk = 1024;  // [entries] of each tail region per tail block
   static constexpr int kPhases = kPrefillSegmentPhases;
   static_assert(kThreads == kPrefillSegmentThreads, "block 0 runs the segmentation with every thread");
-  static_assert(kLanesPerToken >= 8, "lanes 1, 5, 6, 7 of a token carry the scalar outputs");
+  static constexpr int32_t kSlotJobs = 4;
+  static_assert(kLanesPerToken >= 9, "lanes 1, 5, 6, 7, 8 of a token carry the scalar outputs");
 
   struct TokenShared {
     int32_t qsl[kSharedQslCap + 1];
@@ -203,7 +211,7 @@ struct FusedSuiteKernel {
         LoadBoundaries(p.num_reqs, /*with_seq_lens=*/true, c.thread, s.u.tok);
         if (job < 2) s.u.tok.slot[c.thread] = SlotOf(t);
       }
-      if (phase == 1) WriteSlot(job, t, s.u.tok.slot[c.thread], s.u.tok);
+      if (phase == 1) WriteSlot(job, t, job < 2 ? s.u.tok.slot[c.thread] : int64_t{-1}, s.u.tok);
       return;
     }
     b -= p.slot_blocks;
@@ -235,7 +243,12 @@ struct FusedSuiteKernel {
     const int32_t* qsl = CachesBoundaries() ? s.qsl : p.query_start_loc;
     const int32_t* seq_lens = CachesBoundaries() ? s.seq_lens : p.seq_lens;
     if (t < p.num_tokens) {
-      const SwaParams swa = SuiteSwaParams(p, seq_lens);
+      SwaParams swa = SuiteSwaParams(p, seq_lens);
+      if (p.swa_noncausal_width > 0 && t < p.num_decode_tokens) {  // the DSpark draft rows
+        swa.swa_indices = p.swa_indices_nc;
+        swa.noncausal_width = p.swa_noncausal_width;
+        swa.slot_mapping = p.slot_mapping;
+      }
       SwaWriteRow(swa, t, SwaResolveRow(swa, qsl, t), lane, lanes);
       if (lane == 1 % lanes) p.token_to_req[t] = t < qsl[p.num_reqs] ? FindRequest(qsl, p.num_reqs, t) : 0;
     }
@@ -251,12 +264,14 @@ struct FusedSuiteKernel {
       IndexerWritePerReq(SuiteIndexerParams(p, 0, seq_lens), qsl, t);
       IndexerWritePerReq(SuiteIndexerParams(p, 1, seq_lens), qsl, t);
     }
+    if (t < p.num_reqs && lane == 8 % lanes) p.r2_csl[t] = seq_lens[t] / 2;
   }
 
   // What a slot block's thread for token t loads in phase 0.
   DS_HD int64_t SlotOf(int32_t t) const { return t < p.num_tokens ? p.slot_mapping[t] : -1; }
 
-  // Slot jobs: 0 = MLA ratio 1, 1 = MLA ratio 2, 2 = compressor ring. `slot`: SlotOf(t) (jobs 0, 1).
+  // Slot jobs: 0 = MLA ratio 1, 1 = MLA ratio 2, 2 = compressor ring, 3 = the indexer's ratio 2.
+  // `slot`: SlotOf(t) (jobs 0, 1).
   DS_HD void WriteSlot(int32_t job, int32_t t, int64_t slot, const TokenShared& s) const {
     if (t >= p.num_tokens) return;
     const int32_t* qsl = CachesBoundaries() ? s.qsl : p.query_start_loc;
@@ -264,6 +279,8 @@ struct FusedSuiteKernel {
     if (job < 2)
       p.mla_out[job][t] =
           slot == -1 ? int64_t{-1} : CompressedSlotOfStoredToken(SuiteMlaParams(p, job, seq_lens), qsl, t);
+    else if (job == 3)
+      p.r2_slots[t] = CompressedSlotOfStoredToken(SuiteMlaParams(p, 1, seq_lens), qsl, t);
     else
       p.ring_out[t] = RingSlotOfToken(SuiteRingParams(p, seq_lens), qsl, t);
   }
@@ -281,7 +298,7 @@ struct FusedSuiteKernel {
     TokenShared& s = smem.u.tok;
     for (int32_t t = 0; t < kThreads; ++t) LoadBoundaries(p.num_reqs, /*with_seq_lens=*/true, t, s);
     for (int32_t t = 0; t < p.token_blocks * kTokensPerBlock; ++t) WriteToken(t, 0, 1, s);
-    for (int32_t job = 0; job < 3; ++job)
+    for (int32_t job = 0; job < kSlotJobs; ++job)
       for (int32_t t = 0; t < MinI(p.num_tokens, p.slot_chunks * kThreads); ++t)
         WriteSlot(job, t, job < 2 ? SlotOf(t) : -1, s);
     for (int32_t t = 0; t < p.num_decode_tokens; ++t)
@@ -335,6 +352,7 @@ struct FusedSuiteKernel {
         p.mla_out[0][i] = -1;
         p.mla_out[1][i] = -1;
         p.ring_out[i] = -1;
+        p.r2_slots[i] = -1;
       }
     }
     {
@@ -356,9 +374,9 @@ struct FusedSuiteKernel {
 // Fills the grid partition of `p` from its sizes (host-known values only).
 inline void PlanFusedSuiteGrid(FusedSuiteParams& p) {
   using K = FusedSuiteKernel;
-  p.token_blocks = CeilDiv(MaxI(p.num_tokens, p.num_decodes), K::kTokensPerBlock);
+  p.token_blocks = CeilDiv(MaxI(p.num_tokens, p.num_reqs), K::kTokensPerBlock);
   p.slot_chunks = CeilDiv(p.num_tokens, K::kThreads);
-  p.slot_blocks = 3 * p.slot_chunks;
+  p.slot_blocks = K::kSlotJobs * p.slot_chunks;
   p.row_chunks = CeilDiv(p.bt_width, K::kRowChunk);
   p.row_blocks = p.num_decode_tokens * p.row_chunks;
   p.seg_bound = MinI(PrefillSegmentBound(p.num_reqs - p.num_decodes, p.num_tokens, p.segment_len), p.max_segments);
@@ -370,9 +388,10 @@ inline void PlanFusedSuiteGrid(FusedSuiteParams& p) {
 // The launcher's contract: every builder's own contract on its view of the suite, plus the
 // suite's size relations and a planned grid.
 inline absl::Status CanImplementFusedSuite(const FusedSuiteParams& p) {
-  if (p.query_start_loc == nullptr || p.seq_lens == nullptr || p.slot_mapping == nullptr || p.token_to_req == nullptr)
+  if (p.query_start_loc == nullptr || p.seq_lens == nullptr || p.slot_mapping == nullptr || p.token_to_req == nullptr ||
+      p.r2_slots == nullptr || p.r2_csl == nullptr)
     return absl::InvalidArgumentError(
-        "FusedSuiteParams: query_start_loc, seq_lens, slot_mapping and token_to_req must be non-null");
+        "FusedSuiteParams: query_start_loc, seq_lens, slot_mapping, token_to_req, r2_slots and r2_csl must be non-null");
   if (p.num_tokens < 0 || p.num_tokens > p.capacity || p.num_decode_tokens < 0 ||
       p.num_decode_tokens > p.num_tokens || p.num_decodes < 0 || p.num_decodes > p.num_reqs ||
       p.num_decodes > p.capacity)
@@ -380,6 +399,8 @@ inline absl::Status CanImplementFusedSuite(const FusedSuiteParams& p) {
         "FusedSuiteParams: need 0 <= N_d=%d <= N=%d <= capacity=%d and 0 <= num_decodes=%d <= min(R=%d, capacity)",
         p.num_decode_tokens, p.num_tokens, p.capacity, p.num_decodes, p.num_reqs));
   DS_RETURN_IF_ERROR(CanImplementSwa(SuiteSwaParams(p, p.seq_lens)));
+  if (p.swa_noncausal_width < 0 || (p.swa_noncausal_width > 0 && p.swa_indices_nc == nullptr))
+    return absl::InvalidArgumentError("FusedSuiteParams: non-causal SWA rows need swa_indices_nc");
   for (int32_t k = 0; k < 2; ++k) {
     DS_RETURN_IF_ERROR(CanImplementCompressedSlots(SuiteMlaParams(p, k, p.seq_lens)));
     DS_RETURN_IF_ERROR(CanImplementIndexerDecode(SuiteIndexerParams(p, k, p.seq_lens)));

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "kernels/common/byte_math.h"
 #include "kernels/common/status_macros.h"
+#include "kernels/swa.cuh"
 
 namespace dspark {
 
@@ -66,13 +67,18 @@ uint64_t GpuSuiteOutputSetBytes(const SuiteLayout& l) {
   const uint64_t stride = static_cast<uint64_t>(std::max(l.bt_out_stride, 0));
   const uint64_t seg = static_cast<uint64_t>(std::max(l.max_segments, 0));
   // token_to_req and swa_lens: int32 [cap]; swa_indices: int32 [cap, window]; the MLA r1 / r2 and
-  // ring slots: int64 [cap].
+  // ring slots and the indexer's ratio-2 compressed slots: int64 [cap]; its compressed_seq_lens:
+  // int32 [max(max_reqs, 1)].
+  // swa_indices_noncausal: int32 [cap, noncausal_width] (the DSpark draft rows).
   uint64_t bytes = SatAdd(SatMul(2 * 4, cap), SatMul(4, cap, window));
-  bytes = SatAdd(bytes, SatMul(3 * 8, cap));
+  bytes = SatAdd(bytes, SatMul(4, cap, static_cast<uint64_t>(std::max(l.noncausal_width, 0))));
+  bytes = SatAdd(bytes, SatMul(4 * 8, cap));
+  bytes = SatAdd(bytes, 4 * std::max<uint64_t>(static_cast<uint64_t>(std::max(l.max_reqs, 0)), 1));
   // Two indexers: seq_out, decode_lens, indices, per_req int32 [cap]; bt_out int32 [cap, stride].
   bytes = SatAdd(bytes, SatMul(2, SatAdd(SatMul(4 * 4, cap), SatMul(4, cap, stride))));
-  // Prefill segments: seg_qsl [seg + 1], seg_seq_lens [max(seg, 1)], seg_count [1].
-  return SatAdd(bytes, 4 * (seg + 1) + 4 * std::max<uint64_t>(seg, 1) + 4);
+  // Prefill segments: seg_qsl [seg + 1], seg_seq_lens [max(seg, 1)], seg_count [2] (count, max
+  // query len).
+  return SatAdd(bytes, 4 * (seg + 1) + 4 * std::max<uint64_t>(seg, 1) + 8);
 }
 
 namespace {
@@ -132,6 +138,7 @@ absl::StatusOr<GpuMemoryPlan> PlanGpuSuiteMemory(const GpuSuiteCapacity& c, cons
   layout.max_reqs = c.max_reqs;
   layout.bt_out_stride = c.max_bt_stride;
   layout.window = consts.swa_window;
+  layout.noncausal_width = SwaNoncausalWidth(consts.swa_window, consts.spec_k);
   layout.max_segments =
       static_cast<int32_t>(std::min<int64_t>(SegmentBound(c, consts), std::numeric_limits<int32_t>::max()));
   layout.arange_len = std::max(c.max_tokens, consts.swa_window);

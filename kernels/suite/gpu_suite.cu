@@ -39,8 +39,9 @@ LaunchShape FillShape(size_t count) { return {static_cast<int32_t>((count + 255)
 
 // One implementation's persistent output buffers on the device.
 struct Outputs {
-  DeviceBuffer<int32_t> token_to_req, swa_lens, swa_indices;
-  DeviceBuffer<int64_t> mla_r1, mla_r2, ring;
+  DeviceBuffer<int32_t> token_to_req, swa_lens, swa_indices, swa_nc;
+  DeviceBuffer<int64_t> mla_r1, mla_r2, ring, r2_slots;
+  DeviceBuffer<int32_t> r2_csl;
   DeviceBuffer<int32_t> seq_out[2], bt_out[2], decode_lens[2], indices[2], per_req[2];
   DeviceBuffer<int32_t> seg_qsl, seg_seq_lens, seg_count;
   SuiteOutputs view;
@@ -50,9 +51,12 @@ struct Outputs {
     token_to_req = DeviceBuffer<int32_t>(cap);
     swa_lens = DeviceBuffer<int32_t>(cap);
     swa_indices = DeviceBuffer<int32_t>(cap * static_cast<size_t>(l.window));
+    swa_nc = DeviceBuffer<int32_t>(cap * static_cast<size_t>(l.noncausal_width));
     mla_r1 = DeviceBuffer<int64_t>(cap);
     mla_r2 = DeviceBuffer<int64_t>(cap);
     ring = DeviceBuffer<int64_t>(cap);
+    r2_slots = DeviceBuffer<int64_t>(cap);
+    r2_csl = DeviceBuffer<int32_t>(std::max<size_t>(static_cast<size_t>(l.max_reqs), 1));
     for (int k = 0; k < 2; ++k) {
       seq_out[k] = DeviceBuffer<int32_t>(cap);
       bt_out[k] = DeviceBuffer<int32_t>(cap * static_cast<size_t>(l.bt_out_stride));
@@ -62,13 +66,16 @@ struct Outputs {
     }
     seg_qsl = DeviceBuffer<int32_t>(static_cast<size_t>(l.max_segments) + 1);
     seg_seq_lens = DeviceBuffer<int32_t>(std::max<size_t>(static_cast<size_t>(l.max_segments), 1));
-    seg_count = DeviceBuffer<int32_t>(1);
+    seg_count = DeviceBuffer<int32_t>(2);  // count, prefill_segment_max_query_len
     view.token_to_req = token_to_req.get();
     view.swa_lens = swa_lens.get();
     view.swa_indices = swa_indices.get();
+    view.swa_indices_noncausal = swa_nc.get();
     view.mla_r1_slots = mla_r1.get();
     view.mla_r2_slots = mla_r2.get();
     view.ring_slots = ring.get();
+    view.indexer_r2_slots = r2_slots.get();
+    view.indexer_r2_csl = r2_csl.get();
     for (int k = 0; k < 2; ++k)
       view.indexer[k] = IndexerOutputs{seq_out[k].get(), bt_out[k].get(), decode_lens[k].get(), indices[k].get(),
                                        per_req[k].get()};
@@ -78,20 +85,23 @@ struct Outputs {
   }
 
   uint64_t Bytes() const {
-    uint64_t b = token_to_req.bytes() + swa_lens.bytes() + swa_indices.bytes() + mla_r1.bytes() + mla_r2.bytes() +
-                 ring.bytes() + seg_qsl.bytes() + seg_seq_lens.bytes() + seg_count.bytes();
+    uint64_t b = token_to_req.bytes() + swa_lens.bytes() + swa_indices.bytes() + swa_nc.bytes() + mla_r1.bytes() +
+                 mla_r2.bytes() +
+                 ring.bytes() + r2_slots.bytes() + r2_csl.bytes() + seg_qsl.bytes() + seg_seq_lens.bytes() +
+                 seg_count.bytes();
     for (int k = 0; k < 2; ++k)
       b += seq_out[k].bytes() + bt_out[k].bytes() + decode_lens[k].bytes() + indices[k].bytes() + per_req[k].bytes();
     return b;
   }
 
   absl::Status Poison(cudaStream_t s) {
-    for (DeviceBuffer<int32_t>* b : {&token_to_req, &swa_lens, &swa_indices, &seg_qsl, &seg_seq_lens, &seg_count})
+    for (DeviceBuffer<int32_t>* b :
+         {&token_to_req, &swa_lens, &swa_indices, &swa_nc, &r2_csl, &seg_qsl, &seg_seq_lens, &seg_count})
       CUDA_RETURN_IF_ERROR(FillI32(*b, s));
     for (int k = 0; k < 2; ++k)
       for (DeviceBuffer<int32_t>* b : {&seq_out[k], &bt_out[k], &decode_lens[k], &indices[k], &per_req[k]})
         CUDA_RETURN_IF_ERROR(FillI32(*b, s));
-    for (DeviceBuffer<int64_t>* b : {&mla_r1, &mla_r2, &ring})
+    for (DeviceBuffer<int64_t>* b : {&mla_r1, &mla_r2, &ring, &r2_slots})
       CUDA_RETURN_IF_ERROR(LaunchFunctor(FillI64Kernel{b->get(), kPoison, b->size()}, FillShape(b->size()), s));
     return absl::OkStatus();
   }
@@ -111,6 +121,7 @@ struct Outputs {
     DS_RETURN_IF_ERROR(Get(token_to_req, im.token_to_req));
     DS_RETURN_IF_ERROR(Get(swa_lens, im.swa_lens));
     DS_RETURN_IF_ERROR(Get(swa_indices, im.swa_indices));
+    DS_RETURN_IF_ERROR(Get(swa_nc, im.swa_indices_noncausal));
     DS_RETURN_IF_ERROR(Get(mla_r1, im.mla_r1_slots));
     DS_RETURN_IF_ERROR(Get(mla_r2, im.mla_r2_slots));
     DS_RETURN_IF_ERROR(Get(ring, im.ring_slots));
@@ -121,6 +132,8 @@ struct Outputs {
       DS_RETURN_IF_ERROR(Get(indices[k], im.indexer[k].indices));
       DS_RETURN_IF_ERROR(Get(per_req[k], im.indexer[k].per_req));
     }
+    DS_RETURN_IF_ERROR(Get(r2_slots, im.indexer_r2_slots));
+    DS_RETURN_IF_ERROR(Get(r2_csl, im.indexer_r2_csl));
     DS_RETURN_IF_ERROR(Get(seg_qsl, im.seg_qsl));
     DS_RETURN_IF_ERROR(Get(seg_seq_lens, im.seg_seq_lens));
     im.seg_seq_lens.resize(static_cast<size_t>(l.max_segments));  // the buffer holds at least one cell
@@ -133,7 +146,8 @@ struct Outputs {
 // implementations the host totals their op sizes come from, and a hash of the host view of the
 // prefill rows, which (c) and (d) plan on the host (indexer prefill chunks, #57207 segments).
 using GraphKey =
-    std::tuple<int, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, bool, int32_t, int32_t, uint64_t>;
+    std::tuple<int, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, bool, bool, int32_t, int32_t,
+               uint64_t>;
 
 // FNV-1a over the host qsl and seq_lens of the prefill rows [nd, R); 0 without prefills.
 uint64_t HostPrefillHash(const BatchInputs& in) {
@@ -259,7 +273,7 @@ struct GpuSuite::State {
     const int32_t total = host_totals ? view.host.query_start_loc[z.num_reqs] : -1;
     const int32_t decode_total = host_totals ? view.host.query_start_loc[z.num_decodes] : -1;
     return GraphKey{static_cast<int>(impl.index()), z.num_reqs, z.num_tokens, z.num_decodes, z.num_decode_tokens,
-                    z.capacity, z.bt_width, z.bt_stride, view.fp8_prefill, total, decode_total,
+                    z.capacity, z.bt_width, z.bt_stride, view.fp8_prefill, view.causal, total, decode_total,
                     host_totals ? gpu_suite_internal::HostPrefillHash(view) : 0};
   }
 
@@ -396,6 +410,7 @@ absl::Status GpuSuite::Stage(const BatchInputs& in) {
   st.host_seq_lens.reserve(1);
   st.view.sizes = z;
   st.view.fp8_prefill = in.fp8_prefill;
+  st.view.causal = in.causal;
   st.view.device = DeviceBatch{st.dev_qsl(), st.dev_seq(), st.dev_bt(), st.dev_slot()};
   st.view.host = HostBatch{in.host.query_start_loc ? st.host_qsl.data() : nullptr,
                            in.host.seq_lens ? st.host_seq_lens.data() : nullptr};

@@ -1,6 +1,7 @@
 // The reference outputs of one step as a flat list of named, typed, shaped arrays, cut to each
-// field's defined region (kernels/suite/suite.h). This is what `run --dump-steps` writes and
-// what a replay harness compares a user's kernel against, cell by cell.
+// field's defined region: the rows of kernels/suite/regions.h, the table CompareSuite walks too.
+// This is what `run --dump-steps` writes and what a replay harness compares a user's kernel
+// against, cell by cell.
 #pragma once
 
 #include <cstdint>
@@ -20,9 +21,14 @@ struct ReferenceField {
   std::vector<int64_t> i64;
 };
 
-// Every field of `ref` over its defined region for the step `in`. The indexer's two ratios read
-// the same inputs and so share one reference; both names are listed.
+// Every field of `ref` (computed on `layout`) over its defined region for the step `in`; a field
+// the step does not have (SuiteRegions) is not listed.
 std::vector<ReferenceField> ReferenceFields(const SuiteReference& ref, const BatchInputs& in,
-                                            const ModelConsts& consts);
+                                            const SuiteLayout& layout, const ModelConsts& consts);
+
+// An implementation's buffers `got` (host-readable) over the same regions, names and shapes, so
+// that they line up with ReferenceFields cell by cell.
+std::vector<ReferenceField> OutputFields(const SuiteOutputs& got, const SuiteReference& ref, const BatchInputs& in,
+                                         const SuiteLayout& layout, const ModelConsts& consts);
 
 }  // namespace dspark

@@ -13,9 +13,11 @@
 #include "kernels/prefill_segments.cuh"
 #include "kernels/reference/compressed_slots.h"
 #include "kernels/reference/ring_slots.h"
+#include "kernels/reference/swa_noncausal.h"
 #include "kernels/reference/token_map.h"
 #include "kernels/suite/builder_memo.h"
 #include "kernels/suite/bt_rows.h"
+#include "kernels/suite/regions.h"
 #include "kernels/suite/suite_impls.h"
 
 namespace dspark {
@@ -47,6 +49,7 @@ SuiteLayout MakeSuiteLayout(int32_t max_tokens, int32_t max_reqs, int32_t max_bt
   l.max_reqs = std::max(max_reqs, 0);
   l.bt_out_stride = std::max(max_bt_width, 1);
   l.window = consts.swa_window;
+  l.noncausal_width = SwaNoncausalWidth(consts.swa_window, consts.spec_k);
   l.max_segments = PrefillSegmentBound(l.max_reqs, l.token_capacity, consts.prefill_segment);
   l.arange_len = std::max(l.token_capacity, l.window);
   return l;
@@ -65,9 +68,10 @@ absl::Status CheckFits(const SuiteLayout& l, const BatchSizes& s, const ModelCon
   if (s.num_decodes > s.capacity)
     return absl::OutOfRangeError(absl::StrFormat(
         "suite: num_decodes=%d exceeds capacity=%d (per_req is a per-token buffer)", s.num_decodes, s.capacity));
-  if (l.window != consts.swa_window)
+  if (l.window != consts.swa_window || l.noncausal_width != SwaNoncausalWidth(consts.swa_window, consts.spec_k))
     return absl::InvalidArgumentError(
-        absl::StrFormat("suite: layout window=%d differs from swa_window=%d", l.window, consts.swa_window));
+        absl::StrFormat("suite: layout window=%d / noncausal_width=%d differ from swa_window=%d, spec_k=%d", l.window,
+                        l.noncausal_width, consts.swa_window, consts.spec_k));
   const int32_t bound = PrefillSegmentBound(s.num_reqs - s.num_decodes, s.capacity, consts.prefill_segment);
   if (l.max_segments < bound)
     return absl::OutOfRangeError(
@@ -112,6 +116,7 @@ SuiteImage SuiteImage::Filled(const SuiteLayout& l, int32_t poison) {
   im.token_to_req.assign(cap, poison);
   im.swa_lens.assign(cap, poison);
   im.swa_indices.assign(cap * static_cast<size_t>(l.window), poison);
+  im.swa_indices_noncausal.assign(cap * static_cast<size_t>(l.noncausal_width), poison);
   im.mla_r1_slots.assign(cap, poison);
   im.mla_r2_slots.assign(cap, poison);
   im.ring_slots.assign(cap, poison);
@@ -122,9 +127,11 @@ SuiteImage SuiteImage::Filled(const SuiteLayout& l, int32_t poison) {
     x.indices.assign(cap, poison);
     x.per_req.assign(cap, poison);
   }
+  im.indexer_r2_slots.assign(cap, poison);
+  im.indexer_r2_csl.assign(static_cast<size_t>(std::max(l.max_reqs, 1)), poison);
   im.seg_qsl.assign(static_cast<size_t>(l.max_segments) + 1, poison);
   im.seg_seq_lens.assign(static_cast<size_t>(l.max_segments), poison);
-  im.seg_count.assign(1, poison);
+  im.seg_count.assign(2, poison);
   return im;
 }
 
@@ -133,12 +140,15 @@ SuiteOutputs SuiteImage::View() {
   o.token_to_req = token_to_req.data();
   o.swa_lens = swa_lens.data();
   o.swa_indices = swa_indices.data();
+  o.swa_indices_noncausal = swa_indices_noncausal.data();
   o.mla_r1_slots = mla_r1_slots.data();
   o.mla_r2_slots = mla_r2_slots.data();
   o.ring_slots = ring_slots.data();
   for (int k = 0; k < 2; ++k)
     o.indexer[k] = IndexerOutputs{indexer[k].seq_out.data(), indexer[k].bt_out.data(), indexer[k].decode_lens.data(),
                                   indexer[k].indices.data(), indexer[k].per_req.data()};
+  o.indexer_r2_slots = indexer_r2_slots.data();
+  o.indexer_r2_csl = indexer_r2_csl.data();
   o.seg_qsl = seg_qsl.data();
   o.seg_seq_lens = seg_seq_lens.data();
   o.seg_count = seg_count.data();
@@ -153,12 +163,26 @@ SuiteReference ComputeSuiteReference(const BatchInputs& in, const SuiteLayout& l
   SuiteReference r;
   r.token_to_req = ref::TokenToReq(d.query_start_loc, z.num_reqs, z.num_tokens);
   r.swa = ref::Swa(z, d, consts.swa_window, consts.swa_block_size);
+  if (!in.causal) {  // the DSpark draft step: its decode rows are non-causal
+    ref::SwaNonCausalRows nc = ref::SwaNonCausal(z, d, consts.swa_window,
+                                                 ref::DsparkSwaIndexWidth(consts.swa_window, consts.spec_k),
+                                                 consts.swa_block_size);
+    for (int32_t t = 0; t < z.num_decode_tokens && t < z.num_tokens; ++t) r.swa.lens[t] = nc.lens[t];
+    r.swa_noncausal_indices = std::move(nc.indices);
+  }
   r.mla_r1_slots = ref::CompressedSlots(z, d, 1, consts.mla_block_size);
   r.mla_r2_slots = ref::CompressedSlots(z, d, 2, consts.mla_block_size);
   r.ring_slots = ref::RingSlots(z, d, CompressorRingCapacity(consts.spec_k));
   r.indexer = ref::IndexerDecode(d.query_start_loc, d.seq_lens, d.block_table, z.bt_stride, z.bt_width, z.num_decodes,
                                  z.num_decode_tokens, z.capacity);
+  r.indexer_r2_seq_out.resize(static_cast<size_t>(std::max(z.num_decode_tokens, 0)));
+  for (size_t t = 0; t < r.indexer_r2_seq_out.size(); ++t) r.indexer_r2_seq_out[t] = r.indexer.seq_out[t] / 2;
+  r.indexer_r2_slots = ref::CompressedSlots(z, d, 2, consts.mla_block_size, /*read_slot_mapping=*/false);
+  r.indexer_r2_csl.resize(static_cast<size_t>(std::max(z.num_reqs, 0)));
+  for (size_t i = 0; i < r.indexer_r2_csl.size(); ++i) r.indexer_r2_csl[i] = d.seq_lens[i] / 2;
   r.segments = ref::Segments(z, d, in.fp8_prefill, consts.prefill_segment, layout.max_segments);
+  r.seg_count = {r.segments.count};
+  r.seg_max_query_len = {r.segments.max_query_len};
   return r;
 }
 
@@ -215,6 +239,28 @@ class FieldDiff {
   CompareMemo* memo_ = nullptr;
 };
 
+// One region: a single span when its rows are contiguous, else row by row; columns 1.. of the
+// padding rows (SuiteRegion::padding_rows_from) go to `pad`.
+template <typename T>
+void CompareRegion(const SuiteRegion& r, const T* want, const T* got, FieldDiff& diff, FieldDiff& pad) {
+  got += r.got_offset;
+  if (r.got_stride == r.cols && r.padding_rows_from < 0) {
+    diff.CheckSpan(r.got_offset, want, got, r.Cells());
+    return;
+  }
+  for (int64_t row = 0; row < r.rows && r.cols > 0; ++row) {
+    const T* w = want + row * r.cols;
+    const T* g = got + row * r.got_stride;
+    const int64_t at = r.got_offset + row * r.got_stride;
+    if (r.padding_rows_from < 0 || row < r.padding_rows_from) {
+      diff.CheckSpan(at, w, g, r.cols);
+    } else {
+      diff.Check(at, w[0], g[0]);
+      pad.CheckSpan(at + 1, w + 1, g + 1, r.cols - 1);
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const SuiteLayout& layout,
@@ -225,81 +271,19 @@ std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const 
 std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const SuiteReference& want,
                                         const SuiteLayout& layout, const ModelConsts& consts,
                                         const SuiteOutputs& got, CompareMemo* memo) {
-  const BatchSizes& z = in.sizes;
   const ImplTraits& traits = impl.info().traits;
   const MismatchKind ordinary =
       traits.reads_host_boundaries && HostViewStale(in) ? MismatchKind::kStaleHost : MismatchKind::kBug;
   const MismatchKind padding = traits.old_indexer_chain ? MismatchKind::kPaddingResidue : MismatchKind::kBug;
-  const int64_t N = z.num_tokens, C = z.capacity, W = consts.swa_window;
   std::vector<FieldMismatch> out;
-
-  {
-    FieldDiff d("token_map", "token_to_req", memo);
-    d.CheckSpan(0, want.token_to_req.data(), got.token_to_req, N);
-    d.AppendTo(out, ordinary);
-  }
-  {
-    FieldDiff lens("swa", "swa_lens", memo), idx("swa", "swa_indices", memo);
-    lens.CheckSpan(0, want.swa.lens.data(), got.swa_lens, N);
-    idx.CheckSpan(0, want.swa.indices.data(), got.swa_indices, N * W);
-    lens.AppendTo(out, ordinary);
-    idx.AppendTo(out, ordinary);
-  }
-  {
-    // MLA ratio 1 has no output of its own in vLLM (it hands out slot_mapping and the token
-    // map), so mla_r1_slots is not compared.
-    FieldDiff r2("mla_r2", "compressed_slots", memo), ring("mla_r2", "ring_slots", memo);
-    r2.CheckSpan(0, want.mla_r2_slots.data(), got.mla_r2_slots, C);
-    ring.CheckSpan(0, want.ring_slots.data(), got.ring_slots, C);
-    r2.AppendTo(out, ordinary);
-    ring.AppendTo(out, ordinary);
-  }
-  const int64_t actual = in.device.query_start_loc[z.num_decodes];
-  const int64_t bt_w = z.bt_width, stride = layout.bt_out_stride;
-  // With no decode request the decode metadata is absent (vLLM builds it under
-  // `if num_decodes > 0`): nothing to compare.
-  for (int k = 0; k < 2 && z.num_decodes > 0; ++k) {
-    const std::string builder = k == 0 ? "indexer_r1" : "indexer_r2";
-    const IndexerOutputs& o = got.indexer[k];
-    FieldDiff seq(builder, "seq_out", memo), bt(builder, "bt_out", memo), bt_pad(builder, "bt_out_padding", memo);
-    FieldDiff lens(builder, "decode_lens", memo), indices(builder, "indices", memo), per_req(builder, "per_req", memo);
-    // Ratio 2 hands out [0, N_d) of its compressed lengths, seq // 2 (vLLM's `seq_lens //= ratio`
-    // or expanded_seq_lens_buffer); ratio 1 its whole buffer, zero from N_d.
-    if (k == 0)
-      seq.CheckSpan(0, want.indexer.seq_out.data(), o.seq_out, C);
+  for (const SuiteRegion& r : SuiteRegions(want, in, layout, consts)) {
+    FieldDiff diff(r.builder, r.field, memo), pad(r.builder, r.field + "_padding", memo);
+    if (r.int64_field)
+      CompareRegion(r, r.want64, got.*(r.got64), diff, pad);
     else
-      for (int64_t t = 0; t < z.num_decode_tokens; ++t) seq.Check(t, want.indexer.seq_out[t] / 2, o.seq_out[t]);
-    // Row by row (the output rows are strided); columns 1.. of a padding row are bt_out_padding.
-    for (int64_t t = 0; t < z.num_decode_tokens && bt_w > 0; ++t) {
-      const int32_t* w = want.indexer.bt_rows.data() + t * bt_w;
-      const int32_t* g = o.bt_out + t * stride;
-      if (t < actual) {
-        bt.CheckSpan(t * stride, w, g, bt_w);
-      } else {
-        bt.Check(t * stride, w[0], g[0]);
-        bt_pad.CheckSpan(t * stride + 1, w + 1, g + 1, bt_w - 1);
-      }
-    }
-    lens.CheckSpan(0, want.indexer.decode_lens.data(), o.decode_lens, z.num_decode_tokens);
-    indices.CheckSpan(0, want.indexer.indices.data(), o.indices, z.num_decode_tokens);
-    per_req.CheckSpan(0, want.indexer.per_req.data(), o.per_req, z.num_decodes);
-    seq.AppendTo(out, ordinary);
-    bt.AppendTo(out, ordinary);
-    bt_pad.AppendTo(out, padding);
-    lens.AppendTo(out, ordinary);
-    indices.AppendTo(out, ordinary);
-    per_req.AppendTo(out, ordinary);
-  }
-  if (z.num_decodes < z.num_reqs) {  // with no prefills the segment fields are absent (#57207)
-    FieldDiff qsl("prefill_segments", "seg_qsl"), lens("prefill_segments", "seg_seq_lens"),
-        count("prefill_segments", "seg_count");
-    for (int64_t k = 0; k <= layout.max_segments; ++k) qsl.Check(k, want.segments.seg_qsl[k], got.seg_qsl[k]);
-    for (int64_t k = 0; k < layout.max_segments; ++k)
-      lens.Check(k, want.segments.seg_seq_lens[k], got.seg_seq_lens[k]);
-    count.Check(0, want.segments.count, got.seg_count[0]);
-    qsl.AppendTo(out, ordinary);
-    lens.AppendTo(out, ordinary);
-    count.AppendTo(out, ordinary);
+      CompareRegion(r, r.want32, r.k >= 0 ? got.indexer[r.k].*(r.got_indexer) : got.*(r.got32), diff, pad);
+    diff.AppendTo(out, ordinary);
+    pad.AppendTo(out, padding);
   }
   return out;
 }
@@ -317,9 +301,10 @@ absl::Status ValidateSuiteStep(Impl impl, const SuiteStep& s) {
     return absl::InvalidArgumentError(
         "suite: device query_start_loc, seq_lens, block_table and slot_mapping must be non-null");
   const SuiteOutputs& o = s.out;
-  if (o.token_to_req == nullptr || o.swa_lens == nullptr || o.swa_indices == nullptr || o.mla_r1_slots == nullptr ||
+  if (o.token_to_req == nullptr || o.swa_lens == nullptr || o.swa_indices == nullptr ||
+      o.swa_indices_noncausal == nullptr || o.mla_r1_slots == nullptr ||
       o.mla_r2_slots == nullptr || o.ring_slots == nullptr || o.seg_qsl == nullptr || o.seg_seq_lens == nullptr ||
-      o.seg_count == nullptr)
+      o.seg_count == nullptr || o.indexer_r2_slots == nullptr || o.indexer_r2_csl == nullptr)
     return absl::InvalidArgumentError("suite: an output buffer is null");
   for (const IndexerOutputs& x : o.indexer)
     if (x.seq_out == nullptr || x.bt_out == nullptr || x.decode_lens == nullptr || x.indices == nullptr ||
@@ -375,6 +360,8 @@ FusedSuiteParams MakeFusedSuiteParams(const SuiteStep& s) {
   p.ring_capacity = CompressorRingCapacity(s.consts.spec_k);
   p.segment_len = s.consts.prefill_segment;
   p.fp8 = in.fp8_prefill ? 1 : 0;
+  p.swa_noncausal_width = in.causal ? 0 : s.layout.noncausal_width;
+  p.swa_indices_nc = o.swa_indices_noncausal;
   p.token_to_req = o.token_to_req;
   p.swa_lens = o.swa_lens;
   p.swa_indices = o.swa_indices;
@@ -384,6 +371,8 @@ FusedSuiteParams MakeFusedSuiteParams(const SuiteStep& s) {
   p.seg_qsl = o.seg_qsl;
   p.seg_seq_lens = o.seg_seq_lens;
   p.seg_count = o.seg_count;
+  p.r2_slots = o.indexer_r2_slots;
+  p.r2_csl = o.indexer_r2_csl;
   for (int k = 0; k < 2; ++k) {
     p.seq_out[k] = o.indexer[k].seq_out;
     p.bt_out[k] = o.indexer[k].bt_out;

@@ -17,6 +17,9 @@
 //   builder "swa"
 //     swa_lens         int32 [0, N)             window length per token, 0 for padding
 //     swa_indices      int32 rows [0, N) x [0, window)   slot per cell, -1 past the length
+//                      (BatchInputs::causal false, the DSpark draft step: rows [N_d, N) only)
+//     swa_indices_noncausal int32 rows [0, N_d) x [0, noncausal_width), only with causal false:
+//                      the draft rows, non-causal (kernels/swa.cuh); swa_lens [0, N_d) are theirs
 //   builder "mla_r2" (MLA ratio 1 hands out slot_mapping itself in vLLM: not compared)
 //     compressed_slots int64 [0, C)             compressed slot, -1 where none (and past M)
 //   builder "mla_r2"
@@ -31,11 +34,18 @@
 //     decode_lens      int32 [0, N_d)           all 1
 //     indices          int32 [0, N_d)           request id; padding rows nd + t - A
 //     per_req          int32 [0, nd)            query length per decode request
+//   builder "indexer_r2", in every step (vLLM builds them before the decode / prefill split):
+//     compressed_slots int64 [0, C)             get_compressed_slot_mapping's older signature:
+//                                               slot_mapping not read, -1 where none and past M
+//     compressed_seq_lens int32 [0, R)          seq_lens // 2
 //   builder "prefill_segments" (FP8 or BF16 per BatchInputs::fp8_prefill; absent, so not
 //   compared, when the step has no prefill request)
 //     seg_qsl          int32 [0, max_segments]  segment starts, then M
 //     seg_seq_lens     int32 [0, max_segments)  segment sequence lengths, then 0
 //     seg_count        int32 [0, 1)             number of segments
+//     seg_max_query_len int32 [1, 2) of seg_count's buffer  #57207's prefill_segment_max_query_len:
+//                                               the longest segment (a host int in vLLM, planned
+//                                               from qsl_cpu by (a)-(d); fused-suite on the device)
 //
 // Cells outside these regions are not compared (implementations differ there, as vLLM's states
 // do: e.g. (c) leaves columns >= 1 of padding bt_out rows alone).
@@ -98,12 +108,15 @@ struct SuiteLayout {
   int32_t max_reqs = 0;        // [requests] most requests of a step (padding requests included)
   int32_t bt_out_stride = 0;   // [int32] row stride of the indexer bt_out buffers
   int32_t window = 0;          // [tokens] SWA window, the row stride of swa_indices
+  int32_t noncausal_width = 0;  // [tokens] SwaNoncausalWidth(window, K), the row stride of
+                                //   swa_indices_noncausal
   int32_t max_segments = 0;    // [segments] PrefillSegmentBound(max_reqs, token_capacity, S)
   int32_t arange_len = 0;      // [elements] the persistent 0, 1, ... buffer the chains read
 
   bool operator==(const SuiteLayout& o) const {
     return token_capacity == o.token_capacity && max_reqs == o.max_reqs && bt_out_stride == o.bt_out_stride &&
-           window == o.window && max_segments == o.max_segments && arange_len == o.arange_len;
+           window == o.window && noncausal_width == o.noncausal_width && max_segments == o.max_segments &&
+           arange_len == o.arange_len;
   }
 };
 
@@ -132,19 +145,22 @@ struct SuiteOutputs {
   int32_t* token_to_req = nullptr;  // [token_capacity]
   int32_t* swa_lens = nullptr;      // [token_capacity]
   int32_t* swa_indices = nullptr;   // [token_capacity, window]
+  int32_t* swa_indices_noncausal = nullptr;  // [token_capacity, noncausal_width] DSpark draft rows
   int64_t* mla_r1_slots = nullptr;  // [token_capacity]
   int64_t* mla_r2_slots = nullptr;  // [token_capacity]
   int64_t* ring_slots = nullptr;    // [token_capacity]
   IndexerOutputs indexer[2];        // ratio 1, ratio 2
+  int64_t* indexer_r2_slots = nullptr;  // [token_capacity] the indexer's ratio-2 compressed slots
+  int32_t* indexer_r2_csl = nullptr;    // [max(max_reqs, 1)] its compressed_seq_lens, seq_lens // 2
   int32_t* seg_qsl = nullptr;       // [max_segments + 1]
   int32_t* seg_seq_lens = nullptr;  // [max_segments]
-  int32_t* seg_count = nullptr;     // [1]
+  int32_t* seg_count = nullptr;     // [2] the segment count, then prefill_segment_max_query_len
 };
 
 // Host images of every output buffer of one implementation (whole buffers, not only the
 // defined regions).
 struct SuiteImage {
-  std::vector<int32_t> token_to_req, swa_lens, swa_indices;
+  std::vector<int32_t> token_to_req, swa_lens, swa_indices, swa_indices_noncausal;
   std::vector<int64_t> mla_r1_slots, mla_r2_slots, ring_slots;
   struct Indexer {
     std::vector<int32_t> seq_out, bt_out, decode_lens, indices, per_req;
@@ -153,6 +169,8 @@ struct SuiteImage {
              per_req == o.per_req;
     }
   } indexer[2];
+  std::vector<int64_t> indexer_r2_slots;
+  std::vector<int32_t> indexer_r2_csl;
   std::vector<int32_t> seg_qsl, seg_seq_lens, seg_count;
 
   // Buffers of `layout`, every cell `poison`.
@@ -160,8 +178,10 @@ struct SuiteImage {
   SuiteOutputs View();  // pointers into this image's vectors
   bool operator==(const SuiteImage& o) const {
     return token_to_req == o.token_to_req && swa_lens == o.swa_lens && swa_indices == o.swa_indices &&
+           swa_indices_noncausal == o.swa_indices_noncausal &&
            mla_r1_slots == o.mla_r1_slots && mla_r2_slots == o.mla_r2_slots && ring_slots == o.ring_slots &&
-           indexer[0] == o.indexer[0] && indexer[1] == o.indexer[1] && seg_qsl == o.seg_qsl &&
+           indexer[0] == o.indexer[0] && indexer[1] == o.indexer[1] && indexer_r2_slots == o.indexer_r2_slots &&
+           indexer_r2_csl == o.indexer_r2_csl && seg_qsl == o.seg_qsl &&
            seg_seq_lens == o.seg_seq_lens && seg_count == o.seg_count;
   }
 };
@@ -172,10 +192,16 @@ struct SuiteImage {
 // the DEVICE view of `in` (device pointers must be readable host memory here).
 struct SuiteReference {
   std::vector<int32_t> token_to_req;  // [N]
-  ref::SwaMetadata swa;
+  ref::SwaMetadata swa;  // causal rows; with in.causal false, lens [0, N_d) are the non-causal ones
+  std::vector<int32_t> swa_noncausal_indices;  // [N_d, noncausal_width] with in.causal false, else empty
   std::vector<int64_t> mla_r1_slots, mla_r2_slots, ring_slots;  // [C]
   ref::IndexerDecodeOut indexer;  // both ratios: same inputs
+  std::vector<int32_t> indexer_r2_seq_out;  // [N_d] ratio 2's handed-out lengths, seq_out // 2
+  std::vector<int64_t> indexer_r2_slots;    // [C] ratio-2 compressed slots, slot_mapping not read
+  std::vector<int32_t> indexer_r2_csl;      // [R] seq_lens // 2
   ref::PrefillSegments segments;
+  std::vector<int32_t> seg_count;          // [1] segments.count
+  std::vector<int32_t> seg_max_query_len;  // [1] segments.max_query_len
 };
 SuiteReference ComputeSuiteReference(const BatchInputs& in, const SuiteLayout& layout, const ModelConsts& consts);
 

@@ -130,7 +130,9 @@ inline IndexerArgs SuiteIndexerArgs(const SuiteStep& s, const IndexerOutputs& o)
 //         count;  [f] seg_qsl[S+1:] = that count
 //   [h2d] plan (request, segment end) per segment
 //   [k] qlen = diff(qsl);  [k] ctx = seq_lens - qlen;  [k] ctx[req];  [k] + seg_end
-//   [c] seg_seq_lens[:S];  [f] seg_seq_lens[S:] = 0;  [f] seg_count = S
+//   [c] seg_seq_lens[:S];  [f] seg_seq_lens[S:] = 0
+//   [h2d] the two host ints of the metadata, S and prefill_segment_max_query_len (the longest
+//         planned segment), staged in one copy so the check reads them
 template <class Backend>
 absl::Status SegmentsHostPlannedOps(Backend& be, const SuiteStep& s) {
   const BatchInputs& in = *s.in;
@@ -139,6 +141,7 @@ absl::Status SegmentsHostPlannedOps(Backend& be, const SuiteStep& s) {
   const int32_t* hq = in.host.query_start_loc;
   if (nd == R) return be.status();  // no prefills: #57207's segment fields are absent
   std::vector<int32_t> starts, plan_req, plan_end;
+  int32_t max_query_len = 0;
   for (int32_t r = nd; r < R; ++r) {
     const int32_t qlen = hq[r + 1] - hq[r];
     const int32_t count = in.fp8_prefill ? CeilDiv(qlen, seg_len) : 1;
@@ -147,6 +150,7 @@ absl::Status SegmentsHostPlannedOps(Backend& be, const SuiteStep& s) {
       starts.push_back(hq[r] - hq[nd] + begin);
       plan_req.push_back(r);
       plan_end.push_back(in.fp8_prefill ? MinI(begin + seg_len, qlen) : qlen);
+      max_query_len = MaxI(max_query_len, plan_end.back() - begin);
     }
   }
   be.NoteHostArrayOp();
@@ -173,7 +177,8 @@ absl::Status SegmentsHostPlannedOps(Backend& be, const SuiteStep& s) {
     CopyD2D(be, s.out.seg_seq_lens, lens, count);
   }
   FillI32(be, s.out.seg_seq_lens + count, 0, max_seg - count);
-  FillI32(be, s.out.seg_count, count, 1);
+  const int32_t host_ints[2] = {count, max_query_len};
+  be.CopyToDevice(s.out.seg_count, host_ints, sizeof(host_ints));
   return be.status();
 }
 
@@ -184,8 +189,11 @@ absl::Status SegmentsHostPlanned(Backend& be, const SuiteStep& s) {
 }
 
 inline PrefillSegmentParams SuiteSegmentParams(const SuiteStep& s) {
-  return MakePrefillSegmentParams(s.in->sizes, s.in->device, s.consts, s.in->fp8_prefill, s.out.seg_qsl,
-                                  s.out.seg_seq_lens, s.out.seg_count, s.layout.max_segments);
+  PrefillSegmentParams p = MakePrefillSegmentParams(s.in->sizes, s.in->device, s.consts, s.in->fp8_prefill,
+                                                    s.out.seg_qsl, s.out.seg_seq_lens, s.out.seg_count,
+                                                    s.layout.max_segments);
+  p.seg_max_query_len = s.out.seg_count + 1;
+  return p;
 }
 
 template <class Backend>

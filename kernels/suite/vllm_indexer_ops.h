@@ -17,15 +17,15 @@ struct IndexerDecodeView {
 
 // ratio 2, before the decode path (both states): get_compressed_slot_mapping(num_tokens, qsl,
 // seq_lens, block_table, num_states, 2, out=...) with the older signature (no slot_mapping):
-// out.fill_(-1) [f] + kernel [k]; then compressed_seq_lens = seq_lens // 2 [k]. Returns the
-// device compressed lengths [R] (scratch; read by the prefill chunks).
+// out.fill_(-1) [f] + kernel [k]; then compressed_seq_lens = seq_lens // 2 [k], both into the
+// persistent outputs (compared: indexer_r2.compressed_slots / compressed_seq_lens). Returns the
+// device compressed lengths [R] (read by the prefill chunks).
 template <class Backend>
 absl::StatusOr<const int32_t*> IndexerRatio2Setup(Backend& be, const SuiteStep& s) {
   const BatchInputs& in = *s.in;
   const BatchSizes& z = in.sizes;
-  int64_t* slots = be.template Scratch<int64_t>(static_cast<size_t>(MaxI(z.capacity, 1)));
-  int32_t* csl = be.template Scratch<int32_t>(static_cast<size_t>(MaxI(z.num_reqs, 1)));
-  DS_RETURN_IF_ERROR(be.status());
+  int64_t* slots = s.out.indexer_r2_slots;
+  int32_t* csl = s.out.indexer_r2_csl;
   FillI64MinusOne(be, slots, z.capacity);
   CompressedSlotParams c = MakeCompressedSlotParams(z, in.device, s.consts, 2, nullptr, slots);
   c.ignore_slot_mapping = 1;

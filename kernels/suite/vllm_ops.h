@@ -98,7 +98,11 @@ absl::StatusOr<const int32_t*> TokenMapFromHost(Backend& be, const SuiteStep& s,
 
 // DeepseekSparseSWAMetadataBuilder.build (V4.1), the same in (a)-(d):
 //   is_valid_token.copy_(slot_mapping >= 0) [k][c]
-//   ndt > 0: decode_swa_lens[ndt:] = 0 [f]; _compute_swa_indices_and_lens_kernel rows [0, ndt) [k]
+//   ndt > 0: decode_swa_lens[ndt:] = 0 [f]; _compute_swa_indices_and_lens_kernel rows [0, ndt) [k],
+//            or, when CommonAttentionMetadata.causal is false (the DSpark draft step),
+//            _compute_dspark_noncausal_swa_indices_kernel into decode_swa_indices_noncausal
+//            (width get_dspark_swa_index_width = 192) instead [k]: the same count (its buffer's
+//            torch.zeros is a one-time allocation)
 //   npt > 0: the same kernel with token_offset = ndt, rows [ndt, N) [k]
 //   prefills: ComputePrefillMetadataKernel [k] (gather lengths q + min(prefix, W - 1))
 // The token map `t2r` is the state's (host-built in (a) / (b)).
@@ -118,8 +122,15 @@ absl::Status SwaBuildOps(Backend& be, const SuiteStep& s, const int32_t* t2r) {
   DS_RETURN_IF_ERROR(CanImplementSwa(p));
   if (ndt > 0) {
     FillI32(be, s.out.swa_lens + ndt, 0, z.capacity - ndt);
-    p.num_tokens = ndt;
-    be.Launch(SwaKernel{p}, SwaKernel::Shape(p));
+    SwaParams decode = p;
+    decode.num_tokens = ndt;
+    if (!in.causal) {
+      decode.swa_indices = s.out.swa_indices_noncausal;
+      decode.noncausal_width = s.layout.noncausal_width;
+      decode.slot_mapping = in.device.slot_mapping;  // is_valid_token
+    }
+    DS_RETURN_IF_ERROR(CanImplementSwa(decode));
+    be.Launch(SwaKernel{decode}, SwaKernel::Shape(decode));
   }
   if (npt > 0) {
     p.token_offset = ndt;

@@ -161,9 +161,9 @@ namespace {
 // flag, and for device-chain the host totals its op sizes come from.
 std::string GraphKeyString(Impl impl, const BatchInputs& in) {
   const BatchSizes& z = in.sizes;
-  std::string key = absl::StrFormat("R=%d N=%d nd=%d Nd=%d C=%d W=%d S=%d fp8=%d", z.num_reqs, z.num_tokens,
-                                    z.num_decodes, z.num_decode_tokens, z.capacity, z.bt_width, z.bt_stride,
-                                    in.fp8_prefill ? 1 : 0);
+  std::string key = absl::StrFormat("R=%d N=%d nd=%d Nd=%d C=%d W=%d S=%d fp8=%d causal=%d", z.num_reqs,
+                                    z.num_tokens, z.num_decodes, z.num_decode_tokens, z.capacity, z.bt_width,
+                                    z.bt_stride, in.fp8_prefill ? 1 : 0, in.causal ? 1 : 0);
   if (impl == Impl::kDeviceChain && in.host.query_start_loc != nullptr)
     absl::StrAppendFormat(&key, " M_host=%d A_host=%d", in.host.query_start_loc[z.num_reqs],
                           in.host.query_start_loc[z.num_decodes]);

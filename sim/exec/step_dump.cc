@@ -32,8 +32,9 @@ SuiteLayout DumpLayout(const BatchInputs& in, const ModelConsts& consts) {
 
 absl::Status WriteFields(const fs::path& dir, const std::string& prefix, const BatchInputs& in,
                          const ModelConsts& consts, int64_t* bytes) {
-  const SuiteReference ref = ComputeSuiteReference(in, DumpLayout(in, consts), consts);
-  for (const ReferenceField& f : ReferenceFields(ref, in, consts)) {
+  const SuiteLayout layout = DumpLayout(in, consts);
+  const SuiteReference ref = ComputeSuiteReference(in, layout, consts);
+  for (const ReferenceField& f : ReferenceFields(ref, in, layout, consts)) {
     const fs::path path = dir / absl::StrCat(prefix, f.name, ".npy");
     DS_RETURN_IF_ERROR(f.int64_field ? WriteNpy(path, f.shape, f.i64) : WriteNpy(path, f.shape, f.i32));
     *bytes += static_cast<int64_t>(f.int64_field ? 8 * f.i64.size() : 4 * f.i32.size());
@@ -76,6 +77,7 @@ absl::Status StepDumpExecutor::Execute(const StepPlan& plan, const StepArrays& a
                     {"graph_padded", plan.graph_padded},
                     {"host_view_stale", stale},
                     {"fp8_prefill", in.fp8_prefill},
+                    {"causal", in.causal},
                     {"sizes",
                      {{"num_reqs", z.num_reqs},
                       {"num_reqs_real", plan.num_reqs_real},

@@ -48,6 +48,7 @@ BatchInputs ToBatchInputs(const StepPlan& plan, const StepArrays& arrays) {
   in.device.slot_mapping = arrays.slot_mapping.data();
   in.host.query_start_loc = arrays.qsl_host.data();
   in.host.seq_lens = arrays.seq_lens_host.data();
+  in.causal = !plan.draft_step;  // the DSpark draft step is non-causal (DSparkSpeculator)
   return in;
 }
 

@@ -26,41 +26,12 @@ ojson FieldsJson(const std::vector<ReferenceField>& fields) {
 }
 
 // An implementation's output image seen through the reference's fields: the same names,
-// regions and shapes as ReferenceFields gives for `want`, so that the two line up cell by cell
-// (but for ratio 2's seq_out, compared as seq // 2 over [0, N_d): CompareSuite).
+// regions and shapes as ReferenceFields gives for `want` (one table, kernels/suite/regions.h), so
+// that the two line up cell by cell (ratio 2's seq_out is compared as seq // 2 over [0, N_d)).
 std::vector<ReferenceField> ImageFields(const SuiteImage& img, const SuiteReference& want, const SuiteLayout& layout,
                                         const BatchInputs& in, const ModelConsts& consts) {
-  const BatchSizes& z = in.sizes;
-  std::vector<ReferenceField> out;
-  for (int k = 0; k < 2; ++k) {
-    SuiteReference as = want;
-    as.token_to_req = img.token_to_req;
-    as.swa.lens = img.swa_lens;
-    as.swa.indices = img.swa_indices;
-    as.mla_r1_slots = img.mla_r1_slots;
-    as.mla_r2_slots = img.mla_r2_slots;
-    as.ring_slots = img.ring_slots;
-    const SuiteImage::Indexer& x = img.indexer[k];
-    as.indexer.seq_out = x.seq_out;
-    as.indexer.decode_lens = x.decode_lens;
-    as.indexer.indices = x.indices;
-    as.indexer.per_req = x.per_req;
-    as.indexer.bt_rows.clear();  // dense [N_d, W] rows out of the strided buffer
-    for (int64_t t = 0; t < z.num_decode_tokens; ++t)
-      as.indexer.bt_rows.insert(as.indexer.bt_rows.end(), x.bt_out.begin() + t * layout.bt_out_stride,
-                                x.bt_out.begin() + t * layout.bt_out_stride + z.bt_width);
-    as.segments.seg_qsl = img.seg_qsl;
-    as.segments.seg_seq_lens = img.seg_seq_lens;
-    // The segment region is the reference's count; the count field itself is the image's.
-    for (ReferenceField& f : ReferenceFields(as, in, consts)) {
-      const bool r2 = f.name.rfind("indexer_r2.", 0) == 0;
-      // MLA ratio 1 hands out slot_mapping itself in vLLM: no builder writes it (suite.h).
-      if (r2 != (k == 1) || f.name == "mla_r1.compressed_slots") continue;
-      if (f.name == "prefill_segments.seg_count") f.i32 = {img.seg_count.empty() ? 0 : img.seg_count[0]};
-      out.push_back(std::move(f));
-    }
-  }
-  return out;
+  SuiteImage view_of = img;  // View() hands out mutable pointers
+  return OutputFields(view_of.View(), want, in, layout, consts);
 }
 
 ojson DifferencesJson(const std::vector<FieldMismatch>& mismatches, std::array<int64_t, 3>* fields_by_kind) {
@@ -129,7 +100,7 @@ absl::StatusOr<OneStepResult> RunOneStep(const StepInput& input, const std::vect
                {"git_sha", rev.sha},             {"git_dirty", rev.known ? ojson(rev.dirty) : ojson(nullptr)}};
   j["step"] = StepInputJson(input);
   j["host_view_stale"] = HostViewStale(in);
-  j["reference"] = FieldsJson(ReferenceFields(want, in, input.consts));
+  j["reference"] = FieldsJson(ReferenceFields(want, in, layout, input.consts));
   ojson& out = j["impls"] = ojson::object();
   std::array<int64_t, 3> total{};
   for (Impl impl : impls) {

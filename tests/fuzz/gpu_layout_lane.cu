@@ -16,7 +16,7 @@ namespace dspark::fuzz {
 // A field added to SuiteOutputs must get its place in OutputPack (and its download), or the lane
 // would hand the implementations a null buffer.
 static_assert(sizeof(IndexerOutputs) == 5 * sizeof(void*), "IndexerOutputs changed: update OutputPack");
-static_assert(sizeof(SuiteOutputs) == 19 * sizeof(void*), "SuiteOutputs changed: update OutputPack");
+static_assert(sizeof(SuiteOutputs) == 22 * sizeof(void*), "SuiteOutputs changed: update OutputPack");
 
 namespace {
 
@@ -49,9 +49,12 @@ OutputPack MakeOutputPack(const SuiteLayout& l) {
   }
   p.seg_qsl = take(4 * (seg + 1));
   p.seg_seq_lens = take(4 * std::max<size_t>(seg, 1));
-  p.seg_count = take(4);
+  p.seg_count = take(8);  // the count, then #57207's max query length
+  p.r2_slots = take(8 * cap);
+  p.r2_csl = take(4 * static_cast<size_t>(std::max(l.max_reqs, 1)));
   p.one_d_end = at;
   p.swa_indices = take(4 * cap * static_cast<size_t>(l.window));
+  p.swa_noncausal = take(4 * cap * static_cast<size_t>(l.noncausal_width));
   for (int k = 0; k < 2; ++k) p.bt_out[k] = take(4 * cap * static_cast<size_t>(l.bt_out_stride));
   p.bytes = at;
   return p;
@@ -73,6 +76,9 @@ SuiteOutputs OutputsAt(uint8_t* base, const OutputPack& p) {
   o.seg_qsl = i32(p.seg_qsl);
   o.seg_seq_lens = i32(p.seg_seq_lens);
   o.seg_count = i32(p.seg_count);
+  o.swa_indices_noncausal = i32(p.swa_noncausal);
+  o.indexer_r2_slots = i64(p.r2_slots);
+  o.indexer_r2_csl = i32(p.r2_csl);
   return o;
 }
 
@@ -129,6 +135,7 @@ absl::StatusOr<std::string> GpuLayoutLane::RunAndCheck(const CaseBatch& b, size_
   BatchInputs in;
   in.sizes = z;
   in.fp8_prefill = b.fp8_prefill;
+  in.causal = b.causal;
   in.device = DeviceBatch{reinterpret_cast<const int32_t*>(dev + in_layout_.qsl_off),
                           reinterpret_cast<const int32_t*>(dev + in_layout_.seq_off),
                           reinterpret_cast<const int32_t*>(dev + in_layout_.bt_off),
@@ -158,8 +165,11 @@ absl::StatusOr<std::string> GpuLayoutLane::RunAndCheck(const CaseBatch& b, size_
       return ViolationReport(impl, step, b, {"failed on a valid layout: " + run.ToString()}, {});
     }
   }
-  // What CompareSuite reads: the 1-D fields whole, SWA rows [0, N), bt_out rows [0, N_d).
+  // What CompareSuite reads: the 1-D fields whole, SWA rows [0, N), the non-causal SWA rows and
+  // bt_out rows [0, N_d).
   const size_t swa_bytes = 4 * N * static_cast<size_t>(layout_.window);
+  const size_t nc_bytes =
+      b.causal ? 0 : 4 * static_cast<size_t>(z.num_decode_tokens) * static_cast<size_t>(layout_.noncausal_width);
   const size_t bt_bytes = 4 * static_cast<size_t>(z.num_decode_tokens) * static_cast<size_t>(layout_.bt_out_stride);
   for (Impl impl : impls) {
     uint8_t* host = mirrors_[impl.index()]->get();
@@ -167,6 +177,9 @@ absl::StatusOr<std::string> GpuLayoutLane::RunAndCheck(const CaseBatch& b, size_
     CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host, src, pack_.one_d_end, cudaMemcpyDeviceToHost, stream));
     if (swa_bytes > 0)
       CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host + pack_.swa_indices, src + pack_.swa_indices, swa_bytes,
+                                           cudaMemcpyDeviceToHost, stream));
+    if (nc_bytes > 0)
+      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host + pack_.swa_noncausal, src + pack_.swa_noncausal, nc_bytes,
                                            cudaMemcpyDeviceToHost, stream));
     for (int k = 0; k < 2 && bt_bytes > 0; ++k)
       CUDA_RETURN_IF_ERROR(

@@ -170,6 +170,9 @@ CaseBatch DrawLayout(LayoutChoices& ch, const LayoutLimits& l, const ModelConsts
 
   CaseBatch b;
   b.fp8_prefill = ch.Bool();
+  // vLLM's DSpark draft step (decodes only) builds non-causal SWA rows; no draw of its own, so
+  // the layouts of a seed stay what they were.
+  b.causal = !(D > 0 && P == 0 && (style == DecodeStyle::kDraft || style == DecodeStyle::kAdaptiveDraft));
   std::vector<int32_t> lens(static_cast<size_t>(R), 0), host_lens;
   b.seq_lens.assign(static_cast<size_t>(R), 0);
   for (int32_t r = 0; r < real; ++r) {

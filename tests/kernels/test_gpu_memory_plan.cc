@@ -76,10 +76,13 @@ Expected CountBuffers(int32_t T, int32_t R, int32_t S, const ModelConsts& m) {
   e.arange = 4 * std::max<uint64_t>(t, w);
   // The scratch arena's sizing rule (kernels/suite/suite.cc), in int32 cells then bytes.
   e.scratch = 4 * (6 * t * w + 3 * t * s + 2 * r * s + 64 * t + 16 * r + 8 * seg) + 32 * t + 65536;
-  // One implementation: token_to_req, swa_lens [T]; swa_indices [T, W]; mla_r1, mla_r2, ring int64
-  // [T]; per indexer seq_out, decode_lens, indices, per_req [T] and bt_out [T, S]; seg_qsl
-  // [seg + 1], seg_seq_lens [seg], seg_count [1].
-  e.output_set = 4 * t + 4 * t + 4 * t * w + 8 * t * 3 + 2 * (4 * t * 4 + 4 * t * s) + 4 * (seg + 1) + 4 * seg + 4;
+  // One implementation: token_to_req, swa_lens [T]; swa_indices [T, W]; mla_r1, mla_r2, ring and
+  // the indexer's ratio-2 slots int64 [T]; its compressed_seq_lens [R]; per indexer seq_out,
+  // decode_lens, indices, per_req [T] and bt_out [T, S]; seg_qsl [seg + 1], seg_seq_lens [seg],
+  // seg_count [2].
+  const uint64_t ncw = (w + m.spec_k + 63) / 64 * 64;  // the DSpark draft rows' width
+  e.output_set = 4 * t + 4 * t + 4 * t * w + 4 * t * ncw + 8 * t * 4 + 4 * r + 2 * (4 * t * 4 + 4 * t * s) + 4 * (seg + 1) +
+                 4 * seg + 8;
   e.input_staging = e.step_inputs + e.block_table;
   e.qsl_staging = 4 * (r + 1);
   e.staging = 4 * (8 * t + 4 * r + 3 * seg + 3) + 8192;
@@ -128,8 +131,10 @@ TEST_P(PlanSmall, CountsEveryBufferExactly) {
 TEST(PlanSmallHandChecked, EightTokensThreeRequestsStrideFive) {
   auto plan = PlanGpuSuiteMemory({8, 3, 5}, ModelConsts{}, 2);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  // inputs 768 + 60, arange 512, scratch 4 * 6886 + 256 + 65536 = 93336, outputs 2 x 4968.
-  EXPECT_EQ(plan->device_bytes(), 768u + 60u + 512u + 93336u + 2u * 4968u);
+  // inputs 768 + 60, arange 512, scratch 4 * 6886 + 256 + 65536 = 93336, outputs 2 x 11192
+  // (4968 before the indexer's ratio-2 inputs, 8 x 8 + 3 x 4, the second seg_count cell, 4, and
+  // the non-causal draft rows, 8 x 192 x 4).
+  EXPECT_EQ(plan->device_bytes(), 768u + 60u + 512u + 93336u + 2u * 11192u);
   // input staging 828, qsl staging 16, staging arena 4 * 91 + 8192.
   EXPECT_EQ(plan->pinned_bytes(), 828u + 16u + 364u + 8192u);
 }

@@ -329,7 +329,8 @@ TEST(SuiteLayoutTest, FitsAndBounds) {
 }
 
 // The fused-suite grid is planned from host sizes only: one block for the segmentation, 2 tokens
-// per token block, 3 jobs x 256 tokens of slot blocks, one block per (decode token, 1024
+// per token block over max(N, R) items, 4 jobs x 256 tokens of slot blocks (MLA r1, MLA r2, ring,
+// the indexer's ratio-2 slots), one block per (decode token, 1024
 // block-table columns), 1024 entries of every tail region per tail block.
 TEST(FusedSuiteGrid, PlannedFromHostSizes) {
   FusedSuiteParams p{};
@@ -344,20 +345,21 @@ TEST(FusedSuiteGrid, PlannedFromHostSizes) {
   PlanFusedSuiteGrid(p);
   EXPECT_EQ(p.token_blocks, 8);
   EXPECT_EQ(p.slot_chunks, 1);
-  EXPECT_EQ(p.slot_blocks, 3);
+  EXPECT_EQ(p.slot_blocks, 4);
   EXPECT_EQ(p.row_chunks, 2);
   EXPECT_EQ(p.row_blocks, 32);
   EXPECT_EQ(p.seg_bound, 1);  // no prefill requests: ceil(16 / 1024) = 1
   EXPECT_EQ(p.tail_blocks, CeilDiv(8192 + 8 + 256 - 1, 1024));
-  EXPECT_EQ(FusedSuiteKernel::Shape(p).grid, 1 + 8 + 3 + 32 + p.tail_blocks);
+  EXPECT_EQ(FusedSuiteKernel::Shape(p).grid, 1 + 8 + 4 + 32 + p.tail_blocks);
   EXPECT_EQ(FusedSuiteKernel::Shape(p).block, 256);
-  // Zero-length decode requests outnumbering the tokens still get a per_req writer.
+  // Zero-length requests outnumbering the tokens still get a per_req and compressed_seq_lens
+  // writer: the token blocks cover R = 16 items.
   p.num_tokens = 3;
   p.num_decode_tokens = 3;
   p.num_decodes = 9;
   p.bt_width = 65;
   PlanFusedSuiteGrid(p);
-  EXPECT_EQ(p.token_blocks, 5);
+  EXPECT_EQ(p.token_blocks, 8);
   EXPECT_EQ(p.row_blocks, 3);
 
 }

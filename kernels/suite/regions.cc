@@ -1,0 +1,112 @@
+#include "kernels/suite/regions.h"
+
+#include <algorithm>
+
+namespace dspark {
+namespace {
+
+SuiteRegion I32(const char* builder, const char* field, int64_t rows, const int32_t* want,
+                int32_t* SuiteOutputs::*got) {
+  SuiteRegion r;
+  r.builder = builder;
+  r.field = field;
+  r.rows = rows;
+  r.want32 = want;
+  r.got32 = got;
+  return r;
+}
+
+SuiteRegion I64(const char* builder, const char* field, int64_t rows, const int64_t* want,
+                int64_t* SuiteOutputs::*got) {
+  SuiteRegion r;
+  r.builder = builder;
+  r.field = field;
+  r.int64_field = true;
+  r.rows = rows;
+  r.want64 = want;
+  r.got64 = got;
+  return r;
+}
+
+SuiteRegion Indexer(const char* builder, const char* field, int k, int64_t rows, const int32_t* want,
+                    int32_t* IndexerOutputs::*got) {
+  SuiteRegion r;
+  r.builder = builder;
+  r.field = field;
+  r.rows = rows;
+  r.want32 = want;
+  r.k = k;
+  r.got_indexer = got;
+  return r;
+}
+
+}  // namespace
+
+std::vector<SuiteRegion> SuiteRegions(const SuiteReference& ref, const BatchInputs& in, const SuiteLayout& layout,
+                                      const ModelConsts& consts) {
+  const BatchSizes& z = in.sizes;
+  const int64_t N = z.num_tokens, C = z.capacity, W = consts.swa_window;
+  const int64_t nd = z.num_decodes, n_d = z.num_decode_tokens;
+  std::vector<SuiteRegion> out;
+  out.push_back(I32("token_map", "token_to_req", N, ref.token_to_req.data(), &SuiteOutputs::token_to_req));
+  out.push_back(I32("swa", "swa_lens", N, ref.swa.lens.data(), &SuiteOutputs::swa_lens));
+  {
+    // The DSpark draft step (causal false) hands out its decode rows from the non-causal buffer;
+    // the causal buffer holds the prefill rows [N_d, N) only.
+    const int64_t first = in.causal ? 0 : std::min(n_d, N);
+    SuiteRegion r = I32("swa", "swa_indices", N - first, ref.swa.indices.data() + first * W, &SuiteOutputs::swa_indices);
+    r.cols = W;
+    r.got_stride = W;
+    r.got_offset = first * W;
+    r.matrix = true;
+    out.push_back(r);
+    if (!in.causal) {
+      const int64_t width = layout.noncausal_width;
+      SuiteRegion nc = I32("swa", "swa_indices_noncausal", n_d, ref.swa_noncausal_indices.data(),
+                           &SuiteOutputs::swa_indices_noncausal);
+      nc.cols = width;
+      nc.got_stride = width;
+      nc.matrix = true;
+      out.push_back(nc);
+    }
+  }
+  // MLA ratio 1 has no output of its own in vLLM (it hands out slot_mapping and the token map).
+  out.push_back(I64("mla_r2", "compressed_slots", C, ref.mla_r2_slots.data(), &SuiteOutputs::mla_r2_slots));
+  out.push_back(I64("mla_r2", "ring_slots", C, ref.ring_slots.data(), &SuiteOutputs::ring_slots));
+  // With no decode request the decode metadata is absent (vLLM builds it under
+  // `if num_decodes > 0`).
+  for (int k = 0; k < 2 && nd > 0; ++k) {
+    const char* b = k == 0 ? "indexer_r1" : "indexer_r2";
+    // Ratio 2 hands out [0, N_d) of its compressed lengths, seq // 2 (vLLM's `seq_lens //= ratio`
+    // or expanded_seq_lens_buffer); ratio 1 its whole buffer, zero from N_d.
+    out.push_back(k == 0 ? Indexer(b, "seq_out", k, C, ref.indexer.seq_out.data(), &IndexerOutputs::seq_out)
+                         : Indexer(b, "seq_out", k, n_d, ref.indexer_r2_seq_out.data(), &IndexerOutputs::seq_out));
+    SuiteRegion bt = Indexer(b, "bt_out", k, n_d, ref.indexer.bt_rows.data(), &IndexerOutputs::bt_out);
+    bt.cols = z.bt_width;
+    bt.got_stride = layout.bt_out_stride;
+    bt.matrix = true;
+    bt.padding_rows_from = in.device.query_start_loc[z.num_decodes];
+    out.push_back(bt);
+    out.push_back(Indexer(b, "decode_lens", k, n_d, ref.indexer.decode_lens.data(), &IndexerOutputs::decode_lens));
+    out.push_back(Indexer(b, "indices", k, n_d, ref.indexer.indices.data(), &IndexerOutputs::indices));
+    out.push_back(Indexer(b, "per_req", k, nd, ref.indexer.per_req.data(), &IndexerOutputs::per_req));
+  }
+  // The indexer's ratio-2 inputs, built in every step before the decode / prefill split.
+  out.push_back(I64("indexer_r2", "compressed_slots", C, ref.indexer_r2_slots.data(), &SuiteOutputs::indexer_r2_slots));
+  out.push_back(I32("indexer_r2", "compressed_seq_lens", z.num_reqs, ref.indexer_r2_csl.data(),
+                    &SuiteOutputs::indexer_r2_csl));
+  if (z.num_decodes < z.num_reqs) {  // with no prefills the segment fields are absent (#57207)
+    out.push_back(I32("prefill_segments", "seg_qsl", int64_t{layout.max_segments} + 1, ref.segments.seg_qsl.data(),
+                      &SuiteOutputs::seg_qsl));
+    out.push_back(I32("prefill_segments", "seg_seq_lens", layout.max_segments, ref.segments.seg_seq_lens.data(),
+                      &SuiteOutputs::seg_seq_lens));
+    out.push_back(I32("prefill_segments", "seg_count", 1, ref.seg_count.data(), &SuiteOutputs::seg_count));
+    SuiteRegion max_q = I32("prefill_segments", "seg_max_query_len", 1, ref.seg_max_query_len.data(),
+                            &SuiteOutputs::seg_count);
+    max_q.got_offset = 1;  // seg_count's buffer holds {count, max query len}
+    out.push_back(max_q);
+  }
+  return out;
+}
+
+}  // namespace dspark

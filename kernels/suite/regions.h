@@ -1,0 +1,47 @@
+// The one table of the suite's defined regions (kernels/suite/suite.h lists them): for every
+// output field of one step, the buffer it lives in, the extent the step defines, and the
+// reference cells it must equal. CompareSuite walks it to compare an implementation's buffers;
+// ReferenceFields (the step-dump writer) walks it to write the reference arrays. A field that is
+// absent in a step (the indexer decode fields with no decode request, the segment fields with no
+// prefill, as in vLLM) has no row.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/batch.h"
+#include "kernels/suite/suite.h"
+
+namespace dspark {
+
+struct SuiteRegion {
+  std::string builder;  // e.g. "indexer_r1"
+  std::string field;    // e.g. "bt_out"
+  bool int64_field = false;
+  int64_t rows = 0;     // [rows, cols] the defined extent; a 1-D field has cols == 1
+  int64_t cols = 1;
+  bool matrix = false;  // dumped as [rows, cols] (else [rows])
+  // The reference, dense row-major over [rows, cols] (points into the SuiteReference).
+  const int32_t* want32 = nullptr;
+  const int64_t* want64 = nullptr;
+  // Where the implementation's buffer of the field is in a SuiteOutputs, and its row stride.
+  int32_t* SuiteOutputs::*got32 = nullptr;
+  int64_t* SuiteOutputs::*got64 = nullptr;
+  int k = -1;            // >= 0: the buffer is got_indexer of SuiteOutputs::indexer[k]
+  int32_t* IndexerOutputs::*got_indexer = nullptr;
+  int64_t got_stride = 1;  // [elements] between rows of the buffer
+  int64_t got_offset = 0;  // [elements] of the region's first cell in the buffer
+  // >= 0: rows from here on are padding rows whose columns 1.. form "<field>_padding", classified
+  // as padding residue for the old indexer chain (which zeroes only column 0 there).
+  int64_t padding_rows_from = -1;
+
+  int64_t Cells() const { return rows * cols; }
+};
+
+// Every field's region of the step `in` (layout: the persistent buffers' geometry), pointing
+// into `ref` (which must outlive the result).
+std::vector<SuiteRegion> SuiteRegions(const SuiteReference& ref, const BatchInputs& in, const SuiteLayout& layout,
+                                      const ModelConsts& consts);
+
+}  // namespace dspark
