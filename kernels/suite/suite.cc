@@ -434,6 +434,7 @@ absl::StatusOr<SuiteImage> CpuSuite::Image(Impl impl) const {
   const auto copy = [](auto* src, auto& dst) { std::copy(src, src + dst.size(), dst.begin()); };
   copy(e.swa_lens, image.swa_lens);
   copy(e.swa_indices, image.swa_indices);
+  copy(e.swa_indices_noncausal, image.swa_indices_noncausal);
   copy(e.mla_r2_slots, image.mla_r2_slots);
   copy(e.ring_slots, image.ring_slots);
   for (int k = 0; k < 2; ++k) {
@@ -446,6 +447,8 @@ absl::StatusOr<SuiteImage> CpuSuite::Image(Impl impl) const {
     copy(e.indexer[k].indices, image.indexer[k].indices);
     copy(e.indexer[k].per_req, image.indexer[k].per_req);
   }
+  copy(e.indexer_r2_slots, image.indexer_r2_slots);
+  copy(e.indexer_r2_csl, image.indexer_r2_csl);
   copy(e.seg_qsl, image.seg_qsl);
   copy(e.seg_seq_lens, image.seg_seq_lens);
   copy(e.seg_count, image.seg_count);
