@@ -66,8 +66,10 @@ class ExecutorObserver final : public StepObserver {
     if (plan.graph_padded) {
       ++padded_steps;
       const BatchSizes z = plan.sizes();
+      // A draft step's graph differs from a verification's of the same sizes: its SWA decode
+      // rows are non-causal (the executor's graph key holds the causal flag too).
       sizes.insert(std::make_tuple(z.num_reqs, z.num_tokens, z.num_decodes, z.num_decode_tokens, z.capacity,
-                                   z.bt_width, z.bt_stride));
+                                   z.bt_width, z.bt_stride, !plan.draft_step));
     }
     auto arrays = plan.Arrays();
     if (!arrays.ok()) return arrays.status();
@@ -79,7 +81,7 @@ class ExecutorObserver final : public StepObserver {
     return executor_->Execute(plan);
   }
   int64_t padded_steps = 0, adaptive_verifications = 0, stale_host_qsl = 0, stale_any = 0;
-  std::set<std::tuple<int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t>> sizes;
+  std::set<std::tuple<int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, bool>> sizes;
 
  private:
   GpuExecutor* executor_;
@@ -359,6 +361,7 @@ TEST(Bench, TinyRunWritesEveryKeyOfTheSchema) {
   cfg.argv = {"bench", "--test"};
   cfg.out_dir = dir.string();
   cfg.reps = 10;
+  cfg.min_samples = 10;
   cfg.warmup = 1;
   cfg.impls = {Impl::kChain, Impl::kFused, Impl::kFusedSuite};
   cfg.cases = {SeedCase::kDecode, SeedCase::kAdaptiveVerify};
