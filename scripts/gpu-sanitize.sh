@@ -5,7 +5,8 @@
 # whole matrix fits one device call. Logs go to $OUT/sanitize (or ./gpu-out/sanitize); the
 # summary lines go to stdout and to summary.txt. Exit status: 0 only when every run is clean.
 #   SANITIZE_TOOLS="memcheck racecheck initcheck synccheck"  SANITIZE_SHARDS=2  SANITIZE_TIMEOUT=400
-#   SANITIZE_HEAVY_TOOLS="memcheck initcheck"   (tools that also run the whole-workload tests)
+#   SANITIZE_HEAVY_TOOLS="memcheck initcheck"   (tools that also run the whole-workload tests; "" for none)
+#   SANITIZE_FILTER=GTEST_FILTER               (only these tests, e.g. the kernels a change touched)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source build-gpu/env.sh
@@ -33,7 +34,7 @@ heavy_groups=('GpuExecutor.AdaptiveRunExactForDeviceImplsStaleForHostImpls'
               'GpuExecutor.*:-GpuExecutor.AdaptiveRunExactForDeviceImplsStaleForHostImpls'
               'Bench.*:TpotLoop.*:DeviceTopB.*:Calibration.*:GpuFaults.ThePlanIsExactlyWhatTheExecutorAllocates:-TpotLoop.ForwardStandInLastsWhatItIsAskedTo')
 heavy_all='GpuExecutor.*:Bench.*:TpotLoop.*:DeviceTopB.*:Calibration.*:GpuFaults.ThePlanIsExactlyWhatTheExecutorAllocates'
-heavy_tools=${SANITIZE_HEAVY_TOOLS:-memcheck initcheck}
+heavy_tools=${SANITIZE_HEAVY_TOOLS-memcheck initcheck}  # set it empty for none
 
 pids=()
 job() {  # job NAME TOOL ARGS...: one instrumented process, its log and exit status in $out
@@ -44,7 +45,8 @@ job() {  # job NAME TOOL ARGS...: one instrumented process, its log and exit sta
   pids+=($!)
 }
 for tool in $tools; do
-  f="$filter:$heavy_all"; n=$shards
+  # A narrowed SANITIZE_FILTER runs only what it names.
+  if [ -n "${SANITIZE_FILTER:-}" ]; then f="$filter"; else f="$filter:$heavy_all"; fi; n=$shards
   [ "$tool" = racecheck ] && n=$((shards + 1))
   [ "$tool" = initcheck ] && f="$f:InitcheckProbeGpu.*"
   for ((s = 0; s < n; ++s)); do
