@@ -3,15 +3,24 @@
 #include "kernels/suite/regions.h"
 
 namespace dspark {
+namespace {
+
+// A field's name, shape and type from its region (the cells are the caller's).
+ReferenceField FieldOf(const SuiteRegion& r) {
+  ReferenceField f;
+  f.name = r.builder + "." + r.field;
+  f.shape = r.matrix ? std::vector<int64_t>{r.rows, r.cols} : std::vector<int64_t>{r.rows};
+  f.int64_field = r.int64_field;
+  return f;
+}
+
+}  // namespace
 
 std::vector<ReferenceField> ReferenceFields(const SuiteReference& ref, const BatchInputs& in,
                                             const SuiteLayout& layout, const ModelConsts& consts) {
   std::vector<ReferenceField> out;
   for (const SuiteRegion& r : SuiteRegions(ref, in, layout, consts)) {
-    ReferenceField f;
-    f.name = r.builder + "." + r.field;
-    f.shape = r.matrix ? std::vector<int64_t>{r.rows, r.cols} : std::vector<int64_t>{r.rows};
-    f.int64_field = r.int64_field;
+    ReferenceField f = FieldOf(r);
     if (r.int64_field)
       f.i64.assign(r.want64, r.want64 + r.Cells());
     else
@@ -25,10 +34,7 @@ std::vector<ReferenceField> OutputFields(const SuiteOutputs& got, const SuiteRef
                                          const SuiteLayout& layout, const ModelConsts& consts) {
   std::vector<ReferenceField> out;
   for (const SuiteRegion& r : SuiteRegions(ref, in, layout, consts)) {
-    ReferenceField f;
-    f.name = r.builder + "." + r.field;
-    f.shape = r.matrix ? std::vector<int64_t>{r.rows, r.cols} : std::vector<int64_t>{r.rows};
-    f.int64_field = r.int64_field;
+    ReferenceField f = FieldOf(r);
     const int64_t* g64 = r.int64_field ? got.*(r.got64) : nullptr;
     const int32_t* g32 = r.int64_field ? nullptr : r.k >= 0 ? got.indexer[r.k].*(r.got_indexer) : got.*(r.got32);
     for (int64_t row = 0; row < r.rows; ++row)
