@@ -118,6 +118,7 @@ DS_HD_INLINE void SwaWriteRow(const SwaParams& p, int32_t t, const SwaRow& row, 
                               int32_t num_lanes) {
   const int32_t width = p.noncausal_width > 0 ? p.noncausal_width : p.window;
   int32_t* out = p.swa_indices + static_cast<int64_t>(t) * width;
+  DS_NO_UNROLL
   for (int32_t j = lane; j < width; j += num_lanes) {
     int32_t slot = -1;
     if (j < row.len) {

@@ -72,6 +72,13 @@ std::vector<RowSpec> Rows() {
     DS_RETURN_IF_ERROR(map_fused(be, st));
     return idx_fused(be, st);
   };
+  // The same serial pair with the indexer as a programmatic dependent launch (Hopper): it reads
+  // nothing the mapping writes, so it may start while the mapping runs.
+  auto pair_fused_pdl = [=](GpuBackend& be, const DeviceState& st) {
+    DS_RETURN_IF_ERROR(map_fused(be, st));
+    be.OverlapNextLaunch();
+    return idx_fused(be, st);
+  };
   auto pair_fused_parallel = [=](GpuBackend& be, const DeviceState& st) {
     be.Branch(1);
     DS_RETURN_IF_ERROR(map_fused(be, st));
@@ -94,6 +101,7 @@ std::vector<RowSpec> Rows() {
       {"mapping+indexer", "host+chain", Method::kEager, true, true, true, pair_old},
       {"mapping+indexer", "fused+fused", Method::kGraph, false, true, true, pair_fused},
       {"mapping+indexer", "fused+fused", Method::kEager, false, true, true, pair_fused},
+      {"mapping+indexer", "fused+fused (PDL)", Method::kGraph, false, true, true, pair_fused_pdl},
       {"mapping+indexer", "fused||fused (2 branches)", Method::kGraph, false, true, true, pair_fused_parallel},
   };
 }
