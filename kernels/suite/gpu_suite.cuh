@@ -45,6 +45,7 @@
 #include "kernels/common/backend.h"
 #include "kernels/common/device_buffer.cuh"
 #include "kernels/suite/gpu_memory_plan.h"
+#include "kernels/suite/suite_graph.cuh"
 #include "kernels/suite/suite.h"
 
 namespace dspark {
@@ -53,34 +54,6 @@ namespace dspark {
 // memory (and the host's physical memory for the pinned part) against `plan`. ResourceExhausted
 // with `who` and `hint` in the message when it does not fit; nothing is allocated either way.
 absl::Status CheckFreeDeviceMemory(const GpuMemoryPlan& plan, absl::string_view who, absl::string_view hint);
-
-// A captured graph and its instantiation. This object owns both handles and destroys them once;
-// the destructor never throws.
-class SuiteGraph {
- public:
-  SuiteGraph() = default;
-  ~SuiteGraph();
-  SuiteGraph(const SuiteGraph&) = delete;
-  SuiteGraph& operator=(const SuiteGraph&) = delete;
-
-  // Takes `captured` (a freshly captured graph). With an instantiation already held, tries
-  // cudaGraphExecUpdate first and re-instantiates only when the update is refused.
-  absl::Status Adopt(cudaGraph_t captured);
-  absl::Status Launch(cudaStream_t stream) const;
-  struct NodeCounts {
-    size_t total = 0, kernels = 0, memcpys = 0, memsets = 0, other = 0;
-  };
-  absl::StatusOr<NodeCounts> CountNodes() const;
-  bool valid() const { return exec_ != nullptr; }
-  int updates() const { return updates_; }          // successful cudaGraphExecUpdate calls
-  int instantiations() const { return instantiations_; }
-
- private:
-  cudaGraph_t graph_ = nullptr;
-  cudaGraphExec_t exec_ = nullptr;
-  int updates_ = 0;
-  int instantiations_ = 0;
-};
 
 class GpuSuite {
  public:
