@@ -20,9 +20,11 @@
 //                       otherwise.
 //   Replay(impl)        launches the graph of the staged key.
 //   Download(impl)      synchronizes, downloads the device inputs (the truth, including any
-//                       in-place rewrite) and the impl's outputs, and compares them exactly with the
-//                       reference: the same SuiteRunResult as CpuSuite::Run. Never inside a timed
-//                       region.
+//                       in-place rewrite) and the impl's whole output buffers, and compares them
+//                       exactly with the reference: the same SuiteRunResult as CpuSuite::Run. Never
+//                       inside a timed region. The GPU executor checks with GpuRegionCheck instead
+//                       (kernels/suite/gpu_check.cuh: the defined regions only, compared on the
+//                       device); this is the old path its tests compare it with.
 //   OverwriteDeviceQsl  rewrites the device query_start_loc in place (stale-boundary replay tests);
 //                       device_query_start_loc() exposes it to a kernel that rewrites it on the
 //                       suite's stream (the adaptive allocation).
@@ -78,6 +80,13 @@ class GpuSuite {
 
   absl::StatusOr<SuiteRunResult> Download(Impl impl);
   absl::StatusOr<SuiteImage> DownloadImage(Impl impl);
+
+  // The staged step for the region check (kernels/suite/gpu_check.cuh): sizes, flags, the host
+  // view's copies, and device pointers to the persistent inputs (device memory, the truth).
+  const BatchInputs& staged_view() const;
+  // The device buffers of `impl`'s outputs; FailedPrecondition before it ran.
+  absl::StatusOr<SuiteOutputs> device_outputs(Impl impl) const;
+  const ModelConsts& consts() const;
 
   absl::Status OverwriteDeviceQsl(const std::vector<int32_t>& qsl);
   int32_t* device_query_start_loc() const;

@@ -1,5 +1,6 @@
 // GpuSuite's whole-buffer download and compare (the old check path, kept for `bench` and the
-// tests that compare it with the GPU executor's region check), and the free-memory pre-flight.
+// tests that compare it with the GPU executor's region check), what the region check reads, the
+// device-qsl rewrite of the stale-boundary tests, and the free-memory pre-flight.
 #include <unistd.h>
 
 #include <algorithm>
@@ -58,6 +59,16 @@ absl::Status GpuSuite::OverwriteDeviceQsl(const std::vector<int32_t>& qsl) {
   CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(st.dev_qsl(), st.qsl_staging.get(), 4 * qsl.size(), cudaMemcpyHostToDevice,
                                        st.stream.get()));
   return absl::OkStatus();
+}
+
+const BatchInputs& GpuSuite::staged_view() const { return d_->view; }
+const ModelConsts& GpuSuite::consts() const { return d_->consts; }
+
+absl::StatusOr<SuiteOutputs> GpuSuite::device_outputs(Impl impl) const {
+  const auto& o = d_->outputs[impl.index()];
+  if (o == nullptr)
+    return absl::FailedPreconditionError(absl::StrCat("GpuSuite: ", std::string(ImplName(impl)), " has not run"));
+  return o->view;
 }
 
 absl::Status CheckFreeDeviceMemory(const GpuMemoryPlan& plan, absl::string_view who, absl::string_view hint) {

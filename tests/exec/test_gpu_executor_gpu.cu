@@ -23,6 +23,9 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "kernels/common/device_buffer.cuh"
 #include "kernels/reference/topb_alloc.h"
 #include "sim/model/acceptance.h"
@@ -93,7 +96,8 @@ struct ExecutorRun {
   int64_t steps = 0;
 };
 
-ExecutorRun RunExecutor(SpecMode mode, const std::vector<Impl>& impls, uint64_t seed) {
+ExecutorRun RunExecutor(SpecMode mode, const std::vector<Impl>& impls, uint64_t seed,
+                        GpuCheckMethod method = GpuCheckMethod::kDevice) {
   ExecutorRun run;
   const SchedulerConfig sc = SmallScheduler(mode);
   static const std::vector<RequestSpec> workload = SmallWorkload();
@@ -106,6 +110,7 @@ ExecutorRun RunExecutor(SpecMode mode, const std::vector<Impl>& impls, uint64_t 
   o.impls = impls;
   o.capacity = CapacityFor(sc);
   o.cold_l2 = false;
+  o.check_method = method;
   auto ex = GpuExecutor::Create(o);
   EXPECT_TRUE(ex.ok()) << ex.status();
   if (!ex.ok()) return run;
@@ -168,6 +173,57 @@ TEST(GpuExecutor, AdaptiveRunExactForDeviceImplsStaleForHostImpls) {
     for (const char* key : {"stale_host", "padding_residue", "bug", "gpu_us", "launches_per_step", "by_case"})
       EXPECT_TRUE(j.contains(key)) << ImplName(impl) << " lacks " << key;
   }
+}
+
+// StepsCsv less its timing columns (gpu_us, host_us).
+std::string UntimedCsv(const std::string& csv) {
+  std::string out;
+  for (absl::string_view line : absl::StrSplit(csv, '\n')) {
+    std::vector<absl::string_view> cols = absl::StrSplit(line, ',');
+    if (cols.size() > 7) cols.erase(cols.begin() + 6, cols.begin() + 8);
+    absl::StrAppend(&out, absl::StrJoin(cols, ","), "\n");
+  }
+  return out;
+}
+
+// The region check on the device, by span download and the old whole-buffer download count and
+// classify the same cells at every step (the adaptive run has stale-host steps of chain and
+// cached, and (c)'s padding residue, so every path of the device check is taken).
+TEST(GpuExecutor, CheckMethodsGiveIdenticalResults) {
+  DS_REQUIRE_GPU();
+  ExecutorRun whole = RunExecutor(SpecMode::kAdaptive, Every(), 7, GpuCheckMethod::kWhole);
+  ASSERT_NE(whole.executor, nullptr);
+  for (GpuCheckMethod method : {GpuCheckMethod::kDevice, GpuCheckMethod::kSpans}) {
+    SCOPED_TRACE(method == GpuCheckMethod::kDevice ? "device" : "spans");
+    ExecutorRun run = RunExecutor(SpecMode::kAdaptive, Every(), 7, method);
+    ASSERT_NE(run.executor, nullptr);
+    ASSERT_EQ(run.steps, whole.steps);
+    for (Impl impl : Every()) {
+      SCOPED_TRACE(std::string(ImplName(impl)));
+      const ExecutorImplStats &a = run.executor->stats(impl), &b = whole.executor->stats(impl);
+      EXPECT_EQ(a.steps, b.steps);
+      EXPECT_EQ(a.mismatch_cells, b.mismatch_cells);
+      EXPECT_EQ(a.mismatch_steps, b.mismatch_steps);
+      EXPECT_EQ(a.mismatch_steps_by_case, b.mismatch_steps_by_case);
+      EXPECT_EQ(a.cells_by_field, b.cells_by_field);
+      EXPECT_EQ(a.first_stale_host, b.first_stale_host);
+      EXPECT_EQ(a.graph_replays, b.graph_replays);
+    }
+    EXPECT_EQ(UntimedCsv(run.executor->StepsCsv()), UntimedCsv(whole.executor->StepsCsv()));
+    const RegionCheckStats c = run.executor->region_check_stats();
+    EXPECT_EQ(c.steps, run.steps);
+    EXPECT_EQ(c.references_computed, 0) << "the plan's device view is the truth at every step";
+    if (method == GpuCheckMethod::kDevice) {
+      EXPECT_EQ(c.device_compares, run.steps);
+      EXPECT_GT(c.mirrored, 0) << "chain and cached diverge on stale steps";
+      EXPECT_LT(c.mirrored, run.steps * static_cast<int64_t>(Every().size()));
+    } else {
+      EXPECT_EQ(c.mirrored, run.steps * static_cast<int64_t>(Every().size()));
+    }
+    const nlohmann::json summary = run.executor->Summary();
+    EXPECT_EQ(summary["check"]["method"], method == GpuCheckMethod::kDevice ? "device" : "spans");
+  }
+  EXPECT_EQ(whole.executor->Summary()["check"]["method"], "whole");
 }
 
 TEST(GpuExecutor, DSparkRunWithoutAdaptiveHasNoDeviceAllocation) {
