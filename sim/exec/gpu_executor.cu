@@ -152,6 +152,7 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(const GpuExecut
     if (!(st->suite->layout() == MakeSuiteLayout(options.capacity.max_tokens, options.capacity.max_reqs,
                                                  options.capacity.max_bt_stride, options.consts)))
       return absl::InternalError("GpuExecutor::Create: the suite's layout is not the one the memory plan sized");
+    if (options.overlap_reference) st->worker = std::make_unique<ReferenceWorker>();
     DS_ASSIGN_OR_RETURN(st->check, GpuRegionCheck::Create(st->suite->layout(), options.capacity,
                                                           static_cast<int>(options.impls.size()),
                                                           options.check_method == GpuCheckMethod::kDevice));
@@ -246,6 +247,24 @@ absl::Status GpuExecutor::State::RunStep(const StepPlan& plan, StepDelta& delta)
     return annotate(InjectCudaFault(suite->device_query_start_loc(), suite->stream()),
                     absl::StrFormat("injected fault (testing aid %s=%d)", kGpuFaultAtStepEnv, options.fault_at_step));
 
+  // The step's reference on the worker while the GPU runs the implementations; waited for
+  // before any return, as it reads this step's arrays.
+  SuiteReference want;
+  double reference_us = 0;
+  ReferenceWorker* overlap = options.check ? worker.get() : nullptr;
+  struct WaitOnExit {
+    ReferenceWorker* w;
+    ~WaitOnExit() {
+      if (w != nullptr) w->WaitNoThrow();
+    }
+  } wait_on_exit{overlap};
+  if (overlap != nullptr)
+    overlap->Start([&] {
+      const auto t0 = std::chrono::steady_clock::now();
+      want = ComputeSuiteReference(guess, suite->layout(), suite->consts());
+      reference_us = MicrosSince(t0);
+    });
+
   for (Impl impl : options.impls) {
     ExecutorImplStats& s = delta.stats[impl];
     const std::string impl_name(ImplName(impl));
@@ -308,7 +327,13 @@ absl::Status GpuExecutor::State::RunStep(const StepPlan& plan, StepDelta& delta)
     }
   }
 
-  if (options.check) DS_RETURN_IF_ERROR(CheckStep(plan, guess, delta));
+  if (options.check) {
+    if (overlap != nullptr) {
+      overlap->Wait();
+      delta.reference_us = reference_us;
+    }
+    DS_RETURN_IF_ERROR(CheckStep(plan, guess, overlap != nullptr ? &want : nullptr, delta));
+  }
   return absl::OkStatus();
 }
 

@@ -108,6 +108,9 @@ struct GpuExecutorOptions {
   bool time_steps = true;      // CUDA events around every suite
   bool check = true;           // compare every step
   GpuCheckMethod check_method = GpuCheckMethod::kDevice;
+  // kDevice / kSpans: compute the step's CPU reference on a worker thread while the GPU runs the
+  // step (outside the GPU's timing; the eager suites' host work runs on the main thread).
+  bool overlap_reference = true;
   int device = -1;              // CUDA device ordinal; -1: the current device
   // Testing aid: at the step whose index (StepPlan::index, 0-based, steps.csv's `step`) equals
   // this, after staging, issue a CUDA call that really fails (a device-to-device cudaMemcpyAsync

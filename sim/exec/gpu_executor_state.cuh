@@ -12,6 +12,7 @@
 
 #include "nlohmann/json.hpp"
 #include "sim/exec/gpu_executor.cuh"
+#include "sim/exec/gpu_reference_worker.h"
 #include "sim/exec/gpu_timing.cuh"
 
 namespace dspark::sim {
@@ -51,6 +52,7 @@ struct GpuExecutor::State {
   std::unique_ptr<GpuSuite> suite;
   std::unique_ptr<DeviceTopB> topb;
   std::unique_ptr<GpuRegionCheck> check;  // with options.check and a region check method
+  std::unique_ptr<ReferenceWorker> worker;  // with `check` and options.overlap_reference
   std::unique_ptr<timing::L2Flusher> flusher;
   std::unique_ptr<timing::EventTimer> timer;
   std::map<Impl, ExecutorImplStats> stats;
@@ -64,8 +66,10 @@ struct GpuExecutor::State {
 
   absl::Status RunStep(const StepPlan& plan, gpu_executor_internal::StepDelta& delta);
   // The check of the step just run (GpuExecutorOptions::check_method); `guess` is the plan's
-  // device view (the truth unless something rewrote the inputs on the device).
-  absl::Status CheckStep(const StepPlan& plan, const BatchInputs& guess, gpu_executor_internal::StepDelta& delta);
+  // device view (the truth unless something rewrote the inputs on the device), `want` its
+  // reference when the worker computed it (nullptr: computed here).
+  absl::Status CheckStep(const StepPlan& plan, const BatchInputs& guess, const SuiteReference* want,
+                         gpu_executor_internal::StepDelta& delta);
   void Commit(gpu_executor_internal::StepDelta& delta);
 };
 
