@@ -218,7 +218,6 @@ void GpuExecutor::State::Commit(StepDelta& delta) {
 }
 
 absl::Status GpuExecutor::State::RunStep(const StepPlan& plan, StepDelta& delta) {
-  const std::string case_name(StepCaseName(plan.step_case));
   const auto annotate = [&](const absl::Status& s, absl::string_view what) {
     return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
   };
