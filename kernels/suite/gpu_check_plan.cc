@@ -4,6 +4,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "kernels/common/byte_math.h"
 #include "kernels/suite/gpu_memory_plan.h"
 
 namespace dspark {
@@ -59,7 +60,7 @@ void WriteWantPack(const std::vector<SuiteRegion>& regions, const WantPack& pack
 }
 
 uint64_t MaxRegionCheckBytes(const SuiteLayout& layout) {
-  return GpuSuiteOutputSetBytes(layout) + kMaxSuiteRegions * kCheckPackAlign;
+  return SatAdd(GpuSuiteOutputSetBytes(layout), kMaxSuiteRegions * kCheckPackAlign);
 }
 
 RegionSpan SpanOf(const SuiteRegion& r) {

@@ -14,8 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/byte_math.h"
 #include "kernels/reference/region_compare.h"
 #include "kernels/suite/gpu_check_plan.h"
+#include "kernels/suite/gpu_memory_plan.h"
 #include "kernels/suite/regions.h"
 #include "kernels/suite/suite.h"
 #include "tests/kernels/test_suite_util.h"
@@ -147,6 +149,18 @@ TEST(GpuCheckPlanSpans, SpanCoversStridedRowsAndAnEmptyRegionReadsNothing) {
   r.cols = 4;
   r.rows = 0;
   EXPECT_EQ(SpanOf(r).count, 0);
+}
+
+TEST(GpuCheckPlanSpans, TheBoundSaturatesInsteadOfWrapping) {
+  SuiteLayout l;
+  l.token_capacity = 0x7fffffff;
+  l.window = 0x7fffffff;
+  l.bt_out_stride = 0x7fffffff;
+  l.max_reqs = 1;
+  ASSERT_EQ(GpuSuiteOutputSetBytes(l), kBytesOverflow);
+  EXPECT_EQ(MaxRegionCheckBytes(l), kBytesOverflow);
+  l = MakeSuiteLayout(64, 4, 8, ModelConsts{});
+  EXPECT_EQ(MaxRegionCheckBytes(l), GpuSuiteOutputSetBytes(l) + kMaxSuiteRegions * kCheckPackAlign);
 }
 
 TEST(RegionCompareReference, CountsPaddingColumnsApartAndReadsTheTail) {
