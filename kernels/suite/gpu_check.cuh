@@ -9,11 +9,13 @@
 //      cells (kernels/suite/gpu_check_plan.h) with one copy, count each region's differing cells
 //      on the device (kernels/suite/gpu_compare.cuh) and download the counts: one
 //      synchronization for the whole step;
-//   4. an implementation with a non-zero count: download its regions' spans (one async copy
-//      each, one synchronization) into a pinned mirror and run CompareSuite on it, which gives the
-//      FieldMismatch list (first index, values, stale-host / padding-residue / bug) it gives on
-//      the whole buffers; its counts must equal the device's (an Internal error otherwise).
-// With on_device false, step 3 is skipped and step 4 runs for every implementation.
+//   4. an implementation with a non-zero count: download the spans of its differing regions
+//      (one async copy each, one synchronization) into a pinned mirror, write the reference's
+//      cells for its equal ones, and run CompareSuite on it, which gives the FieldMismatch list
+//      (first index, values, stale-host / padding-residue / bug) it gives on the whole buffers;
+//      its counts must equal the device's (an Internal error otherwise).
+// With on_device false, step 3 is skipped and step 4 downloads every region of every
+// implementation.
 // Every CUDA call returns through the check macros. Not thread-safe.
 #pragma once
 

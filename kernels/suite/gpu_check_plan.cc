@@ -102,7 +102,8 @@ std::vector<RegionCompareTask> PlanCompareTasks(const std::vector<SuiteRegion>& 
   return tasks;
 }
 
-MirrorPlan PlanMirror(const std::vector<SuiteRegion>& regions, const SuiteOutputs& src, uint8_t* mirror) {
+MirrorPlan PlanMirror(const std::vector<SuiteRegion>& regions, const SuiteOutputs& src, uint8_t* mirror,
+                      const int64_t* counts) {
   // The arena holds each buffer a region reads from its cell 0 to the last cell any of its
   // regions reads, so an offset into the buffer is the same offset into the mirror's.
   std::map<const void*, int64_t> end_bytes;
@@ -126,17 +127,38 @@ MirrorPlan PlanMirror(const std::vector<SuiteRegion>& regions, const SuiteOutput
   for (IndexerOutputs& x : v.indexer)
     for (int32_t** p : {&x.seq_out, &x.bt_out, &x.decode_lens, &x.indices, &x.per_req})
       *p = reinterpret_cast<int32_t*>(mirror);
-  for (const SuiteRegion& r : regions) {
+  for (size_t i = 0; i < regions.size(); ++i) {
+    const SuiteRegion& r = regions[i];
     const void* buffer = RegionBuffer(r, src);
     uint8_t* host = host_of[buffer];
     SetRegionBuffer(r, v, host);
     const RegionSpan s = SpanOf(r);
     if (s.count <= 0) continue;
+    if (counts != nullptr && counts[2 * i] == 0 && counts[2 * i + 1] == 0) {
+      plan.fills.push_back(i);
+      continue;
+    }
     const int64_t e = ElemBytes(r);
     plan.copies.push_back(MirrorCopy{static_cast<const uint8_t*>(buffer) + s.first * e, host + s.first * e,
                                      static_cast<uint64_t>(s.count * e)});
   }
   return plan;
+}
+
+void WriteMirrorFills(const std::vector<SuiteRegion>& regions, const MirrorPlan& plan) {
+  for (size_t i : plan.fills) {
+    const SuiteRegion& r = regions[i];
+    const int64_t e = ElemBytes(r);
+    auto* dst = static_cast<uint8_t*>(const_cast<void*>(RegionBuffer(r, plan.view))) + r.got_offset * e;
+    const auto* want = r.int64_field ? reinterpret_cast<const uint8_t*>(r.want64)
+                                     : reinterpret_cast<const uint8_t*>(r.want32);
+    if (r.got_stride == r.cols) {
+      std::memcpy(dst, want, static_cast<size_t>(r.Cells() * e));
+      continue;
+    }
+    for (int64_t row = 0; row < r.rows; ++row)
+      std::memcpy(dst + row * r.got_stride * e, want + row * r.cols * e, static_cast<size_t>(r.cols * e));
+  }
 }
 
 std::map<std::string, int64_t> CountsByField(const std::vector<SuiteRegion>& regions, const int64_t* counts) {

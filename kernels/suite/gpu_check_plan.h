@@ -58,7 +58,10 @@ std::vector<RegionCompareTask> PlanCompareTasks(const std::vector<SuiteRegion>& 
 
 // Copies of the regions' spans from `src` (an implementation's buffers) into a host arena at
 // `mirror` (at least MaxRegionCheckBytes), and the SuiteOutputs that CompareSuite reads there.
-// Buffers no region reads point at the arena's base (never read).
+// Buffers no region reads point at the arena's base (never read). With `counts` (the device
+// compare's, 2 per region), a region whose counts are both zero is not downloaded: its cells
+// equal the reference's, which WriteMirrorFills writes in its place (row by row at the buffer's
+// stride), so CompareSuite finds on the mirror exactly what it finds on the device's buffers.
 struct MirrorCopy {
   const void* src = nullptr;
   void* dst = nullptr;
@@ -66,10 +69,13 @@ struct MirrorCopy {
 };
 struct MirrorPlan {
   std::vector<MirrorCopy> copies;
-  uint64_t bytes = 0;  // [bytes] of the arena used
+  std::vector<size_t> fills;  // regions written from the reference
+  uint64_t bytes = 0;         // [bytes] of the arena used
   SuiteOutputs view;
 };
-MirrorPlan PlanMirror(const std::vector<SuiteRegion>& regions, const SuiteOutputs& src, uint8_t* mirror);
+MirrorPlan PlanMirror(const std::vector<SuiteRegion>& regions, const SuiteOutputs& src, uint8_t* mirror,
+                      const int64_t* counts = nullptr);
+void WriteMirrorFills(const std::vector<SuiteRegion>& regions, const MirrorPlan& plan);
 
 // Differing cells by "builder.field" ("builder.field_padding" for the padding columns), zero
 // counts left out: from one implementation's task counts (2 per region, in region order) and

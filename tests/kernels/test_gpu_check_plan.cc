@@ -9,6 +9,7 @@
 //     mirror stay within MaxRegionCheckBytes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
@@ -91,6 +92,17 @@ TEST_P(GpuCheckPlan, ReferenceCountsAndMirrorMatchCompareSuite) {
       for (const MirrorCopy& c : mirror.copies) std::memcpy(c.dst, c.src, c.bytes);
       EXPECT_EQ(DescribeMismatches(CompareSuite(impl, in, want, layout, consts, mirror.view)),
                 DescribeMismatches(cpu));
+      EXPECT_TRUE(mirror.fills.empty());
+
+      // With the counts, equal regions are written from the reference instead of copied.
+      std::fill(arena.begin(), arena.end(), 0xA5);
+      const MirrorPlan partial = PlanMirror(regions, view, arena.data(), counts.data());
+      EXPECT_EQ(partial.bytes, mirror.bytes);
+      for (const MirrorCopy& c : partial.copies) std::memcpy(c.dst, c.src, c.bytes);
+      WriteMirrorFills(regions, partial);
+      EXPECT_EQ(DescribeMismatches(CompareSuite(impl, in, want, layout, consts, partial.view)),
+                DescribeMismatches(cpu));
+      if (cpu.empty()) EXPECT_TRUE(partial.copies.empty());
     }
   }
 }
