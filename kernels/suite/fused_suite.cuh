@@ -263,10 +263,10 @@ struct FusedSuiteKernel {
     const int32_t* seq_lens = CachesBoundaries() ? s.seq_lens : p.seq_lens;
     if (t < p.num_tokens) {
       SwaParams swa = SuiteSwaParams(p, seq_lens);
+      swa.slot_mapping = p.slot_mapping;  // is_valid_token, causal and non-causal rows alike
       if (p.swa_noncausal_width > 0 && t < p.num_decode_tokens) {  // the DSpark draft rows
         swa.swa_indices = p.swa_indices_nc;
         swa.noncausal_width = p.swa_noncausal_width;
-        swa.slot_mapping = p.slot_mapping;
       }
       SwaWriteRow(swa, t, SwaResolveRow(swa, qsl, t), lane, lanes);
       if (lane == 32 % lanes) p.token_to_req[t] = t < qsl[p.num_reqs] ? FindRequest(qsl, p.num_reqs, t) : 0;

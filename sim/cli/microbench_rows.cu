@@ -57,8 +57,9 @@ GpuMemoryPlan PlanCase(const BenchCase& c, const Config& cfg) {
 
 std::vector<RowSpec> Rows() {
   auto map_host = [](GpuBackend& be, const DeviceState& st) { return TokenMapHost(be, st.MapArgs()).status(); };
+  // State (c)'s chain, the same code vllm-pre56562 runs (kernels/suite/vllm_ops.h): 8 launches.
   auto map_chain = [](GpuBackend& be, const DeviceState& st) {
-    return TokenMapDeviceChain(be, st.MapArgs()).status();
+    return vllm_ops::TokenMapPre56562(be, st.MapArgs()).status();
   };
   auto map_fused = [](GpuBackend& be, const DeviceState& st) { return TokenMapFused(be, st.MapArgs()).status(); };
   // State (c)'s chain as vLLM wrote it: device lengths, the host total (kernels/suite/vllm_indexer_ops.h).
