@@ -182,7 +182,8 @@ struct FusedSuiteKernel {
   struct TokenShared {
     int32_t qsl[kSharedQslCap + 1];
     int32_t seq_lens[kSharedQslCap];
-    int64_t slot[kThreads];  // slot blocks: slot_mapping of the block's tokens, loaded in phase 0
+    int64_t slot[kThreads];  // slot_mapping of the block's tokens (slot blocks: one per thread;
+                             //   token blocks: one per token), loaded in phase 0
   };
   struct Shared {
     union {
@@ -215,7 +216,11 @@ struct FusedSuiteKernel {
     }
     int32_t b = c.block - 1;
     if (b < p.token_blocks) {
-      if (phase == 0) LoadBoundaries(p.num_reqs, /*with_seq_lens=*/true, c.thread, s.u.tok);
+      if (phase == 0) {
+        LoadBoundaries(p.num_reqs, /*with_seq_lens=*/true, c.thread, s.u.tok);
+        if (c.thread % kLanesPerToken == 0)
+          s.u.tok.slot[c.thread / kLanesPerToken] = SlotOf(b * kTokensPerBlock + c.thread / kLanesPerToken);
+      }
       if (phase == 1) WriteTokenBlock(b, c.thread, s.u.tok);
       return;
     }
@@ -253,22 +258,26 @@ struct FusedSuiteKernel {
   }
 
   DS_HD void WriteTokenBlock(int32_t b, int32_t thread, const TokenShared& s) const {
-    WriteToken(b * kTokensPerBlock + thread / kLanesPerToken, thread % kLanesPerToken, kLanesPerToken, s);
+    WriteToken(b * kTokensPerBlock + thread / kLanesPerToken, s.slot[thread / kLanesPerToken],
+               thread % kLanesPerToken, kLanesPerToken, s);
   }
 
   // Token t's share of `lane` of `lanes`: the SWA cells of its columns; the scalar outputs go to
-  // lanes 32, 33, 64, 65, 96 (all to lane 0 when lanes == 1, the CPU path).
-  DS_HD void WriteToken(int32_t t, int32_t lane, int32_t lanes, const TokenShared& s) const {
+  // lanes 32, 33, 64, 65, 96 (all to lane 0 when lanes == 1, the CPU path). `slot` is SlotOf(t).
+  DS_HD void WriteToken(int32_t t, int64_t slot, int32_t lane, int32_t lanes, const TokenShared& s) const {
     const int32_t* qsl = CachesBoundaries() ? s.qsl : p.query_start_loc;
     const int32_t* seq_lens = CachesBoundaries() ? s.seq_lens : p.seq_lens;
     if (t < p.num_tokens) {
       SwaParams swa = SuiteSwaParams(p, seq_lens);
-      swa.slot_mapping = p.slot_mapping;  // is_valid_token, causal and non-causal rows alike
       if (p.swa_noncausal_width > 0 && t < p.num_decode_tokens) {  // the DSpark draft rows
         swa.swa_indices = p.swa_indices_nc;
         swa.noncausal_width = p.swa_noncausal_width;
       }
-      SwaWriteRow(swa, t, SwaResolveRow(swa, qsl, t), lane, lanes);
+      // vLLM's is_valid_token (slot_mapping >= 0), causal and non-causal rows alike, from the
+      // slot loaded with the boundaries in phase 0: SwaResolveRow's own check (swa.slot_mapping
+      // set) would load it after the barrier, a second round trip before the block table's.
+      const SwaRow row = slot < 0 ? SwaRow{0, 0, p.block_table} : SwaResolveRow(swa, qsl, t);
+      SwaWriteRow(swa, t, row, lane, lanes);
       if (lane == 32 % lanes) p.token_to_req[t] = t < qsl[p.num_reqs] ? FindRequest(qsl, p.num_reqs, t) : 0;
     }
     for (int32_t k = 0; k < 2; ++k) {
@@ -316,7 +325,7 @@ struct FusedSuiteKernel {
     std::memset(static_cast<void*>(&smem), 0xA5, sizeof(Shared));
     TokenShared& s = smem.u.tok;
     for (int32_t t = 0; t < kThreads; ++t) LoadBoundaries(p.num_reqs, /*with_seq_lens=*/true, t, s);
-    for (int32_t t = 0; t < p.token_blocks * kTokensPerBlock; ++t) WriteToken(t, 0, 1, s);
+    for (int32_t t = 0; t < p.token_blocks * kTokensPerBlock; ++t) WriteToken(t, SlotOf(t), 0, 1, s);
     for (int32_t job = 0; job < kSlotJobs; ++job)
       for (int32_t t = 0; t < MinI(p.num_tokens, p.slot_chunks * kThreads); ++t)
         WriteSlot(job, t, job < 2 ? SlotOf(t) : -1, s);
