@@ -81,7 +81,8 @@ absl::StatusOr<std::unique_ptr<GpuRegionCheck>> GpuRegionCheck::Create(const Sui
 }
 
 absl::Status GpuRegionCheck::DeviceCounts(GpuSuite& suite, const std::vector<SuiteRegion>& regions,
-                                          const std::vector<SuiteOutputs>& outs, std::vector<int64_t>& counts) {
+                                          const std::vector<SuiteOutputs>& outs, const std::vector<Impl>& impls,
+                                          std::vector<int64_t>& counts) {
   cudaStream_t s = suite.stream();
   if (regions.size() > static_cast<size_t>(kMaxSuiteRegions))
     return absl::InternalError(absl::StrFormat("GpuRegionCheck: %d regions, at most %d", regions.size(),
@@ -97,7 +98,7 @@ absl::Status GpuRegionCheck::DeviceCounts(GpuSuite& suite, const std::vector<Sui
   int64_t max_cells = 0;
   auto* tasks = reinterpret_cast<RegionCompareTask*>(up);
   for (size_t i = 0; i < outs.size(); ++i) {
-    const std::vector<RegionCompareTask> t = PlanCompareTasks(regions, pack, device_.get() + tasks_bytes_, outs[i]);
+    const std::vector<RegionCompareTask> t = PlanCompareTasks(regions, pack, device_.get() + tasks_bytes_, outs[i], impls[i].info().traits);
     std::copy(t.begin(), t.end(), tasks + i * per_impl);
     for (const RegionCompareTask& k : t) max_cells = std::max(max_cells, k.rows * k.cols);
   }
@@ -168,7 +169,7 @@ absl::StatusOr<std::vector<SuiteRunResult>> GpuRegionCheck::Check(GpuSuite& suit
     // hint's, as the truth is still being downloaded; equal to the truth's when the hint is kept.
     want = hint_want;
     regions = SuiteRegions(*want, *hint_in, layout_, consts);
-    if (on_device_) DS_RETURN_IF_ERROR(DeviceCounts(suite, regions, outs, counts));
+    if (on_device_) DS_RETURN_IF_ERROR(DeviceCounts(suite, regions, outs, impls, counts));
     else CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
     if (!SameDeviceArrays(truth, *hint_in)) want = nullptr;
   } else {
@@ -179,7 +180,7 @@ absl::StatusOr<std::vector<SuiteRunResult>> GpuRegionCheck::Check(GpuSuite& suit
     want = &computed;
     ++stats_.references_computed;
     regions = SuiteRegions(*want, truth, layout_, consts);
-    if (on_device_) DS_RETURN_IF_ERROR(DeviceCounts(suite, regions, outs, counts));
+    if (on_device_) DS_RETURN_IF_ERROR(DeviceCounts(suite, regions, outs, impls, counts));
   }
   // 4. CompareSuite on the spans of every implementation the device found differing.
   std::vector<SuiteRunResult> results(impls.size());

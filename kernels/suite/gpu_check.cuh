@@ -65,7 +65,8 @@ class GpuRegionCheck {
  private:
   GpuRegionCheck() = default;
   absl::Status DeviceCounts(GpuSuite& suite, const std::vector<SuiteRegion>& regions,
-                            const std::vector<SuiteOutputs>& outs, std::vector<int64_t>& counts);
+                            const std::vector<SuiteOutputs>& outs, const std::vector<Impl>& impls,
+                            std::vector<int64_t>& counts);
 
   SuiteLayout layout_;
   int impls_ = 0;
