@@ -269,7 +269,7 @@ TEST(IndexerGpuGraph, DependentLaunchAfterTheTokenMapWritesTheSameBuffers) {
   DS_REQUIRE_GPU();
   int checked = 0;
   for (const auto& c : testing_util::IndexerSeedCases()) {
-    if (c.num_decodes == 0) continue;
+    if (c.num_decode_tokens == 0) continue;  // no pair: neither kernel launches
     const IndexerImages before = IndexerImages::Filled(c, kPoison);
     GpuEnv env;
     GpuBackend be = env.Backend();
