@@ -113,19 +113,31 @@ DS_HD_INLINE SwaRow SwaResolveRow(const SwaParams& p, const int32_t* qsl, int32_
 }
 
 // Writes the cells of row t that `lane` of `num_lanes` owns (columns lane, lane + num_lanes, ...);
-// lane 0 also writes swa_lens[t].
+// lane 0 also writes swa_lens[t]. The window is walked block by block: one block-table load and
+// one division per block the lane touches, not per cell (slot = block * bs + offset).
 DS_HD_INLINE void SwaWriteRow(const SwaParams& p, int32_t t, const SwaRow& row, int32_t lane,
                               int32_t num_lanes) {
   const int32_t width = p.noncausal_width > 0 ? p.noncausal_width : p.window;
+  const int32_t bs = p.block_size;
   int32_t* out = p.swa_indices + static_cast<int64_t>(t) * width;
-  for (int32_t j = lane; j < width; j += num_lanes) {
-    int32_t slot = -1;
-    if (j < row.len) {
-      const int32_t pos = row.start + j;
-      slot = row.bt_row[pos / p.block_size] * p.block_size + pos % p.block_size;
+  const int32_t len = MinI(row.len, width);
+  int32_t j = lane;
+  if (j < len) {
+    const int32_t first = row.start + j;
+    int32_t blk = first / bs;
+    int32_t off = first - blk * bs;  // [0, bs)
+    while (j < len) {
+      // This block's cells of the lane: offsets off, off + num_lanes, ... below bs.
+      const int32_t n = MinI(CeilDiv(bs - off, num_lanes), CeilDiv(len - j, num_lanes));
+      const int32_t base = row.bt_row[blk] * bs + off;
+      for (int32_t i = 0; i < n; ++i) out[j + i * num_lanes] = base + i * num_lanes;
+      j += n * num_lanes;
+      off += n * num_lanes;
+      blk += off / bs;
+      off -= (off / bs) * bs;
     }
-    out[j] = slot;
   }
+  for (; j < width; j += num_lanes) out[j] = -1;
   if (lane == 0) p.swa_lens[t] = row.len;
 }
 

@@ -33,17 +33,15 @@ void AssignGroupOutputs(BuilderGroup g, const SuiteOutputs& src, SuiteOutputs* d
 
 // ---------------------------------------------------------------- CompareMemo
 
-// equal_ is kept sorted: a step notes one span per block-table row, thousands in a long step.
-bool CompareMemo::KnownEqual(const void* want, const void* got, size_t bytes) const {
+bool CompareMemo::KnownEqual(const Key& key) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return std::binary_search(equal_.begin(), equal_.end(), std::make_tuple(want, got, bytes));
+  return std::binary_search(equal_.begin(), equal_.end(), key);
 }
 
-void CompareMemo::NoteEqual(const void* want, const void* got, size_t bytes) {
+void CompareMemo::NoteEqual(const Key& key) {
   std::lock_guard<std::mutex> lock(mu_);
-  const auto key = std::make_tuple(want, got, bytes);
   const auto it = std::lower_bound(equal_.begin(), equal_.end(), key);
-  if (it == equal_.end() || *it != key) equal_.insert(it, key);
+  if (it == equal_.end() || !(*it == key)) equal_.insert(it, key);
 }
 
 void CompareMemo::Clear() {

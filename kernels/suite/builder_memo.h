@@ -58,17 +58,28 @@ enum class BuilderGroup : int8_t {
 // dst's pointers of group g's fields become src's.
 void AssignGroupOutputs(BuilderGroup g, const SuiteOutputs& src, SuiteOutputs* dst);
 
-// Spans already found equal in this step (want, got, bytes): a second comparison of the same
-// buffers is one lookup. Thread-safe.
+// Regions already found equal in this step: a second comparison of the same two buffers over
+// the same extent (want, got, rows, cols, got's row stride) is one lookup. Thread-safe. Kept per
+// region, not per row: a step has a few dozen regions but thousands of block-table rows.
 class CompareMemo {
  public:
-  bool KnownEqual(const void* want, const void* got, size_t bytes) const;
-  void NoteEqual(const void* want, const void* got, size_t bytes);
+  struct Key {
+    const void* want;
+    const void* got;
+    int64_t rows, cols, stride, elem_bytes;
+    bool operator<(const Key& o) const {
+      return std::tie(want, got, rows, cols, stride, elem_bytes) <
+             std::tie(o.want, o.got, o.rows, o.cols, o.stride, o.elem_bytes);
+    }
+    bool operator==(const Key& o) const { return !(*this < o) && !(o < *this); }
+  };
+  bool KnownEqual(const Key& key) const;
+  void NoteEqual(const Key& key);
   void Clear();
 
  private:
   mutable std::mutex mu_;
-  std::vector<std::tuple<const void*, const void*, size_t>> equal_;
+  std::vector<Key> equal_;  // sorted
 };
 
 class BuilderMemo {

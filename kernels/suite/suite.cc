@@ -202,7 +202,7 @@ namespace {
 // Accumulates one field's differences: the first one and how many.
 class FieldDiff {
  public:
-  FieldDiff(std::string builder, std::string field, CompareMemo* memo = nullptr) : memo_(memo) {
+  FieldDiff(std::string builder, std::string field) {
     m_.builder = std::move(builder);
     m_.field = std::move(field);
   }
@@ -220,14 +220,15 @@ class FieldDiff {
   template <typename T>
   void CheckSpan(int64_t first, const T* want, const T* got, int64_t n) {
     if (n <= 0) return;
-    const size_t bytes = static_cast<size_t>(n) * sizeof(T);
-    if (memo_ != nullptr && memo_->KnownEqual(want, got, bytes)) return;
-    if (std::memcmp(want, got, bytes) == 0) {
-      if (memo_ != nullptr) memo_->NoteEqual(want, got, bytes);
-      return;
-    }
-    for (int64_t i = 0; i < n; ++i) Check(first + i, want[i], got[i]);
+    if (std::memcmp(want, got, static_cast<size_t>(n) * sizeof(T)) == 0) return;
+    int64_t i = 0;
+    while (want[i] == got[i]) ++i;  // memcmp found a difference: it stops there
+    Check(first + i, want[i], got[i]);
+    int64_t differ = 0;  // the rest counted without a branch per cell
+    for (++i; i < n; ++i) differ += want[i] != got[i];
+    m_.count += differ;
   }
+  int64_t count() const { return m_.count; }
   void AppendTo(std::vector<FieldMismatch>& out, MismatchKind kind) {
     if (m_.count == 0) return;
     m_.kind = kind;
@@ -236,29 +237,35 @@ class FieldDiff {
 
  private:
   FieldMismatch m_;
-  CompareMemo* memo_ = nullptr;
 };
 
 // One region: a single span when its rows are contiguous, else row by row; columns 1.. of the
-// padding rows (SuiteRegion::padding_rows_from) go to `pad`.
+// padding rows (SuiteRegion::padding_rows_from) go to `pad`. A region found equal is noted in
+// `memo` (when given), so that the next implementation reading the same buffer skips it.
 template <typename T>
-void CompareRegion(const SuiteRegion& r, const T* want, const T* got, FieldDiff& diff, FieldDiff& pad) {
+void CompareRegion(const SuiteRegion& r, const T* want, const T* got, FieldDiff& diff, FieldDiff& pad,
+                   CompareMemo* memo) {
   got += r.got_offset;
+  if (r.rows <= 0 || r.cols <= 0) return;
+  const CompareMemo::Key key{want, got, r.rows, r.cols, r.got_stride, static_cast<int64_t>(sizeof(T))};
+  if (memo != nullptr && memo->KnownEqual(key)) return;
+  const int64_t before = diff.count() + pad.count();
   if (r.got_stride == r.cols && r.padding_rows_from < 0) {
     diff.CheckSpan(r.got_offset, want, got, r.Cells());
-    return;
-  }
-  for (int64_t row = 0; row < r.rows && r.cols > 0; ++row) {
-    const T* w = want + row * r.cols;
-    const T* g = got + row * r.got_stride;
-    const int64_t at = r.got_offset + row * r.got_stride;
-    if (r.padding_rows_from < 0 || row < r.padding_rows_from) {
-      diff.CheckSpan(at, w, g, r.cols);
-    } else {
-      diff.Check(at, w[0], g[0]);
-      pad.CheckSpan(at + 1, w + 1, g + 1, r.cols - 1);
+  } else {
+    for (int64_t row = 0; row < r.rows; ++row) {
+      const T* w = want + row * r.cols;
+      const T* g = got + row * r.got_stride;
+      const int64_t at = r.got_offset + row * r.got_stride;
+      if (r.padding_rows_from < 0 || row < r.padding_rows_from) {
+        diff.CheckSpan(at, w, g, r.cols);
+      } else {
+        diff.Check(at, w[0], g[0]);
+        pad.CheckSpan(at + 1, w + 1, g + 1, r.cols - 1);
+      }
     }
   }
+  if (memo != nullptr && diff.count() + pad.count() == before) memo->NoteEqual(key);
 }
 
 }  // namespace
@@ -277,11 +284,11 @@ std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const 
   const MismatchKind padding = traits.old_indexer_chain ? MismatchKind::kPaddingResidue : MismatchKind::kBug;
   std::vector<FieldMismatch> out;
   for (const SuiteRegion& r : SuiteRegions(want, in, layout, consts)) {
-    FieldDiff diff(r.builder, r.field, memo), pad(r.builder, r.field + "_padding", memo);
+    FieldDiff diff(r.builder, r.field), pad(r.builder, r.field + "_padding");
     if (r.int64_field)
-      CompareRegion(r, r.want64, got.*(r.got64), diff, pad);
+      CompareRegion(r, r.want64, got.*(r.got64), diff, pad, memo);
     else
-      CompareRegion(r, r.want32, r.k >= 0 ? got.indexer[r.k].*(r.got_indexer) : got.*(r.got32), diff, pad);
+      CompareRegion(r, r.want32, r.k >= 0 ? got.indexer[r.k].*(r.got_indexer) : got.*(r.got32), diff, pad, memo);
     diff.AppendTo(out, ordinary);
     pad.AppendTo(out, padding);
   }
