@@ -222,8 +222,8 @@ struct GatherRowsKernel {
 
   LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
   DS_HD int32_t Elements() const { return rows * cols; }
-  DS_HD void Element(int32_t i) const {
-    const int32_t row = i / cols, col = i % cols;
+  DS_HD void Element(int32_t i) const { Element2(i, i / cols, i % cols); }
+  DS_HD void Element2(int32_t /*i*/, int32_t row, int32_t col) const {
     const int32_t k = index[row];
     dst[row * dst_stride + col] = (k >= 0 && k < src_rows) ? src[k * src_stride + col] : 0;
   }
@@ -280,8 +280,8 @@ struct Copy2DKernel {
 
   LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
   DS_HD int32_t Elements() const { return rows * cols; }
-  DS_HD void Element(int32_t i) const {
-    const int32_t row = i / cols, col = i % cols;
+  DS_HD void Element(int32_t i) const { Element2(i, i / cols, i % cols); }
+  DS_HD void Element2(int32_t /*i*/, int32_t row, int32_t col) const {
     dst[row * dst_stride + col] = src[row * src_stride + col];
   }
   DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
@@ -338,8 +338,8 @@ struct Binary2DKernel {
 
   LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
   DS_HD int32_t Elements() const { return rows * cols; }
-  DS_HD void Element(int32_t i) const {
-    const int32_t row = i / cols, col = i % cols;
+  DS_HD void Element(int32_t i) const { Element2(i, i / cols, i % cols); }
+  DS_HD void Element2(int32_t i, int32_t row, int32_t col) const {
     out[i] = ApplyBinary(op, a.At(row, col), b.At(row, col));
   }
   DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
@@ -358,8 +358,8 @@ struct Where2DKernel {
 
   LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
   DS_HD int32_t Elements() const { return rows * cols; }
-  DS_HD void Element(int32_t i) const {
-    const int32_t row = i / cols, col = i % cols;
+  DS_HD void Element(int32_t i) const { Element2(i, i / cols, i % cols); }
+  DS_HD void Element2(int32_t i, int32_t row, int32_t col) const {
     out[i] = mask.At(row, col) != 0 ? a.At(row, col) : b.At(row, col);
   }
   DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
@@ -383,8 +383,8 @@ struct GatherIndex2DKernel {
 
   LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
   DS_HD int32_t Elements() const { return rows * cols; }
-  DS_HD void Element(int32_t i) const {
-    const int32_t row = i / cols, col = i % cols;
+  DS_HD void Element(int32_t i) const { Element2(i, i / cols, i % cols); }
+  DS_HD void Element2(int32_t i, int32_t row, int32_t col) const {
     const int32_t r = row_index[row], k = col_index.At(row, col);
     out[i] = (r >= 0 && r < table_rows && k >= 0 && k < table_cols)
                  ? table[static_cast<int64_t>(r) * table_stride + k]
@@ -450,8 +450,9 @@ struct Fill2DKernel {
 
   LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
   DS_HD int32_t Elements() const { return rows * cols; }
-  DS_HD void Element(int32_t i) const {
-    dst[static_cast<int64_t>(i / cols) * stride + i % cols] = value;
+  DS_HD void Element(int32_t i) const { Element2(i, i / cols, i % cols); }
+  DS_HD void Element2(int32_t /*i*/, int32_t row, int32_t col) const {
+    dst[static_cast<int64_t>(row) * stride + col] = value;
   }
   DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
@@ -497,8 +498,9 @@ struct ClampMinZero2DKernel {
 
   LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
   DS_HD int32_t Elements() const { return rows * cols; }
-  DS_HD void Element(int32_t i) const {
-    int32_t& v = x[static_cast<int64_t>(i / cols) * stride + i % cols];
+  DS_HD void Element(int32_t i) const { Element2(i, i / cols, i % cols); }
+  DS_HD void Element2(int32_t /*i*/, int32_t row, int32_t col) const {
+    int32_t& v = x[static_cast<int64_t>(row) * stride + col];
     v = v < 0 ? 0 : v;
   }
   DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }

@@ -44,9 +44,20 @@ void CompareMemo::NoteEqual(const Key& key) {
   if (it == equal_.end() || !(*it == key)) equal_.insert(it, key);
 }
 
+const std::vector<SuiteRegion>& CompareMemo::Regions(const std::function<std::vector<SuiteRegion>()>& make) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!regions_made_) {
+    regions_ = make();
+    regions_made_ = true;
+  }
+  return regions_;
+}
+
 void CompareMemo::Clear() {
   std::lock_guard<std::mutex> lock(mu_);
   equal_.clear();
+  regions_.clear();
+  regions_made_ = false;
 }
 
 // ---------------------------------------------------------------- BuilderMemo

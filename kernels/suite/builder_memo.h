@@ -39,6 +39,7 @@
 
 #include "absl/status/status.h"
 #include "kernels/common/backend.h"
+#include "kernels/suite/regions.h"
 #include "kernels/suite/suite.h"
 
 namespace dspark {
@@ -75,11 +76,16 @@ class CompareMemo {
   };
   bool KnownEqual(const Key& key) const;
   void NoteEqual(const Key& key);
+  // The step's region table, made by the first caller (every implementation of a step compares
+  // the same regions of the same reference).
+  const std::vector<SuiteRegion>& Regions(const std::function<std::vector<SuiteRegion>()>& make);
   void Clear();
 
  private:
   mutable std::mutex mu_;
   std::vector<Key> equal_;  // sorted
+  bool regions_made_ = false;
+  std::vector<SuiteRegion> regions_;
 };
 
 class BuilderMemo {

@@ -199,13 +199,12 @@ bool HostViewStale(const BatchInputs& in) {
 
 namespace {
 
-// Accumulates one field's differences: the first one and how many.
+// Accumulates one field's differences: the first one and how many. The names are copied only
+// when the field differs (most fields of most steps agree).
 class FieldDiff {
  public:
-  FieldDiff(std::string builder, std::string field) {
-    m_.builder = std::move(builder);
-    m_.field = std::move(field);
-  }
+  FieldDiff(const std::string& builder, const std::string& field, const char* suffix = "")
+      : builder_(builder), field_(field), suffix_(suffix) {}
   void Check(int64_t index, int64_t expected, int64_t actual) {
     if (expected == actual) return;
     if (m_.count == 0) {
@@ -232,10 +231,15 @@ class FieldDiff {
   void AppendTo(std::vector<FieldMismatch>& out, MismatchKind kind) {
     if (m_.count == 0) return;
     m_.kind = kind;
+    m_.builder = builder_;
+    m_.field = field_ + suffix_;
     out.push_back(m_);
   }
 
  private:
+  const std::string& builder_;
+  const std::string& field_;
+  const char* suffix_;
   FieldMismatch m_;
 };
 
@@ -283,8 +287,11 @@ std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const 
       traits.reads_host_boundaries && HostViewStale(in) ? MismatchKind::kStaleHost : MismatchKind::kBug;
   const MismatchKind padding = traits.old_indexer_chain ? MismatchKind::kPaddingResidue : MismatchKind::kBug;
   std::vector<FieldMismatch> out;
-  for (const SuiteRegion& r : SuiteRegions(want, in, layout, consts)) {
-    FieldDiff diff(r.builder, r.field), pad(r.builder, r.field + "_padding");
+  std::vector<SuiteRegion> own;
+  const auto make = [&] { return SuiteRegions(want, in, layout, consts); };
+  if (memo == nullptr) own = make();
+  for (const SuiteRegion& r : memo != nullptr ? memo->Regions(make) : own) {
+    FieldDiff diff(r.builder, r.field), pad(r.builder, r.field, "_padding");
     if (r.int64_field)
       CompareRegion(r, r.want64, got.*(r.got64), diff, pad, memo);
     else

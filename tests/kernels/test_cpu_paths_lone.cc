@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <type_traits>
@@ -17,6 +18,7 @@
 #include "kernels/reference/prefill_segments.h"
 #include "kernels/reference/swa.h"
 #include "kernels/swa.cuh"
+#include "kernels/topb_alloc.cuh"
 
 namespace dspark {
 namespace {
@@ -138,6 +140,34 @@ TEST(CpuPathsLone, IndexerDecodeEqualsPerThread) {
                             s.z.capacity, s.z.bt_width,      s.z.bt_stride,        out_stride,  1 + trial % 2};
       EXPECT_TRUE(CanImplementIndexerDecode(p).ok()) << CanImplementIndexerDecode(p);
       return IndexerDecodeKernel{p};
+    }, "trial " + std::to_string(trial));
+  }
+}
+
+// Scores with many ties, -0.0 beside 0.0, NaN and negative scores (both ineligible), budgets
+// from 0 past the eligible count, prefill tails, base tokens above 1 and fewer logit requests
+// than requests.
+TEST(CpuPathsLone, TopBAllocEqualsPerThread) {
+  std::mt19937_64 rng(21);
+  const float odd[] = {-0.0f, 0.0f, -1.0f, std::numeric_limits<float>::quiet_NaN(),
+                       std::numeric_limits<float>::infinity()};
+  for (int trial = 0; trial < 80; ++trial) {
+    const int32_t max_k = 1 + Below(rng, kTopBMaxK);
+    const int32_t nd = Below(rng, std::min(kTopBMaxDecodes, kTopBMaxSlots / max_k) + 1) / (trial % 3 == 0 ? 1 : 8);
+    const int32_t tails = Below(rng, 5);
+    std::vector<float> scores(static_cast<size_t>(nd) * max_k);
+    for (float& v : scores) v = Below(rng, 9) == 0 ? odd[Below(rng, 5)] : 0.125f * static_cast<float>(Below(rng, 8));
+    std::vector<int32_t> max_drafts(nd), tail(tails);
+    for (int32_t& v : max_drafts) v = Below(rng, max_k + 1);
+    for (int32_t j = 0, off = 0; j < tails; ++j) tail[j] = off += Below(rng, 300);
+    const int32_t R = nd + tails;
+    std::vector<std::vector<int32_t>> out = {Poisoned(R + 1), Poisoned(nd), Poisoned(R + 1)};
+    const int32_t budget = Below(rng, nd * max_k + 3), base = 1 + Below(rng, 3), logit_reqs = nd + Below(rng, tails + 1);
+    ExpectSameBuffers(out, [&](std::vector<std::vector<int32_t>>& b) {
+      TopBAllocParams p{scores.data(), max_drafts.data(), tails > 0 ? tail.data() : nullptr, b[0].data(), b[1].data(),
+                        nd, R, max_k, budget, base, b[2].data(), logit_reqs, 1 + trial % 2};
+      EXPECT_TRUE(CanImplementTopBAlloc(p).ok()) << CanImplementTopBAlloc(p);
+      return TopBAllocKernel{p};
     }, "trial " + std::to_string(trial));
   }
 }
