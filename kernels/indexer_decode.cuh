@@ -215,6 +215,24 @@ struct IndexerDecodeKernel {
     }
     if (b < p.num_decodes && c.thread == 0) IndexerWritePerReq(p, qsl, b);
   }
+
+  // CPU path: each token row by one lane of one, reading the global boundaries and seq_lens
+  // (the staged guess holds the same values: a hit stores row r, as the copy does), the seq_out
+  // tail and per_req likewise. Blocks write disjoint cells, so the order does not matter.
+  void CpuRun(LaunchShape shape) const {
+    const int32_t* qsl = p.query_start_loc;
+    const int32_t rows = MinI(shape.grid, p.num_decode_tokens);
+    const int32_t actual = rows > 0 ? qsl[p.num_decodes] : 0;
+    for (int32_t t = 0; t < rows; ++t) {
+      const bool valid = t < actual;
+      const int32_t r = valid ? FindRequest(qsl, p.num_decodes, t) : 0;
+      IndexerWriteTokenScalars(p, t, valid, r, valid ? qsl[r] : 0, valid ? qsl[r + 1] : 0, actual);
+      IndexerCopyTokenRow(p, t, valid, r, 0, 1);
+    }
+    const int32_t tails = MinI(IndexerTailBlocks(p), shape.grid - p.num_decode_tokens);
+    for (int32_t chunk = 0; chunk < tails; ++chunk) IndexerZeroSeqTail(p, chunk, 0, 1);
+    for (int32_t b = 0; b < MinI(shape.grid, p.num_decodes); ++b) IndexerWritePerReq(p, qsl, b);
+  }
 };
 
 #if defined(__CUDACC__)

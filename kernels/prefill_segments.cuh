@@ -33,6 +33,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
@@ -212,6 +213,33 @@ DS_HD_INLINE void PrefillSegmentsPhase(const PrefillSegmentParams& p, int phase,
   }
 }
 
+// The block's CPU path: the same per-request functions in request order, one running index
+// instead of the scan (every thread's first index is the sum of the counts before its run, so
+// the values are the same), then the tail by one lane of one. Entries a request writes lie below
+// the total and the tail's at or past it, so the order of the writes does not matter, provided
+// qsl is non-decreasing over the prefills (the kernel's precondition); otherwise (counts could
+// be negative and entries overlap) the block runs thread by thread.
+inline void PrefillSegmentsCpu(const PrefillSegmentParams& p) {
+  for (int32_t r = p.num_decodes; r < p.num_reqs; ++r)
+    if (p.query_start_loc[r + 1] < p.query_start_loc[r]) {
+      PrefillSegmentShared s;
+      std::memset(static_cast<void*>(&s), 0xA5, sizeof(s));
+      for (int phase = 0; phase < kPrefillSegmentPhases; ++phase)
+        for (int32_t t = 0; t < kPrefillSegmentThreads; ++t) PrefillSegmentsPhase(p, phase, t, s);
+      return;
+    }
+  const int32_t base = p.query_start_loc[p.num_decodes];
+  int32_t next = 0, longest = 0;
+  for (int32_t r = p.num_decodes; r < p.num_reqs; ++r) {
+    const int32_t qlen = p.query_start_loc[r + 1] - p.query_start_loc[r];
+    longest = MaxI(longest, PrefillSegmentMaxLen(qlen, p.fp8, p.segment_len));
+    next += WritePrefillRequestSegments(p, r, next, base);
+  }
+  WritePrefillSegmentTail(p, next, p.query_start_loc[p.num_reqs] - base, 0, 1);
+  p.seg_count[0] = next;
+  if (p.seg_max_query_len != nullptr) p.seg_max_query_len[0] = longest;
+}
+
 struct PrefillSegmentKernel {
   static constexpr int kPhases = kPrefillSegmentPhases;
   using Shared = PrefillSegmentShared;
@@ -220,6 +248,10 @@ struct PrefillSegmentKernel {
   static LaunchShape Shape(const PrefillSegmentParams&) { return {1, kPrefillSegmentThreads}; }
 
   DS_HD void Phase(int phase, const ThreadCtx& c, Shared& s) const { PrefillSegmentsPhase(p, phase, c.thread, s); }
+
+  void CpuRun(LaunchShape shape) const {
+    if (shape.grid > 0) PrefillSegmentsCpu(p);
+  }
 };
 
 #if defined(__CUDACC__)

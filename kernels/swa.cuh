@@ -121,19 +121,44 @@ DS_HD_INLINE SwaRow SwaResolveRow(const SwaParams& p, const int32_t* qsl, int32_
 }
 
 // Writes the cells of row t that `lane` of `num_lanes` owns (columns lane, lane + num_lanes, ...);
-// lane 0 also writes swa_lens[t].
+// lane 0 also writes swa_lens[t]. Lanes of a GPU row take a cell each; a lone lane (the CPU path)
+// walks the window block by block. tests/kernels/test_cpu_paths_lone.cc: byte-identical.
 DS_HD_INLINE void SwaWriteRow(const SwaParams& p, int32_t t, const SwaRow& row, int32_t lane,
                               int32_t num_lanes) {
   const int32_t width = p.noncausal_width > 0 ? p.noncausal_width : p.window;
+  const int32_t bs = p.block_size;
   int32_t* out = p.swa_indices + static_cast<int64_t>(t) * width;
-  DS_NO_UNROLL
-  for (int32_t j = lane; j < width; j += num_lanes) {
-    int32_t slot = -1;
-    if (j < row.len) {
-      const int32_t pos = row.start + j;
-      slot = row.bt_row[pos / p.block_size] * p.block_size + pos % p.block_size;
+  int32_t j = lane;
+  if (num_lanes > 1) {
+    // A GPU lane owns one cell of a row, or two: one load and one division per cell. The walk
+    // below would spend more divisions than it saves, in code a cold launch must fetch.
+    DS_NO_UNROLL
+    for (; j < width; j += num_lanes) {
+      int32_t slot = -1;
+      if (j < row.len) {
+        const int32_t pos = row.start + j;
+        slot = row.bt_row[pos / bs] * bs + pos % bs;
+      }
+      out[j] = slot;
     }
-    out[j] = slot;
+  } else {
+    // One lane owns the whole row (the CPU path): the window is walked block by block, one
+    // block-table load and one division per block (slot = block * bs + offset).
+    const int32_t len = MinI(row.len, width);
+    if (j < len) {
+      const int32_t first = row.start + j;
+      int32_t blk = first / bs;
+      int32_t off = first - blk * bs;  // [0, bs)
+      while (j < len) {
+        const int32_t n = MinI(bs - off, len - j);
+        const int32_t base = row.bt_row[blk] * bs + off;
+        for (int32_t i = 0; i < n; ++i) out[j + i] = base + i;
+        j += n;
+        off = 0;
+        ++blk;
+      }
+    }
+    for (; j < width; ++j) out[j] = -1;
   }
   if (lane == 0) p.swa_lens[t] = row.len;
 }

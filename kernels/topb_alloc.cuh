@@ -29,8 +29,12 @@
 // threads), fine for the at most kTopBMaxSlots slots of one step.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
@@ -157,6 +161,46 @@ struct TopBAllocKernel {
         }
       }
     }
+  }
+
+  // CPU path: the same staging (phase 0), the ranks by one sort with TopBSlotBefore as the
+  // order (it is a strict total order on the eligible slots, so a slot's rank, the number of
+  // strictly better slots, is its place in the sorted order), and the boundaries as running
+  // sums (TopBDecodeBoundary's sums, int32 as there). O(slots log slots) instead of
+  // O(slots^2 / threads) per thread. A NaN score is not >= 0, so it is ineligible there and
+  // here, and never reaches the sort.
+  void CpuRun(LaunchShape shape) const {
+    if (shape.grid <= 0) return;
+    auto smem = std::make_unique<Shared>();
+    Shared& s = *smem;
+    std::memset(static_cast<void*>(&s), 0xA5, sizeof(Shared));
+    Phase(0, ThreadCtx{0, 0, 1, 1}, s);
+    const int32_t num_slots = p.num_decodes * p.max_k;
+    std::vector<int32_t> order;
+    order.reserve(static_cast<size_t>(num_slots));
+    for (int32_t i = 0; i < num_slots; ++i) {
+      s.keep[i] = 0;
+      if (s.score[i] >= 0.0f) order.push_back(i);
+    }
+    std::sort(order.begin(), order.end(),
+              [&s](int32_t a, int32_t b) { return TopBSlotBefore(s.score[a], a, s.score[b], b); });
+    for (size_t rank = 0; rank < order.size() && static_cast<int64_t>(rank) < p.budget; ++rank) s.keep[order[rank]] = 1;
+    Phase(2, ThreadCtx{0, 0, 1, 1}, s);
+    // Running sums in uint32 (wrapping like the int32 sums of TopBDecodeBoundary on the GPU).
+    uint32_t kept_before = 0;  // kept drafts of requests [0, r)
+    for (int32_t r = 0; r <= p.num_decodes; ++r) {
+      if (r > 0) kept_before += static_cast<uint32_t>(s.kept[r - 1]);
+      const uint32_t q = static_cast<uint32_t>(r) * static_cast<uint32_t>(p.base_tokens) + kept_before;
+      p.query_start_loc[r] = static_cast<int32_t>(q);
+      if (p.cu_num_logits != nullptr && r <= p.num_logit_reqs)
+        p.cu_num_logits[r] = static_cast<int32_t>(kept_before + static_cast<uint32_t>(r) * p.num_bonus);
+    }
+    if (p.cu_num_logits != nullptr)
+      for (int32_t r = p.num_decodes + 1; r <= p.num_logit_reqs; ++r)
+        p.cu_num_logits[r] = static_cast<int32_t>(kept_before + static_cast<uint32_t>(r) * p.num_bonus);
+    const uint32_t decodes_end = static_cast<uint32_t>(p.num_decodes) * static_cast<uint32_t>(p.base_tokens) + kept_before;
+    for (int32_t r = p.num_decodes + 1; r <= p.num_reqs; ++r)
+      p.query_start_loc[r] = static_cast<int32_t>(decodes_end + static_cast<uint32_t>(p.tail_offsets[r - p.num_decodes - 1]));
   }
 };
 

@@ -55,6 +55,17 @@ DS_HD_INLINE void ElementPhase(const K& k, const ThreadCtx& c) {
   if (i < k.Elements()) k.Element(i);
 }
 
+// A 2-D elementwise kernel over a row-major [rows, cols] grid (a `cols` member) may give its
+// element function by row and column too,
+//   DS_HD void Element2(int32_t i, int32_t row, int32_t col) const;  // i = row * cols + col
+// with Element(i) calling Element2(i, i / cols, i % cols): the CPU loop then walks the rows
+// without a division per element.
+template <typename K, typename = void>
+struct HasElement2 : std::false_type {};
+template <typename K>
+struct HasElement2<K, decltype(static_cast<void>(std::declval<const K&>().Element2(int32_t{0}, int32_t{0}, int32_t{0})),
+                               static_cast<void>(std::declval<const K&>().cols))> : std::true_type {};
+
 template <typename K, typename = void>
 struct IsElementwise {
   static constexpr bool value = false;
@@ -132,7 +143,8 @@ inline bool& CpuPathsEnabled() {
 
 // Runs `k` on the CPU over the whole grid. An elementwise kernel runs as a loop over its
 // elements: the same element function in the same order (thread b * block + t is element i),
-// without a call per idle thread (tests/kernels/test_element_loop.cc: byte-identical buffers).
+// without a call per idle thread, by rows for a 2-D one (tests/kernels/test_element_loop.cc:
+// byte-identical buffers).
 // A kernel with a CpuRun runs that.
 template <typename K>
 void EmulateGrid(const K& k, LaunchShape shape) {
@@ -141,7 +153,15 @@ void EmulateGrid(const K& k, LaunchShape shape) {
   } else if constexpr (IsElementwise<K>::value) {
     const int64_t threads = static_cast<int64_t>(shape.grid) * shape.block;
     const int64_t n = std::min<int64_t>(k.Elements(), threads);
-    for (int32_t i = 0; i < n; ++i) k.Element(i);
+    if constexpr (HasElement2<K>::value) {
+      if (n <= 0 || k.cols <= 0) return;
+      const int32_t cols = k.cols, full = static_cast<int32_t>(n / cols), rest = static_cast<int32_t>(n % cols);
+      for (int32_t row = 0; row < full; ++row)
+        for (int32_t col = 0; col < cols; ++col) k.Element2(row * cols + col, row, col);
+      for (int32_t col = 0; col < rest; ++col) k.Element2(full * cols + col, full, col);
+    } else {
+      for (int32_t i = 0; i < n; ++i) k.Element(i);
+    }
   } else if constexpr (HasCpuRun<K>::value) {
     k.CpuRun(shape);
   } else {

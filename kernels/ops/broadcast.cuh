@@ -47,8 +47,8 @@ struct Binary2DKernel {
 
   LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
   DS_HD int32_t Elements() const { return rows * cols; }
-  DS_HD void Element(int32_t i) const {
-    const int32_t row = i / cols, col = i % cols;
+  DS_HD void Element(int32_t i) const { Element2(i, i / cols, i % cols); }
+  DS_HD void Element2(int32_t i, int32_t row, int32_t col) const {
     out[i] = ApplyBinary(op, a.At(row, col), b.At(row, col));
   }
   DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
@@ -67,8 +67,8 @@ struct Where2DKernel {
 
   LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
   DS_HD int32_t Elements() const { return rows * cols; }
-  DS_HD void Element(int32_t i) const {
-    const int32_t row = i / cols, col = i % cols;
+  DS_HD void Element(int32_t i) const { Element2(i, i / cols, i % cols); }
+  DS_HD void Element2(int32_t i, int32_t row, int32_t col) const {
     out[i] = mask.At(row, col) != 0 ? a.At(row, col) : b.At(row, col);
   }
   DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }

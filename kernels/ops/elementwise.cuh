@@ -175,8 +175,9 @@ struct ClampMinZero2DKernel {
 
   LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
   DS_HD int32_t Elements() const { return rows * cols; }
-  DS_HD void Element(int32_t i) const {
-    int32_t& v = x[static_cast<int64_t>(i / cols) * stride + i % cols];
+  DS_HD void Element(int32_t i) const { Element2(i, i / cols, i % cols); }
+  DS_HD void Element2(int32_t /*i*/, int32_t row, int32_t col) const {
+    int32_t& v = x[static_cast<int64_t>(row) * stride + col];
     v = v < 0 ? 0 : v;
   }
   DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
@@ -194,8 +195,9 @@ struct Fill2DKernel {
 
   LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
   DS_HD int32_t Elements() const { return rows * cols; }
-  DS_HD void Element(int32_t i) const {
-    dst[static_cast<int64_t>(i / cols) * stride + i % cols] = value;
+  DS_HD void Element(int32_t i) const { Element2(i, i / cols, i % cols); }
+  DS_HD void Element2(int32_t /*i*/, int32_t row, int32_t col) const {
+    dst[static_cast<int64_t>(row) * stride + col] = value;
   }
   DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
@@ -230,8 +232,8 @@ struct Copy2DKernel {
 
   LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
   DS_HD int32_t Elements() const { return rows * cols; }
-  DS_HD void Element(int32_t i) const {
-    const int32_t row = i / cols, col = i % cols;
+  DS_HD void Element(int32_t i) const { Element2(i, i / cols, i % cols); }
+  DS_HD void Element2(int32_t /*i*/, int32_t row, int32_t col) const {
     dst[row * dst_stride + col] = src[row * src_stride + col];
   }
   DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }

@@ -51,9 +51,9 @@ struct GatherRowsKernel {
 
   LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
   DS_HD int32_t Elements() const { return rows * cols; }
-  DS_HD void Element(int32_t i) const { Copy(i / cols, i % cols); }
+  DS_HD void Element(int32_t i) const { Element2(i, i / cols, i % cols); }
   // dst[row, col] from the selected source row (0 for an index out of range).
-  DS_HD void Copy(int32_t row, int32_t col) const {
+  DS_HD void Element2(int32_t /*i*/, int32_t row, int32_t col) const {
     const int32_t k = index[row];
     dst[row * dst_stride + col] = (k >= 0 && k < src_rows) ? src[k * src_stride + col] : 0;
   }
@@ -82,7 +82,7 @@ struct IndexSelectSmallKernel {
   DS_HD void Phase(int, const ThreadCtx& c, Shared&) const {
     for (int32_t i = 0; i < sel.rows; ++i)
       for (int32_t col = c.block * c.block_dim + c.thread; col < sel.cols; col += c.grid_dim * c.block_dim)
-        sel.Copy(i, col);
+        sel.Element2(0, i, col);
   }
 };
 
@@ -104,8 +104,8 @@ struct GatherIndex2DKernel {
 
   LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
   DS_HD int32_t Elements() const { return rows * cols; }
-  DS_HD void Element(int32_t i) const {
-    const int32_t row = i / cols, col = i % cols;
+  DS_HD void Element(int32_t i) const { Element2(i, i / cols, i % cols); }
+  DS_HD void Element2(int32_t i, int32_t row, int32_t col) const {
     const int32_t r = row_index[row], k = col_index.At(row, col);
     out[i] = (r >= 0 && r < table_rows && k >= 0 && k < table_cols)
                  ? table[static_cast<int64_t>(r) * table_stride + k]

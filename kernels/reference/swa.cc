@@ -23,9 +23,12 @@ SwaMetadata Swa(const BatchSizes& sizes, const DeviceBatch& device, int32_t wind
       const int32_t len = std::max(pos - first + 1, 0);
       out.lens[t] = len;
       int32_t* row = &out.indices[t * window];
-      for (int32_t p = first; p <= pos; ++p) {
-        const int32_t block = bt_row[p / block_size];
-        row[p - first] = block * block_size + p % block_size;
+      // Position p lies in block p / block_size at offset p % block_size: walked a block at a time.
+      for (int32_t p = first; p <= pos;) {
+        const int32_t b = p / block_size;
+        const int32_t end = std::min(pos + 1, (b + 1) * block_size);
+        const int32_t block = bt_row[b];
+        for (; p < end; ++p) row[p - first] = block * block_size + (p - b * block_size);
       }
     }
   }

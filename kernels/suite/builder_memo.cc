@@ -34,22 +34,31 @@ void AssignGroupOutputs(BuilderGroup g, const SuiteOutputs& src, SuiteOutputs* d
 
 // ---------------------------------------------------------------- CompareMemo
 
-// equal_ is kept sorted: a step notes one span per block-table row, thousands in a long step.
-bool CompareMemo::KnownEqual(const void* want, const void* got, size_t bytes) const {
+bool CompareMemo::KnownEqual(const Key& key) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return std::binary_search(equal_.begin(), equal_.end(), std::make_tuple(want, got, bytes));
+  return std::binary_search(equal_.begin(), equal_.end(), key);
 }
 
-void CompareMemo::NoteEqual(const void* want, const void* got, size_t bytes) {
+void CompareMemo::NoteEqual(const Key& key) {
   std::lock_guard<std::mutex> lock(mu_);
-  const auto key = std::make_tuple(want, got, bytes);
   const auto it = std::lower_bound(equal_.begin(), equal_.end(), key);
-  if (it == equal_.end() || *it != key) equal_.insert(it, key);
+  if (it == equal_.end() || !(*it == key)) equal_.insert(it, key);
+}
+
+const std::vector<SuiteRegion>& CompareMemo::Regions(const std::function<std::vector<SuiteRegion>()>& make) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!regions_made_) {
+    regions_ = make();
+    regions_made_ = true;
+  }
+  return regions_;
 }
 
 void CompareMemo::Clear() {
   std::lock_guard<std::mutex> lock(mu_);
   equal_.clear();
+  regions_.clear();
+  regions_made_ = false;
 }
 
 // ---------------------------------------------------------------- BuilderMemo

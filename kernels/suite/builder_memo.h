@@ -39,6 +39,7 @@
 
 #include "absl/status/status.h"
 #include "kernels/common/backend.h"
+#include "kernels/suite/regions.h"
 #include "kernels/suite/suite.h"
 
 namespace dspark {
@@ -58,17 +59,33 @@ enum class BuilderGroup : int8_t {
 // dst's pointers of group g's fields become src's.
 void AssignGroupOutputs(BuilderGroup g, const SuiteOutputs& src, SuiteOutputs* dst);
 
-// Spans already found equal in this step (want, got, bytes): a second comparison of the same
-// buffers is one lookup. Thread-safe.
+// Regions already found equal in this step: a second comparison of the same two buffers over
+// the same extent (want, got, rows, cols, got's row stride) is one lookup. Thread-safe. Kept per
+// region, not per row: a step has a few dozen regions but thousands of block-table rows.
 class CompareMemo {
  public:
-  bool KnownEqual(const void* want, const void* got, size_t bytes) const;
-  void NoteEqual(const void* want, const void* got, size_t bytes);
+  struct Key {
+    const void* want;
+    const void* got;
+    int64_t rows, cols, stride, elem_bytes;
+    bool operator<(const Key& o) const {
+      return std::tie(want, got, rows, cols, stride, elem_bytes) <
+             std::tie(o.want, o.got, o.rows, o.cols, o.stride, o.elem_bytes);
+    }
+    bool operator==(const Key& o) const { return !(*this < o) && !(o < *this); }
+  };
+  bool KnownEqual(const Key& key) const;
+  void NoteEqual(const Key& key);
+  // The step's region table, made by the first caller (every implementation of a step compares
+  // the same regions of the same reference).
+  const std::vector<SuiteRegion>& Regions(const std::function<std::vector<SuiteRegion>()>& make);
   void Clear();
 
  private:
   mutable std::mutex mu_;
-  std::vector<std::tuple<const void*, const void*, size_t>> equal_;
+  std::vector<Key> equal_;  // sorted
+  bool regions_made_ = false;
+  std::vector<SuiteRegion> regions_;
 };
 
 class BuilderMemo {

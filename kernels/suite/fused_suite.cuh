@@ -241,7 +241,7 @@ struct FusedSuiteKernel {
       if (phase == 1) CopyRowChunk(b / p.row_chunks, b % p.row_chunks, c.thread, s.u.tok);
       return;
     }
-    if (phase == 0) WriteTail(b - p.row_blocks, c.thread);
+    if (phase == 0) WriteTail(b - p.row_blocks, c.thread, kThreads);
   }
 
   DS_HD bool CachesBoundaries() const { return p.num_reqs <= kSharedQslCap; }
@@ -313,15 +313,14 @@ struct FusedSuiteKernel {
       p.ring_out[t] = RingSlotOfToken(SuiteRingParams(p, seq_lens), qsl, t);
   }
 
-  // CPU path: block 0 thread by thread (the segmentation's barriers); the other roles' items in
-  // a loop, with the boundaries loaded once (every block loads the same values): a token by one
-  // lane of one, a slot per token, a row chunk by the threads that own a column of it, the
-  // tails by every thread. The roles write disjoint cells, so their order does not matter.
-  void CpuRun(LaunchShape shape) const {
+  // CPU path: block 0 as the segmentation's CPU path (PrefillSegmentsCpu); the other roles'
+  // items in a loop, with the boundaries loaded once (every block loads the same values): a
+  // token by one lane of one, a slot per token, a row chunk by the threads that own a column of
+  // it (the row's request found once), the tails by one lane of one. The roles write disjoint
+  // cells, so their order does not matter.
+  void CpuRun(LaunchShape) const {
+    PrefillSegmentsCpu(SuiteSegmentParams(p, p.seg_bound));
     Shared smem;
-    std::memset(static_cast<void*>(&smem), 0xA5, sizeof(Shared));
-    for (int ph = 0; ph < kPhases; ++ph)
-      for (int32_t t = 0; t < kThreads; ++t) Phase(ph, ThreadCtx{0, t, kThreads, shape.grid}, smem);
     std::memset(static_cast<void*>(&smem), 0xA5, sizeof(Shared));
     TokenShared& s = smem.u.tok;
     for (int32_t t = 0; t < kThreads; ++t) LoadBoundaries(p.num_reqs, /*with_seq_lens=*/true, t, s);
@@ -329,20 +328,30 @@ struct FusedSuiteKernel {
     for (int32_t job = 0; job < kSlotJobs; ++job)
       for (int32_t t = 0; t < MinI(p.num_tokens, p.slot_chunks * kThreads); ++t)
         WriteSlot(job, t, job < 2 ? SlotOf(t) : -1, s);
-    for (int32_t t = 0; t < p.num_decode_tokens; ++t)
+    for (int32_t t = 0; t < p.num_decode_tokens; ++t) {
+      const int32_t r = RowRequest(t, s);
       for (int32_t chunk = 0; chunk < p.row_chunks; ++chunk)
-        for (int32_t th = 0; th < MinI(kThreads, p.bt_width - chunk * kRowChunk); ++th) CopyRowChunk(t, chunk, th, s);
-    for (int32_t j = 0; j < p.tail_blocks; ++j)
-      for (int32_t th = 0; th < kThreads; ++th) WriteTail(j, th);
+        for (int32_t th = 0; th < MinI(kThreads, p.bt_width - chunk * kRowChunk); ++th) CopyRowChunkOf(t, r, chunk, th);
+    }
+    for (int32_t j = 0; j < p.tail_blocks; ++j) WriteTail(j, 0, 1);
   }
 
-  // Columns [chunk * kRowChunk, ...) of decode token t's block-table row (zeros for a padding
-  // row) into both ratios' bt_out: what IndexerCopyTokenRow writes, with every load of a thread
-  // issued before its first store.
-  DS_HD void CopyRowChunk(int32_t t, int32_t chunk, int32_t thread, const TokenShared& s) const {
+  // The request whose block-table row decode token t copies, or -1 for a padding row.
+  DS_HD int32_t RowRequest(int32_t t, const TokenShared& s) const {
     const int32_t* qsl = CachesBoundaries() ? s.qsl : p.query_start_loc;
-    const bool valid = t < qsl[p.num_decodes];
-    const int32_t r = valid ? FindRequest(qsl, p.num_decodes, t) : 0;
+    return t < qsl[p.num_decodes] ? FindRequest(qsl, p.num_decodes, t) : -1;
+  }
+
+  DS_HD void CopyRowChunk(int32_t t, int32_t chunk, int32_t thread, const TokenShared& s) const {
+    CopyRowChunkOf(t, RowRequest(t, s), chunk, thread);
+  }
+
+  // Columns [chunk * kRowChunk, ...) of decode token t's block-table row (request r, or zeros
+  // for a padding row, r < 0) into both ratios' bt_out: what IndexerCopyTokenRow writes, with
+  // every load of a thread issued before its first store.
+  DS_HD void CopyRowChunkOf(int32_t t, int32_t req, int32_t chunk, int32_t thread) const {
+    const bool valid = req >= 0;
+    const int32_t r = valid ? req : 0;
     const int32_t* src = p.block_table + static_cast<int64_t>(r) * p.bt_stride;
     const int32_t first = chunk * kRowChunk + thread;
     int32_t v[kColsPerThread];
@@ -363,13 +372,14 @@ struct FusedSuiteKernel {
     }
   }
 
-  DS_HD void WriteTail(int32_t j, int32_t thread) const {
+  // Tail block j's entries that `thread` of `threads` owns (every threads-th one).
+  DS_HD void WriteTail(int32_t j, int32_t thread, int32_t threads) const {
     const int32_t offset = j * kTailChunk;
     {
       const int32_t begin = p.num_decode_tokens + offset;
       const int32_t end = MinI(begin + kTailChunk, p.capacity);
       DS_NO_UNROLL
-      for (int32_t i = begin + thread; i < end; i += kThreads) {
+      for (int32_t i = begin + thread; i < end; i += threads) {
         p.seq_out[0][i] = 0;
         p.seq_out[1][i] = 0;
       }
@@ -378,7 +388,7 @@ struct FusedSuiteKernel {
       const int32_t begin = p.num_tokens + offset;
       const int32_t end = MinI(begin + kTailChunk, p.capacity);
       DS_NO_UNROLL
-      for (int32_t i = begin + thread; i < end; i += kThreads) {
+      for (int32_t i = begin + thread; i < end; i += threads) {
         p.mla_out[0][i] = -1;
         p.mla_out[1][i] = -1;
         p.ring_out[i] = -1;
@@ -389,7 +399,7 @@ struct FusedSuiteKernel {
       const int32_t begin = p.seg_bound + offset;
       const int32_t end = MinI(begin + kTailChunk, p.max_segments);
       DS_NO_UNROLL
-      for (int32_t k = begin + thread; k < end; k += kThreads) p.seg_seq_lens[k] = 0;
+      for (int32_t k = begin + thread; k < end; k += threads) p.seg_seq_lens[k] = 0;
     }
     {
       const int32_t begin = p.seg_bound + 1 + offset;
@@ -397,7 +407,7 @@ struct FusedSuiteKernel {
       if (begin + thread < end) {
         const int32_t last = HasPrefills() ? p.query_start_loc[p.num_reqs] - p.query_start_loc[p.num_decodes] : 0;
         DS_NO_UNROLL
-        for (int32_t k = begin + thread; k < end; k += kThreads) p.seg_qsl[k] = last;
+        for (int32_t k = begin + thread; k < end; k += threads) p.seg_qsl[k] = last;
       }
     }
   }

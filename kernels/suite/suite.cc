@@ -220,13 +220,12 @@ bool HostViewStale(const BatchInputs& in) {
 
 namespace {
 
-// Accumulates one field's differences: the first one and how many.
+// Accumulates one field's differences: the first one and how many. The names are copied only
+// when the field differs (most fields of most steps agree).
 class FieldDiff {
  public:
-  FieldDiff(std::string builder, std::string field, CompareMemo* memo = nullptr) : memo_(memo) {
-    m_.builder = std::move(builder);
-    m_.field = std::move(field);
-  }
+  FieldDiff(const std::string& builder, const std::string& field, const char* suffix = "")
+      : builder_(builder), field_(field), suffix_(suffix) {}
   void Check(int64_t index, int64_t expected, int64_t actual) {
     if (expected == actual) return;
     if (m_.count == 0) {
@@ -241,45 +240,57 @@ class FieldDiff {
   template <typename T>
   void CheckSpan(int64_t first, const T* want, const T* got, int64_t n) {
     if (n <= 0) return;
-    const size_t bytes = static_cast<size_t>(n) * sizeof(T);
-    if (memo_ != nullptr && memo_->KnownEqual(want, got, bytes)) return;
-    if (std::memcmp(want, got, bytes) == 0) {
-      if (memo_ != nullptr) memo_->NoteEqual(want, got, bytes);
-      return;
-    }
-    for (int64_t i = 0; i < n; ++i) Check(first + i, want[i], got[i]);
+    if (std::memcmp(want, got, static_cast<size_t>(n) * sizeof(T)) == 0) return;
+    int64_t i = 0;
+    while (want[i] == got[i]) ++i;  // memcmp found a difference: it stops there
+    Check(first + i, want[i], got[i]);
+    int64_t differ = 0;  // the rest counted without a branch per cell
+    for (++i; i < n; ++i) differ += want[i] != got[i];
+    m_.count += differ;
   }
+  int64_t count() const { return m_.count; }
   void AppendTo(std::vector<FieldMismatch>& out, MismatchKind kind) {
     if (m_.count == 0) return;
     m_.kind = kind;
+    m_.builder = builder_;
+    m_.field = field_ + suffix_;
     out.push_back(m_);
   }
 
  private:
+  const std::string& builder_;
+  const std::string& field_;
+  const char* suffix_;
   FieldMismatch m_;
-  CompareMemo* memo_ = nullptr;
 };
 
 // One region: a single span when its rows are contiguous, else row by row; columns 1.. of the
-// padding rows (SuiteRegion::padding_rows_from) go to `pad`.
+// padding rows (SuiteRegion::padding_rows_from) go to `pad`. A region found equal is noted in
+// `memo` (when given), so that the next implementation reading the same buffer skips it.
 template <typename T>
-void CompareRegion(const SuiteRegion& r, const T* want, const T* got, FieldDiff& diff, FieldDiff& pad) {
+void CompareRegion(const SuiteRegion& r, const T* want, const T* got, FieldDiff& diff, FieldDiff& pad,
+                   CompareMemo* memo) {
   got += r.got_offset;
+  if (r.rows <= 0 || r.cols <= 0) return;
+  const CompareMemo::Key key{want, got, r.rows, r.cols, r.got_stride, static_cast<int64_t>(sizeof(T))};
+  if (memo != nullptr && memo->KnownEqual(key)) return;
+  const int64_t before = diff.count() + pad.count();
   if (r.got_stride == r.cols && r.padding_rows_from < 0) {
     diff.CheckSpan(r.got_offset, want, got, r.Cells());
-    return;
-  }
-  for (int64_t row = 0; row < r.rows && r.cols > 0; ++row) {
-    const T* w = want + row * r.cols;
-    const T* g = got + row * r.got_stride;
-    const int64_t at = r.got_offset + row * r.got_stride;
-    if (r.padding_rows_from < 0 || row < r.padding_rows_from) {
-      diff.CheckSpan(at, w, g, r.cols);
-    } else {
-      diff.Check(at, w[0], g[0]);
-      pad.CheckSpan(at + 1, w + 1, g + 1, r.cols - 1);
+  } else {
+    for (int64_t row = 0; row < r.rows; ++row) {
+      const T* w = want + row * r.cols;
+      const T* g = got + row * r.got_stride;
+      const int64_t at = r.got_offset + row * r.got_stride;
+      if (r.padding_rows_from < 0 || row < r.padding_rows_from) {
+        diff.CheckSpan(at, w, g, r.cols);
+      } else {
+        diff.Check(at, w[0], g[0]);
+        pad.CheckSpan(at + 1, w + 1, g + 1, r.cols - 1);
+      }
     }
   }
+  if (memo != nullptr && diff.count() + pad.count() == before) memo->NoteEqual(key);
 }
 
 }  // namespace
@@ -297,13 +308,16 @@ std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const 
       traits.reads_host_boundaries && HostViewStale(in) ? MismatchKind::kStaleHost : MismatchKind::kBug;
   const MismatchKind padding = traits.old_indexer_chain ? MismatchKind::kPaddingResidue : MismatchKind::kBug;
   std::vector<FieldMismatch> out;
-  for (const SuiteRegion& r : SuiteRegions(want, in, layout, consts)) {
+  std::vector<SuiteRegion> own;
+  const auto make = [&] { return SuiteRegions(want, in, layout, consts); };
+  if (memo == nullptr) own = make();
+  for (const SuiteRegion& r : memo != nullptr ? memo->Regions(make) : own) {
     if (r.prefill_metadata && !traits.writes_prefill_metadata) continue;
-    FieldDiff diff(r.builder, r.field, memo), pad(r.builder, r.field + "_padding", memo);
+    FieldDiff diff(r.builder, r.field), pad(r.builder, r.field, "_padding");
     if (r.int64_field)
-      CompareRegion(r, r.want64, got.*(r.got64), diff, pad);
+      CompareRegion(r, r.want64, got.*(r.got64), diff, pad, memo);
     else
-      CompareRegion(r, r.want32, r.k >= 0 ? got.indexer[r.k].*(r.got_indexer) : got.*(r.got32), diff, pad);
+      CompareRegion(r, r.want32, r.k >= 0 ? got.indexer[r.k].*(r.got_indexer) : got.*(r.got32), diff, pad, memo);
     diff.AppendTo(out, ordinary);
     pad.AppendTo(out, padding);
   }

@@ -247,9 +247,10 @@ bool HostViewStale(const BatchInputs& in);
 std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const SuiteLayout& layout,
                                         const ModelConsts& consts, const SuiteOutputs& got);
 // The same against a reference already computed for `in` and `layout` (one per step, shared by
-// every implementation checked on it). With `memo`, a span of the same two buffers already
-// found equal in this step (a builder's output shared by several implementations,
-// kernels/suite/builder_memo.h) is not compared again.
+// every implementation checked on it). With `memo` (the step's: the same `in` and `want` for
+// every call until it is cleared), a region of the same two buffers already found equal in
+// this step (a builder's output shared by several implementations, kernels/suite/builder_memo.h)
+// is not compared again, and the region table is made once.
 class CompareMemo;
 std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const SuiteReference& want,
                                         const SuiteLayout& layout, const ModelConsts& consts,

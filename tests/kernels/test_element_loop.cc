@@ -17,6 +17,11 @@ static_assert(IsElementwise<ArangeKernel>::value && IsElementwise<Binary2DKernel
               IsElementwise<Where2DKernel>::value && IsElementwise<GatherRowsKernel>::value &&
               IsElementwise<Copy2DKernel>::value && IsElementwise<FillStridedKernel>::value &&
               IsElementwise<RepeatInterleaveKernel>::value && IsElementwise<ClampMinZero2DKernel>::value);
+static_assert(HasElement2<Binary2DKernel>::value && HasElement2<Where2DKernel>::value &&
+                  HasElement2<GatherRowsKernel>::value && HasElement2<Copy2DKernel>::value &&
+                  HasElement2<GatherIndex2DKernel>::value && HasElement2<Fill2DKernel>::value &&
+                  HasElement2<ClampMinZero2DKernel>::value && !HasElement2<ArangeKernel>::value,
+              "the 2-D kernels walk rows on the CPU (their partial last row is covered by the short grids below)");
 static_assert(!IsElementwise<InclusiveScanKernel>::value, "a multi-phase kernel keeps the per-thread emulation");
 
 std::vector<int32_t> Random(size_t n, int32_t lo, int32_t hi, std::mt19937& rng) {
@@ -64,6 +69,19 @@ TEST(ElementLoop, ByteIdenticalToPerThreadEmulation) {
     ExpectSameBothWays(init, [&](int32_t* out) { return Copy2DKernel{a.data(), stride, out, stride, rows, cols}; },
                        "Copy2D");
     ExpectSameBothWays(init, [&](int32_t* out) { return FillStridedKernel{out, stride, rows, 42}; }, "FillStrided");
+    // The 2-D kernels that walk rows on the CPU (HasElement2), out-of-range indices included.
+    const std::vector<int32_t> index = Random(static_cast<size_t>(rows), -1, rows, rng);
+    const std::vector<int32_t> col_index = Random(static_cast<size_t>(rows * cols), -1, cols, rng);
+    ExpectSameBothWays(init, [&](int32_t* out) {
+      return GatherRowsKernel{a.data(), rows, stride, index.data(), out, stride, rows, cols};
+    }, "GatherRows");
+    ExpectSameBothWays(init, [&](int32_t* out) {
+      return GatherIndex2DKernel{a.data(), rows, cols, stride, index.data(), View2D::Matrix(col_index.data(), cols),
+                                 out, rows, cols};
+    }, "GatherIndex2D");
+    ExpectSameBothWays(init, [&](int32_t* out) { return Fill2DKernel{out, stride, rows, cols, 17}; }, "Fill2D");
+    ExpectSameBothWays(init, [&](int32_t* out) { return ClampMinZero2DKernel{out, stride, rows, cols}; },
+                       "ClampMinZero2D");
     ExpectSameBothWays(init, [&](int32_t* out) { return ArangeKernel{out, rows * cols, 5}; }, "Arange");
     std::vector<int32_t> repeats = Random(static_cast<size_t>(rows), 0, 4, rng), cumsum(repeats.size());
     for (size_t i = 0, s = 0; i < repeats.size(); ++i) cumsum[i] = static_cast<int32_t>(s += repeats[i]);
