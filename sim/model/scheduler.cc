@@ -93,6 +93,7 @@ Scheduler::Scheduler(const SchedulerConfig& config, const std::vector<RequestSpe
     r.output_len = workload[i].output_len;
     if (k_ > 0) {
       acceptance_.InitRequest(workload[i], jitter, r.p.data());
+      if (config_.mode == SpecMode::kAdaptive) acceptance_.PrepareConfidences(r.p.data(), &r.shapes);
       ResetConfidences(r);
     }
   }
@@ -419,7 +420,8 @@ void Scheduler::Commit(double end_s) {
       if (adaptive) {
         // stage_confidences: the host's copy moves one round on, the device gets fresh ones.
         r.conf_host = r.conf;
-        r.latent_accept = acceptance_.DrawWithConfidences(r.p.data(), drafts, accept_rng_, r.conf.data());
+        r.latent_accept = acceptance_.DrawWithConfidences(r.p.data(), r.shapes, drafts, accept_rng_,
+                                                          r.conf.data());
       } else {
         r.latent_accept = AcceptanceModel::DrawAcceptedPrefix(r.p.data(), drafts, accept_rng_);
       }

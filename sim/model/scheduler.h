@@ -190,6 +190,7 @@ class Scheduler final : public StepMaterializer {
     bool verified_last = false;  // the last target step verified it (vs completed a prefill)
     Phase phase = Phase::kPending;
     std::array<float, kMaxSpecK> p{};          // conditional acceptance per position
+    AcceptanceModel::ConfidenceShapes shapes;  // adaptive: the confidence draws' constants of p
     std::array<float, kMaxSpecK> conf{};       // confidences of the last draft (device, fresh)
     std::array<float, kMaxSpecK> conf_host{};  // staged confidences the host holds (one round older)
     std::vector<int32_t> blocks;               // KV block ids
@@ -248,7 +249,7 @@ class Scheduler final : public StepMaterializer {
   // Adaptive scratch: [num_decodes, K] device and host survival scores, per-request counts.
   std::vector<float> scores_dev_, scores_host_;
   std::vector<int32_t> max_drafts_, kept_dev_, kept_host_;
-  std::vector<double> budget_scratch_;
+  DraftBudgetScratch budget_scratch_;
   TopBAllocator allocator_;
   DraftCostTables cost_tables_;  // adaptive mode: the host budget's step costs
   StepArrays arrays_;  // built on demand by Materialize
