@@ -78,20 +78,13 @@
 #include "sim/model/acceptance.h"
 #include "sim/model/adaptive.h"
 #include "sim/model/kv_cache.h"
+#include "sim/model/spec_mode.h"
 #include "sim/workload/rng.h"
 #include "sim/model/step_plan.h"
 #include "sim/model/time_model.h"
 #include "sim/workload/trace.h"
 
 namespace dspark::sim {
-
-enum class SpecMode { kNone, kDSpark, kAdaptive };
-absl::string_view SpecModeName(SpecMode mode);
-absl::StatusOr<SpecMode> ParseSpecMode(absl::string_view name);
-// vLLM's two adaptive verification managers: varlen compacts the batch, masked pads it.
-enum class AdaptiveMode { kVarlen, kMasked };
-absl::string_view AdaptiveModeName(AdaptiveMode mode);
-absl::StatusOr<AdaptiveMode> ParseAdaptiveMode(absl::string_view name);
 
 struct SchedulerConfig {
   SpecMode mode = SpecMode::kAdaptive;
