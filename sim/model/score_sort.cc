@@ -23,19 +23,22 @@ void SortScoresDescending(std::vector<double>* v, ScoreSortScratch* scratch) {
     return;
   }
   constexpr int kLast = ScoreSortScratch::kBuckets - 1;
-  const uint64_t top_bucket = top >> 44;
+  const uint64_t top_bucket = top >> 42;
   const auto bucket_of = [top_bucket](uint64_t bits) {
-    return static_cast<int>(std::min<uint64_t>(top_bucket - (bits >> 44), kLast));
+    return static_cast<int>(std::min<uint64_t>(top_bucket - (bits >> 42), kLast));
   };
-  // Counting pass: start[b + 1] counts bucket b; bucket 0 holds the largest scores.
+  // Counting pass: start[b + 1] counts bucket b; bucket 0 holds the largest scores. Entries
+  // past the last bucket used are zero between calls, so only [0, hi] is summed and cleared.
   std::array<int32_t, ScoreSortScratch::kBuckets + 1>& start = scratch->start;
-  start.fill(0);
+  int hi = 0;
   for (size_t i = 0; i < n; ++i) {
     uint64_t bits;
     std::memcpy(&bits, &x[i], sizeof(bits));
-    ++start[bucket_of(bits) + 1];
+    const int b = bucket_of(bits);
+    hi = std::max(hi, b);
+    ++start[b + 1];
   }
-  for (int b = 0; b < ScoreSortScratch::kBuckets; ++b) start[b + 1] += start[b];
+  for (int b = 0; b < hi; ++b) start[b + 1] += start[b];
   std::vector<uint64_t>& keys = scratch->keys;
   keys.resize(n);
   for (size_t i = 0; i < n; ++i) {
@@ -46,7 +49,7 @@ void SortScoresDescending(std::vector<double>* v, ScoreSortScratch* scratch) {
   // start[b] is now the end of bucket b. The last bucket may be large: std::sort it; the
   // others are short, and an insertion pass never moves a key out of its bucket (every key
   // of an earlier bucket is larger).
-  const size_t last_begin = static_cast<size_t>(kLast == 0 ? 0 : start[kLast - 1]);
+  const size_t last_begin = hi == kLast ? static_cast<size_t>(start[kLast - 1]) : n;
   std::sort(keys.begin() + static_cast<std::ptrdiff_t>(last_begin), keys.end(),
             std::greater<uint64_t>());
   for (size_t i = 1; i < last_begin; ++i) {
@@ -59,6 +62,7 @@ void SortScoresDescending(std::vector<double>* v, ScoreSortScratch* scratch) {
     keys[j] = key;
   }
   std::memcpy(x, keys.data(), n * sizeof(uint64_t));
+  std::fill(start.begin(), start.begin() + hi + 2, 0);
 }
 
 }  // namespace dspark::sim
