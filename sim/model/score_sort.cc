@@ -5,10 +5,18 @@
 #include <functional>
 
 namespace dspark::sim {
+namespace {
+constexpr size_t kMinBucketed = 512;
+}  // namespace
 
 void SortScoresDescending(std::vector<double>* v, ScoreSortScratch* scratch) {
   const size_t n = v->size();
-  if (n < 2) return;
+  // Below a few hundred scores the bucket pass's sum over the bucket range costs more than
+  // std::sort (a Vidur trace's steps: tens of drafts over many octaves).
+  if (n < kMinBucketed) {
+    std::sort(v->begin(), v->end(), std::greater<double>());
+    return;
+  }
   double* x = v->data();
   // +inf is 0x7FF0000000000000; anything above it is a NaN or has the sign bit set.
   constexpr uint64_t kMaxPattern = 0x7FF0000000000000ULL;

@@ -16,11 +16,12 @@ struct ScoreSortScratch {
 };
 
 // Sorts `v` descending: the sequence std::sort(v, std::greater<double>()) gives (equal values
-// are the same double, so their order cannot show). For non-negative, non-NaN values a
+// are the same double, so their order cannot show). For 512 or more non-negative, non-NaN
+// values a
 // bucket pass on the top 22 bits of the pattern (sign 0, exponent, 10 mantissa bits; patterns
 // of such doubles order like their values) and an insertion pass inside the buckets; scores
 // more than 8 octaves below the largest share the last bucket, ordered by std::sort. Any other
-// input (a negative zero, a negative value, a NaN) takes std::sort.
+// input (fewer values, a negative zero, a negative value, a NaN) takes std::sort.
 void SortScoresDescending(std::vector<double>* v, ScoreSortScratch* scratch);
 
 }  // namespace dspark::sim

@@ -34,7 +34,7 @@ TEST(SortScoresDescending, MatchesStdSortOnSurvivalScores) {
   std::mt19937_64 rng(11);
   ScoreSortScratch scratch;
   for (int trial = 0; trial < 400; ++trial) {
-    const int rows = static_cast<int>(rng() % 300), k = 1 + static_cast<int>(rng() % 8);
+    const int rows = static_cast<int>(rng() % 400), k = 1 + static_cast<int>(rng() % 8);
     const int flavour = trial % 4;
     std::vector<double> v;
     for (int r = 0; r < rows; ++r) {
@@ -60,15 +60,25 @@ TEST(SortScoresDescending, BoundarySizesAndOtherInputs) {
   ExpectSortsLikeStd({1.0, 1.0, 1.0}, &scratch);
   const double inf = std::numeric_limits<double>::infinity();
   ExpectSortsLikeStd({3.0, inf, 0.0, 1e300, 1e-310, 7.0, 0.0}, &scratch);
-  // Fall back to std::sort: a negative zero, negatives, a NaN.
-  ExpectSortsLikeStd({0.5, -0.0, 0.0, 0.25}, &scratch);
-  ExpectSortsLikeStd({0.5, -2.0, 3.0, -1e-9}, &scratch);
-  ExpectSortsLikeStd({0.5, std::nan(""), 0.25}, &scratch);
-  // Exactly one octave step per bucket edge: neighbours of a bucket boundary.
+  // Large enough for the bucket pass (512 values), with what it hands to std::sort: a negative
+  // zero, negatives, a NaN; and the neighbours of bucket boundaries over 40 octaves.
+  const auto padded = [](std::vector<double> v) {
+    for (int i = 0; v.size() < 700; ++i) v.push_back(std::ldexp(1.0 + (i % 97) / 97.0, -(i % 13)));
+    return v;
+  };
+  ExpectSortsLikeStd(padded({0.5, -0.0, 0.0, 0.25}), &scratch);
+  ExpectSortsLikeStd(padded({0.5, -2.0, 3.0, -1e-9}), &scratch);
+  ExpectSortsLikeStd(padded({0.5, std::nan(""), 0.25}), &scratch);
+  ExpectSortsLikeStd(padded({3.0, inf, 0.0, 1e300, 1e-310, 7.0, 0.0}), &scratch);
   std::vector<double> edges;
   for (int e = 0; e < 40; ++e)
-    for (double d : {-1.0, 0.0, 1.0}) edges.push_back(std::nextafter(std::ldexp(1.0, -e), 2.0 * d));
+    for (int m = 0; m < 6; ++m) {
+      const double edge = std::ldexp(1.0 + m / 1024.0, -e);
+      for (double toward : {0.0, 4.0}) edges.push_back(std::nextafter(edge, toward));
+      edges.push_back(edge);
+    }
   ExpectSortsLikeStd(edges, &scratch);
+  ExpectSortsLikeStd(padded(edges), &scratch);
 }
 
 }  // namespace
