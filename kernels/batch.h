@@ -22,6 +22,11 @@ struct ModelConsts {
   int32_t mla_block_size = 64;  // [tokens per block] MLA storage block size (ratio 1)
   int32_t spec_k = 5;           // [tokens] DSpark speculative length K
   int32_t prefill_segment = 1024;  // [tokens] FP8 prefill segment cap (PR #57207)
+  // split_indexer_prefill_chunks' budgets (vLLM's indexer.py). The KV-row workspace is
+  // max_prefill_buffer_size = max_model_len * 40, with max_model_len 1M (DeepSeek-V4); the logits
+  // budget is VLLM_SPARSE_INDEXER_MAX_LOGITS_MB's default, 512 MB of float32.
+  int64_t indexer_prefill_workspace = int64_t{1} << 20 << 5;        // [KV rows]
+  int64_t indexer_max_logits = int64_t{512} * 1024 * 1024 / 4;     // [elements]
 };
 
 // Ring capacity of the ratio-2 compressor state: max(8, next_pow2(K + 2)).

@@ -114,6 +114,7 @@ DS_HD_INLINE void IndexerCopyTokenRow(const IndexerDecodeParams& p, int32_t t, b
                                       int32_t lane, int32_t lanes) {
   int32_t* dst = p.bt_out + static_cast<int64_t>(t) * p.out_stride;
   const int32_t* src = p.block_table + static_cast<int64_t>(valid ? r : 0) * p.bt_stride;
+  DS_NO_UNROLL
   for (int32_t base = lane; base < p.bt_width; base += kIndexerStagedCols * lanes) {
     int32_t v[kIndexerStagedCols];
     for (int32_t i = 0; i < kIndexerStagedCols; ++i) {
@@ -131,6 +132,7 @@ DS_HD_INLINE void IndexerCopyTokenRow(const IndexerDecodeParams& p, int32_t t, b
 DS_HD_INLINE void IndexerZeroSeqTail(const IndexerDecodeParams& p, int32_t chunk, int32_t lane, int32_t lanes) {
   const int32_t begin = p.num_decode_tokens + chunk * kIndexerTailChunk;
   const int32_t end = MinI(begin + kIndexerTailChunk, p.capacity);
+  DS_NO_UNROLL
   for (int32_t i = begin + lane; i < end; i += lanes) p.seq_out[i] = 0;
 }
 
@@ -157,7 +159,12 @@ struct IndexerDecodeKernel {
   // The guessed request of token row b (in proportion), or -1 when this block does not guess.
   DS_HD int32_t Guess(int32_t b) const {
     if (!UsesSharedQsl(b) || p.num_decodes == 0 || p.bt_width > kGuessCols) return -1;
-    return MinI(static_cast<int32_t>(static_cast<int64_t>(b) * p.num_decodes / p.num_decode_tokens),
+    // A hint only (the search verifies it): 32-bit unsigned arithmetic, exact for b < 2^22 since
+    // num_decodes <= kSharedQslCap; a 64-bit division would add a subroutine to the code a cold
+    // launch fetches.
+    if (p.num_decode_tokens > (1 << 22)) return -1;
+    return MinI(static_cast<int32_t>(static_cast<uint32_t>(b) * static_cast<uint32_t>(p.num_decodes) /
+                                     static_cast<uint32_t>(p.num_decode_tokens)),
                 p.num_decodes - 1);
   }
 
@@ -168,6 +175,7 @@ struct IndexerDecodeKernel {
       // Boundaries, the guessed row and length, and tail zeroing are independent: all issued
       // before the barrier.
       if (UsesSharedQsl(b))
+        DS_NO_UNROLL
         for (int32_t i = c.thread; i <= p.num_decodes; i += c.block_dim) s.qsl[i] = p.query_start_loc[i];
       if (g >= 0) {
         const int32_t* src = p.block_table + static_cast<int64_t>(g) * p.bt_stride;
@@ -199,6 +207,7 @@ struct IndexerDecodeKernel {
                                     hit ? s.guess_seq : (valid ? p.seq_lens[r] : 0));
       if (hit) {
         int32_t* dst = p.bt_out + static_cast<int64_t>(t) * p.out_stride;
+        DS_NO_UNROLL
         for (int32_t col = c.thread; col < p.bt_width; col += c.block_dim) dst[col] = s.row[col];
       } else {
         IndexerCopyTokenRow(p, t, valid, r, c.thread, c.block_dim);

@@ -112,29 +112,44 @@ DS_HD_INLINE int32_t PrefillSegmentCount(int32_t qlen, bool fp8, int32_t segment
 
 // Writes the segments of prefill request r, the first at index `first_seg`; returns how many
 // the request has (also those dropped past max_segments).
-DS_HD_INLINE int32_t WritePrefillRequestSegments(const PrefillSegmentParams& p, int32_t r, int32_t first_seg) {
+// `base` is qsl[num_decodes], the first prefill token.
+DS_HD_INLINE int32_t WritePrefillRequestSegments(const PrefillSegmentParams& p, int32_t r, int32_t first_seg,
+                                                 int32_t base) {
   const int32_t qstart = p.query_start_loc[r];
   const int32_t qlen = p.query_start_loc[r + 1] - qstart;
   const int32_t context = p.seq_lens[r] - qlen;
   const int32_t count = PrefillSegmentCount(qlen, p.fp8, p.segment_len);
   const int32_t step = p.fp8 ? p.segment_len : qlen;
+  DS_NO_UNROLL
   for (int32_t i = 0; i < count; ++i) {
     const int32_t k = first_seg + i;
     if (k >= p.max_segments) break;
     const int32_t seg_start = i * step;
-    p.seg_qsl[k] = qstart - p.query_start_loc[p.num_decodes] + seg_start;
+    p.seg_qsl[k] = qstart - base + seg_start;
     p.seg_seq_lens[k] = context + MinI(seg_start + step, qlen);
   }
   return count;
 }
 
-// Writes the unused tail from index `count` on; `lane` of `num_lanes` takes every num_lanes-th entry.
-DS_HD_INLINE void WritePrefillSegmentTail(const PrefillSegmentParams& p, int32_t count, int32_t lane,
+// Writes the unused tail from index `count` on; `lane` of `num_lanes` takes every num_lanes-th
+// entry. `end` is the prefill token count, qsl[R] - qsl[num_decodes].
+DS_HD_INLINE void WritePrefillSegmentTail(const PrefillSegmentParams& p, int32_t count, int32_t end, int32_t lane,
                                           int32_t num_lanes) {
-  const int32_t end = p.query_start_loc[p.num_reqs] - p.query_start_loc[p.num_decodes];
+  DS_NO_UNROLL
   for (int32_t k = MinI(MaxI(count, 0), p.max_segments) + lane; k <= p.max_segments; k += num_lanes) {
     p.seg_qsl[k] = end;
     if (k < p.max_segments) p.seg_seq_lens[k] = 0;
+  }
+}
+
+// The segmentation of a step without prefill requests (num_reqs == num_decodes), in one pass
+// without loads: no segments, so every entry is the tail's, relative to qsl[R] - qsl[nd] = 0.
+// It writes what PrefillSegmentsPhase's phases write for such a step.
+DS_HD_INLINE void PrefillSegmentsWithoutPrefills(const PrefillSegmentParams& p, int32_t lane, int32_t num_lanes) {
+  WritePrefillSegmentTail(p, 0, 0, lane, num_lanes);
+  if (lane == 0) {
+    p.seg_count[0] = 0;
+    if (p.seg_max_query_len != nullptr) p.seg_max_query_len[0] = 0;
   }
 }
 
@@ -149,11 +164,14 @@ static_assert((1 << kPrefillSegmentScanSteps) == kPrefillSegmentThreads,
               "the scan covers exactly one partial count per thread");
 
 struct PrefillSegmentShared {
-  int32_t own[kPrefillSegmentThreads];      // segments of each thread's run of requests
-  int32_t longest[kPrefillSegmentThreads];  // longest segment of each thread's run
-  int32_t scan[2][kPrefillSegmentThreads];  // ping-pong inclusive scan of `own`
+  int32_t own[kPrefillSegmentThreads];         // segments of each thread's run of requests
+  int32_t scan[2][kPrefillSegmentThreads];     // ping-pong inclusive scan of `own`
+  int32_t longest[2][kPrefillSegmentThreads];  // ping-pong inclusive max-scan of each run's longest segment
+  int32_t bounds[2];                           // qsl[num_decodes], qsl[R]
 };
 
+// Phase 0 issues every load the later phases need (the runs' boundaries, and the two totals that
+// the segment starts and the tail are relative to), so the block waits one global round trip.
 DS_HD_INLINE void PrefillSegmentsPhase(const PrefillSegmentParams& p, int phase, int32_t thread,
                                        PrefillSegmentShared& s) {
   constexpr int32_t kThreads = kPrefillSegmentThreads;
@@ -162,32 +180,34 @@ DS_HD_INLINE void PrefillSegmentsPhase(const PrefillSegmentParams& p, int phase,
   const int32_t lo = p.num_decodes + MinI(thread * per_thread, num_prefills);
   const int32_t hi = p.num_decodes + MinI((thread + 1) * per_thread, num_prefills);
   if (phase == 0) {
+    if (thread < 2) s.bounds[thread] = p.query_start_loc[thread == 0 ? p.num_decodes : p.num_reqs];
     int32_t own = 0, longest = 0;
+    DS_NO_UNROLL
     for (int32_t r = lo; r < hi; ++r) {
       const int32_t qlen = p.query_start_loc[r + 1] - p.query_start_loc[r];
       own += PrefillSegmentCount(qlen, p.fp8, p.segment_len);
       longest = MaxI(longest, PrefillSegmentMaxLen(qlen, p.fp8, p.segment_len));
     }
     s.own[thread] = own;
-    s.longest[thread] = longest;
     s.scan[0][thread] = own;
+    s.longest[0][thread] = longest;
   } else if (phase <= kPrefillSegmentScanSteps) {
-    const int32_t* in = s.scan[(phase - 1) & 1];
+    const int32_t in = (phase - 1) & 1, out = phase & 1;
     const int32_t offset = 1 << (phase - 1);
-    s.scan[phase & 1][thread] = in[thread] + (thread >= offset ? in[thread - offset] : 0);
+    const bool has_left = thread >= offset;
+    s.scan[out][thread] = s.scan[in][thread] + (has_left ? s.scan[in][thread - offset] : 0);
+    s.longest[out][thread] = MaxI(s.longest[in][thread], has_left ? s.longest[in][thread - offset] : 0);
   } else {
-    const int32_t* inclusive = s.scan[kPrefillSegmentScanSteps & 1];
-    int32_t next = inclusive[thread] - s.own[thread];
-    for (int32_t r = lo; r < hi; ++r) next += WritePrefillRequestSegments(p, r, next);
-    const int32_t total = inclusive[kThreads - 1];
-    WritePrefillSegmentTail(p, total, thread, kThreads);
+    constexpr int32_t kLast = kPrefillSegmentScanSteps & 1;
+    const int32_t base = s.bounds[0];
+    int32_t next = s.scan[kLast][thread] - s.own[thread];
+    DS_NO_UNROLL
+    for (int32_t r = lo; r < hi; ++r) next += WritePrefillRequestSegments(p, r, next, base);
+    const int32_t total = s.scan[kLast][kThreads - 1];
+    WritePrefillSegmentTail(p, total, s.bounds[1] - base, thread, kThreads);
     if (thread == 0) {
       p.seg_count[0] = total;
-      if (p.seg_max_query_len != nullptr) {
-        int32_t longest = 0;  // 256 shared reads by one thread: a handful of cycles beside the scan
-        for (int32_t i = 0; i < kThreads; ++i) longest = MaxI(longest, s.longest[i]);
-        p.seg_max_query_len[0] = longest;
-      }
+      if (p.seg_max_query_len != nullptr) p.seg_max_query_len[0] = s.longest[kLast][kThreads - 1];
     }
   }
 }

@@ -7,12 +7,16 @@
 //   swa_lens[t]  = len
 //   swa_indices[t, j] = block_table[r, p / bs] * bs + p % bs  for p = window_start + j, j < len
 //                     = -1                                     for len <= j < W
-// Padding tokens (M <= t < N) get length 0 and a row of -1. Rows at or past N are not written:
-// a graph captured for N tokens never reads them.
+// Invalid tokens get length 0 and a row of -1: vLLM's _compute_swa_indices_and_lens_kernel
+// (sparse_swa.py, read_file id 61399074654) reads is_valid_token = slot_mapping >= 0 and, for an
+// invalid token, stores len 0 and clears the row "so a padded token cannot gather through stale
+// indices". That covers graph padding (slot -1 by construction) and any real token whose slot is
+// -1 (e.g. masked-mode pruned drafts). vLLM reads nothing else; this kernel also treats
+// M <= t < N as invalid whatever its slot, so it never resolves a request for a padding token.
+// Rows at or past N are not written: a graph captured for N tokens never reads them.
 //
 // DSpark draft rows (noncausal_width > 0), vLLM's _compute_dspark_noncausal_swa_indices_kernel
-// (sparse_swa.py, read_file id 61399074654): a token whose slot_mapping is -1 gets length 0 and a
-// row of -1; otherwise every token of request r sees [max(prefix - W, 0), seq_lens[r]) with
+// (sparse_swa.py, read_file id 61399074654): an invalid token as above; otherwise every token of request r sees [max(prefix - W, 0), seq_lens[r]) with
 // prefix = seq_lens[r] - qlen_r (the window before the block and the whole block, future query
 // tokens included), swa_lens[t] = that span's length, and the row (stride noncausal_width,
 // SwaNoncausalWidth) holds its first noncausal_width slots, -1 past the length.
@@ -55,8 +59,10 @@ struct SwaParams {
                                    //   token_offset + num_tokens) (vLLM's prefill launch: ndt)
   int32_t noncausal_width = 0;     // > 0: DSpark draft non-causal rows of this width (their row
                                    //   stride); 0: causal rows of stride `window`
-  const int64_t* slot_mapping = nullptr;  // [>= num_tokens] non-causal rows: -1 marks an invalid
-                                          //   token (vLLM's is_valid_token)
+  const int64_t* slot_mapping = nullptr;  // [>= token_offset + num_tokens] < 0 marks an invalid
+                                          //   token (vLLM's is_valid_token); nullptr: every
+                                          //   token t < qsl[R] is valid (required non-null for
+                                          //   non-causal rows)
 };
 
 // vLLM's get_dspark_swa_index_width (compressor_utils.py): ceil((W + K) / 64) * 64.
@@ -66,8 +72,10 @@ DS_HD_INLINE int32_t SwaNoncausalWidth(int32_t window, int32_t spec_k) {
 
 inline SwaParams MakeSwaParams(const BatchSizes& s, const DeviceBatch& d, const ModelConsts& m,
                                const int32_t* token_to_req, int32_t* swa_lens, int32_t* swa_indices) {
-  return SwaParams{d.query_start_loc, d.seq_lens, d.block_table, token_to_req, swa_lens, swa_indices,
-                   s.num_reqs, s.num_tokens, s.bt_stride, m.swa_window, m.swa_block_size};
+  SwaParams p{d.query_start_loc, d.seq_lens, d.block_table, token_to_req, swa_lens, swa_indices,
+              s.num_reqs, s.num_tokens, s.bt_stride, m.swa_window, m.swa_block_size};
+  p.slot_mapping = d.slot_mapping;  // is_valid_token.copy_(slot_mapping >= 0)
+  return p;
 }
 
 inline absl::Status CanImplementSwa(const SwaParams& p) {
@@ -99,8 +107,8 @@ struct SwaRow {
 // Resolves row t. `qsl` is the boundaries to read (shared or global, see QslView).
 DS_HD_INLINE SwaRow SwaResolveRow(const SwaParams& p, const int32_t* qsl, int32_t t) {
   if (t >= qsl[p.num_reqs]) return SwaRow{0, 0, p.block_table};
+  if (p.slot_mapping != nullptr && p.slot_mapping[t] < 0) return SwaRow{0, 0, p.block_table};  // !is_valid
   if (p.noncausal_width > 0) {
-    if (p.slot_mapping[t] < 0) return SwaRow{0, 0, p.block_table};
     const int32_t r = RequestOfToken(p.token_to_req, qsl, p.num_reqs, t);
     const int32_t seq_len = p.seq_lens[r];
     const int32_t start = MaxI(seq_len - (qsl[r + 1] - qsl[r]) - p.window, 0);
@@ -118,6 +126,7 @@ DS_HD_INLINE void SwaWriteRow(const SwaParams& p, int32_t t, const SwaRow& row, 
                               int32_t num_lanes) {
   const int32_t width = p.noncausal_width > 0 ? p.noncausal_width : p.window;
   int32_t* out = p.swa_indices + static_cast<int64_t>(t) * width;
+  DS_NO_UNROLL
   for (int32_t j = lane; j < width; j += num_lanes) {
     int32_t slot = -1;
     if (j < row.len) {

@@ -27,6 +27,7 @@ struct TokenMapParams {
 // requests have qsl[r + 1] == qsl[r] and are therefore never returned.
 DS_HD_INLINE int32_t FindRequest(const int32_t* qsl, int32_t num_reqs, int32_t t) {
   int32_t lo = 0, hi = num_reqs - 1;
+  DS_NO_UNROLL
   while (lo < hi) {
     const int32_t mid = (lo + hi) >> 1;
     if (qsl[mid + 1] > t) hi = mid; else lo = mid + 1;
@@ -51,6 +52,7 @@ struct TokenMapKernel {
     if (phase == 0) {
       // One independent load per boundary, instead of a dependent chain per search step.
       if (cached)
+        DS_NO_UNROLL
         for (int32_t i = c.thread; i <= p.num_reqs; i += c.block_dim) s.qsl[i] = p.query_start_loc[i];
       return;
     }

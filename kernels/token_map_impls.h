@@ -1,22 +1,19 @@
-// token_to_req_indices(buffer) in three implementations, each written once over a Backend
-// (kernels/common/backend.h) so that the same code runs emulated on the CPU and for real on a
-// GPU, issuing the same operations:
+// token_to_req_indices(buffer) as vLLM's host mappings and #56562's kernel, each written once over
+// a Backend (kernels/common/backend.h) so that the same code runs emulated on the CPU and for real
+// on a GPU, issuing the same operations:
 //
 //   TokenMapHost        PR #47474: np.diff / np.arange / np.repeat over the HOST boundaries,
 //                       one pinned host-to-device copy into the buffer, tail zeroed by a fill.
 //                       2 launches (H2D copy + fill). Reads host boundaries: wrong when they
 //                       are stale, and a captured graph replays the capture-time mapping.
-//   TokenMapDeviceChain The PyTorch device chain: arange, diff of the device boundaries,
-//                       repeat_interleave(arange, lens, output_size=<host total>) (cumsum,
-//                       range-writing kernel, index_select), copy_ into the buffer, zero_ of
-//                       the tail. 7 launches. Reads only the host TOTAL, which DSpark keeps
-//                       right, so it is correct under stale boundaries and graph-capturable.
 //   TokenMapFused       PR #56562: one TokenMapKernel launch reading the device boundaries.
 //
-// All three write the caller's buffer in place and return that same pointer (the mapping is
-// cached by address for the rest of the step). Launch counts above are for M > 0 and M < N;
-// an operation with nothing to do is not issued (so a graph's node count equals the counted
-// launches).
+// State (c)'s device chain (diff, arange, repeat_interleave with the host total, copy_, zero_) is
+// vllm_ops::TokenMapPre56562 (kernels/suite/vllm_ops.h), the one code (c) and `microbench` run.
+//
+// Both write the caller's buffer in place and return that same pointer (the mapping is cached by
+// address for the rest of the step). Launch counts above are for M > 0 and M < N; an operation
+// with nothing to do is not issued (so a graph's node count equals the counted launches).
 #pragma once
 
 #include <cstdint>
@@ -94,38 +91,6 @@ absl::StatusOr<int32_t*> TokenMapHost(Backend& be, const TokenMapArgs& a) {
   be.NoteHostArrayOp();
   if (mapped > 0) be.CopyToDevice(a.out, host_map.data(), sizeof(int32_t) * static_cast<size_t>(mapped));
   if (mapped < a.num_tokens) be.Fill32(a.out + mapped, 0, static_cast<size_t>(a.num_tokens - mapped));
-  DS_RETURN_IF_ERROR(be.status());
-  return a.out;
-}
-
-// The PyTorch device chain (see the file comment). Scratch comes from the backend's arena;
-// the caller resets it between steps, so a captured graph keeps its addresses.
-template <class Backend>
-absl::StatusOr<int32_t*> TokenMapDeviceChain(Backend& be, const TokenMapArgs& a) {
-  DS_RETURN_IF_ERROR(ValidateTokenMapArgs(a, /*reads_host=*/true));
-  const int32_t R = a.num_reqs;
-  const int32_t mapped = a.host_query_start_loc[R];  // output_size=: the host total only
-  if (R > 0 && mapped > 0) {
-    int32_t* arange = be.template Scratch<int32_t>(R);
-    int32_t* lens = be.template Scratch<int32_t>(R);
-    int32_t* cumsum = be.template Scratch<int32_t>(R);
-    int32_t* index = be.template Scratch<int32_t>(mapped);
-    int32_t* values = be.template Scratch<int32_t>(mapped);
-    DS_RETURN_IF_ERROR(be.status());
-    const ops::ArangeKernel k_arange{arange, R, 0};
-    const ops::DiffKernel k_diff{a.query_start_loc, lens, R};
-    const ops::InclusiveScanKernel k_scan{lens, cumsum, R};
-    const ops::RepeatInterleaveKernel k_repeat{lens, cumsum, index, R, mapped};
-    const ops::GatherKernel k_gather{arange, R, index, values, mapped};
-    be.Launch(k_arange, k_arange.Shape());
-    be.Launch(k_diff, k_diff.Shape());
-    be.Launch(k_scan, k_scan.Shape());
-    be.Launch(k_repeat, k_repeat.Shape());
-    be.Launch(k_gather, k_gather.Shape());
-    be.CopyDeviceToDevice(a.out, values, sizeof(int32_t) * static_cast<size_t>(mapped));
-  }
-  const int32_t written = R > 0 ? mapped : 0;
-  if (written < a.num_tokens) be.Fill32(a.out + written, 0, static_cast<size_t>(a.num_tokens - written));
   DS_RETURN_IF_ERROR(be.status());
   return a.out;
 }

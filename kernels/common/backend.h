@@ -13,6 +13,7 @@
 //   void Fill32(int32_t* dst, int32_t value, size_t count);           // a memset-like node
 //   template <class T> T* Scratch(size_t count);  // per-suite workspace, reset by ResetScratch
 //   void Branch(int i); void Join();  // independent work on parallel branches (GPU only)
+//   void OverlapNextLaunch();  // the next launch may overlap the previous one (GPU only)
 //   OpCounters& counters();
 #pragma once
 
@@ -86,6 +87,8 @@ class CpuBackend {
     ++counters_.kernels;
     if (shape.grid > 0) EmulateGrid(k, shape);
   }
+  // Launches run one after the other here; the GPU's overlap changes no result.
+  void OverlapNextLaunch() {}
   void CopyToDevice(void* dst, const void* src, size_t bytes) {
     ++counters_.h2d_copies;
     if (bytes) std::memcpy(dst, src, bytes);

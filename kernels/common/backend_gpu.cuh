@@ -91,9 +91,17 @@ class GpuBackend {
   template <class K>
   void Launch(const K& k, LaunchShape shape) {
     ++counters_.kernels;
+    const bool dependent = overlap_next_;
+    overlap_next_ = false;
     if (!status_.ok() || shape.grid <= 0) return;
-    Check(LaunchFunctor(k, shape, current_), "LaunchFunctor", __FILE__, __LINE__);
+    if (dependent)
+      Check(LaunchFunctorDependent(k, shape, current_), "LaunchFunctorDependent", __FILE__, __LINE__);
+    else
+      Check(LaunchFunctor(k, shape, current_), "LaunchFunctor", __FILE__, __LINE__);
   }
+  // The next Launch is a programmatic dependent launch (grid.h, LaunchFunctorDependent): the
+  // caller promises that its kernel reads nothing the previous kernel writes.
+  void OverlapNextLaunch() { overlap_next_ = true; }
   // Stages through pinned memory, as np_to_pinned_tensor(...).copy_(non_blocking=True) does.
   // The staging arena is reset only by ResetStaging(), which the executor calls after it has
   // made sure earlier copies finished, so a staged buffer is never overwritten in flight.
@@ -170,6 +178,7 @@ class GpuBackend {
   cudaStream_t current_;
   SideStreams* side_ = nullptr;
   bool forked_ = false;
+  bool overlap_next_ = false;  // OverlapNextLaunch
   uint32_t joined_mask_ = 0;
   ScratchArena arena_;
   ScratchArena staging_;

@@ -7,7 +7,13 @@
 //   DS_HD void Phase(int phase, const ThreadCtx& ctx, Shared& smem) const;
 //
 // On the GPU, RunFunctor<<<grid, block>>> runs every phase in order with __syncthreads()
-// between phases. On the CPU, EmulateGrid runs phase p for every thread of a block before
+// between phases. A kernel whose blocks have different roles may also define
+//
+//   DS_HD int PhasesOf(int32_t block) const;  // phases [0, n) that `block` runs, n <= kPhases
+//
+// for blocks whose later phases do nothing; both executors then run only those phases, and the
+// GPU loop over them is not unrolled (one copy of Phase's code: a cold launch fetches every
+// instruction it runs from DRAM, so code size is time). On the CPU, EmulateGrid runs phase p for every thread of a block before
 // any thread starts phase p + 1, which is exactly the guarantee a block barrier gives. Bodies
 // therefore may use shared memory and barriers, but no warp intrinsics and no inter-block
 // communication (neither is expressible in the emulator).
@@ -59,6 +65,23 @@ struct IsElementwise<K, decltype(static_cast<void>(std::declval<const K&>().Elem
   static constexpr bool value = K::kPhases == 1 && std::is_same<typename K::Shared, NoShared>::value;
 };
 
+template <typename K, typename = void>
+struct HasPhasesOf : std::false_type {};
+template <typename K>
+struct HasPhasesOf<K, decltype(static_cast<void>(std::declval<const K&>().PhasesOf(int32_t{0})))> : std::true_type {};
+
+// The phases block `block` of `k` runs.
+template <typename K>
+DS_HD_INLINE int PhaseCount(const K& k, int32_t block) {
+  if constexpr (HasPhasesOf<K>::value) {
+    return k.PhasesOf(block);
+  } else {
+    static_cast<void>(k);
+    static_cast<void>(block);
+    return K::kPhases;
+  }
+}
+
 // Runs `k` on the CPU thread by thread, phase by phase. Deterministic: blocks in order,
 // threads in order.
 template <typename K>
@@ -69,7 +92,7 @@ void EmulateGridPerThread(const K& k, LaunchShape shape) {
     // Shared memory starts undefined on a GPU; poison it so that a body reading a cell no
     // thread wrote fails the exact comparisons instead of passing by luck.
     std::memset(static_cast<void*>(&smem), 0xA5, sizeof(Shared));
-    for (int p = 0; p < K::kPhases; ++p) {
+    for (int p = 0; p < PhaseCount(k, b); ++p) {
       for (int32_t t = 0; t < shape.block; ++t) {
         k.Phase(p, ThreadCtx{b, t, shape.block, shape.grid}, smem);
       }
@@ -87,7 +110,7 @@ void EmulateGridFirstThreads(const K& k, LaunchShape shape, int32_t threads) {
   threads = std::min(threads, shape.block);
   for (int32_t b = 0; b < shape.grid; ++b) {
     std::memset(static_cast<void*>(&smem), 0xA5, sizeof(Shared));
-    for (int p = 0; p < K::kPhases; ++p)
+    for (int p = 0; p < PhaseCount(k, b); ++p)
       for (int32_t t = 0; t < threads; ++t) k.Phase(p, ThreadCtx{b, t, shape.block, shape.grid}, smem);
   }
 }
@@ -127,16 +150,35 @@ void EmulateGrid(const K& k, LaunchShape shape) {
 }
 
 #if defined(__CUDACC__)
+// Programmatic dependent launch (sm_90+; both are no-ops for a kernel launched without it):
+// every kernel lets a successor launched with LaunchFunctorDependent start at once, and waits,
+// before it exits, for the predecessor it was launched after. So a dependent kernel may overlap
+// its predecessor but never completes before it: stream order holds for whatever follows.
 template <typename K>
 __global__ void RunFunctor(const K k) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
   __shared__ typename K::Shared smem;
   const ThreadCtx ctx{static_cast<int32_t>(blockIdx.x), static_cast<int32_t>(threadIdx.x),
                       static_cast<int32_t>(blockDim.x), static_cast<int32_t>(gridDim.x)};
+  if constexpr (HasPhasesOf<K>::value) {
+    const int phases = k.PhasesOf(ctx.block);
+#pragma unroll 1
+    for (int p = 0; p < phases; ++p) {
+      if (p > 0) __syncthreads();
+      k.Phase(p, ctx, smem);
+    }
+  } else {
 #pragma unroll
-  for (int p = 0; p < K::kPhases; ++p) {
-    if (p > 0) __syncthreads();
-    k.Phase(p, ctx, smem);
+    for (int p = 0; p < K::kPhases; ++p) {
+      if (p > 0) __syncthreads();
+      k.Phase(p, ctx, smem);
+    }
   }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
 }
 
 // Thin launcher: enqueues `k` and reports launch-configuration errors at once.
@@ -145,6 +187,24 @@ cudaError_t LaunchFunctor(const K& k, LaunchShape shape, cudaStream_t stream) {
   if (shape.grid <= 0) return cudaSuccess;
   RunFunctor<K><<<shape.grid, shape.block, 0, stream>>>(k);
   return cudaGetLastError();
+}
+
+// Enqueues `k` as a programmatic dependent launch: it may start while the previous kernel on
+// `stream` still runs, so it must not read what that kernel writes (it waits for it only before
+// it exits, see RunFunctor). Captured into a graph, the edge is a programmatic one.
+template <typename K>
+cudaError_t LaunchFunctorDependent(const K& k, LaunchShape shape, cudaStream_t stream) {
+  if (shape.grid <= 0) return cudaSuccess;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(shape.grid));
+  config.blockDim = dim3(static_cast<unsigned>(shape.block));
+  config.stream = stream;
+  config.attrs = attr;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, RunFunctor<K>, k);
 }
 #endif
 

@@ -12,6 +12,15 @@
 #define DS_HD_INLINE inline
 #endif
 
+// Before a device loop whose trip count is known only at run time: keep one copy of its body.
+// A cold launch fetches every instruction it runs from DRAM (the L2 holds no code after a flush),
+// so unrolled copies that run once cost more than the loop overhead they save.
+#if defined(__CUDACC__)
+#define DS_NO_UNROLL _Pragma("unroll 1")
+#else
+#define DS_NO_UNROLL
+#endif
+
 namespace dspark {
 
 // Integer helpers usable from kernel bodies.

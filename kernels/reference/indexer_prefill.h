@@ -18,7 +18,9 @@ struct PrefillChunk {
 // request, `ratio` 1 or 2, the query slice [slice_start, slice_stop) counted from the chunk's
 // first query token. A token at offset i of request b sits at position seq_b - q_b + i and sees
 // the compressed rows [cu[b], cu[b] + (position + 1) // ratio).
+// token_to_seq keeps its first `max_rows` rows (a step's check bounds what it compares).
 PrefillChunk IndexerPrefillChunk(const std::vector<int32_t>& qlens, const std::vector<int32_t>& seq_lens,
-                                 int32_t ratio, int32_t slice_start, int32_t slice_stop);
+                                 int32_t ratio, int32_t slice_start, int32_t slice_stop,
+                                 int64_t max_rows = INT64_MAX);
 
 }  // namespace dspark::ref

@@ -15,6 +15,8 @@ SwaMetadata Swa(const BatchSizes& sizes, const DeviceBatch& device, int32_t wind
     const int32_t qlen = qsl[r + 1] - qsl[r];
     const int32_t* bt_row = device.block_table + int64_t{r} * sizes.bt_stride;
     for (int32_t t = qsl[r]; t < qsl[r + 1] && t < rows; ++t) {
+      // An invalid token (slot_mapping -1, vLLM's is_valid_token false) keeps length 0 and -1s.
+      if (device.slot_mapping != nullptr && device.slot_mapping[t] < 0) continue;
       const int32_t pos = device.seq_lens[r] - qlen + (t - qsl[r]);
       const int32_t first = std::max(pos - window + 1, 0);
       // An inconsistent request (seq_len < qlen) has pos < 0 and so an empty window.

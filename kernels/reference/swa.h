@@ -14,7 +14,8 @@ struct SwaMetadata {
 };
 
 // Uses sizes.num_reqs, sizes.num_tokens, sizes.bt_stride and the device qsl / seq_lens /
-// block_table. `window` and `block_size` in tokens.
+// block_table / slot_mapping (a token whose slot is -1 is invalid: length 0, a row of -1; a null
+// slot_mapping makes every token valid). `window` and `block_size` in tokens.
 SwaMetadata Swa(const BatchSizes& sizes, const DeviceBatch& device, int32_t window, int32_t block_size);
 
 }  // namespace dspark::ref

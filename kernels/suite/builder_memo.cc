@@ -14,6 +14,7 @@ void AssignGroupOutputs(BuilderGroup g, const SuiteOutputs& src, SuiteOutputs* d
       dst->swa_lens = src.swa_lens;
       dst->swa_indices = src.swa_indices;
       dst->swa_indices_noncausal = src.swa_indices_noncausal;
+      dst->swa_gather_lens = src.swa_gather_lens;
       return;
     case BuilderGroup::kMlaR2: dst->mla_r2_slots = src.mla_r2_slots; return;
     case BuilderGroup::kRing: dst->ring_slots = src.ring_slots; return;
@@ -64,6 +65,7 @@ SuiteImage GroupImage(BuilderGroup g, const SuiteLayout& l, int32_t poison) {
       full.swa_lens.assign(cap, poison);
       full.swa_indices.assign(cap * static_cast<size_t>(l.window), poison);
       full.swa_indices_noncausal.assign(cap * static_cast<size_t>(l.noncausal_width), poison);
+      full.swa_gather_lens.assign(static_cast<size_t>(std::max(l.max_reqs, 1)), poison);
       break;
     case BuilderGroup::kMlaR2: full.mla_r2_slots.assign(cap, poison); break;
     case BuilderGroup::kRing: full.ring_slots.assign(cap, poison); break;
@@ -75,6 +77,10 @@ SuiteImage GroupImage(BuilderGroup g, const SuiteLayout& l, int32_t poison) {
       x.decode_lens.assign(cap, poison);
       x.indices.assign(cap, poison);
       x.per_req.assign(cap, poison);
+      x.prefill_cu_seq_lens.assign(static_cast<size_t>(std::max(l.prefill_cu_len, 1)), poison);
+      x.prefill_token_to_seq.assign(static_cast<size_t>(std::max(l.prefill_rows, 1)), poison);
+      x.prefill_ks.assign(cap, poison);
+      x.prefill_ke.assign(cap, poison);
       if (g == BuilderGroup::kIndexerR2) {
         full.indexer_r2_slots.assign(cap, poison);
         full.indexer_r2_csl.assign(static_cast<size_t>(std::max(l.max_reqs, 1)), poison);

@@ -47,7 +47,7 @@ struct SuiteStep;
 
 // The shareable builders and the output fields each writes (kernels/suite/suite.h lists them).
 enum class BuilderGroup : int8_t {
-  kSwa,        // swa_lens, swa_indices, swa_indices_noncausal
+  kSwa,        // swa_lens, swa_indices, swa_indices_noncausal, swa_gather_lens
   kMlaR2,      // mla_r2_slots
   kRing,       // ring_slots
   kIndexerR1,  // indexer[0]

@@ -11,16 +11,19 @@
 //
 // Grid: 1 + token_blocks + slot_blocks + row_blocks + tail_blocks blocks of 256 threads, roles
 // by block index:
-//   block 0        the prefill segmentation (PrefillSegmentsPhase, 10 barrier phases), for
-//                  segment indices [0, seg_bound]: seg_bound = PrefillSegmentBound(R - nd, N, S)
-//                  bounds the count whenever qsl[R] <= N, so the block's share does not grow
-//                  with the persistent buffer.
+//   block 0        the prefill segmentation (PrefillSegmentsPhase, 10 barrier phases; one pass
+//                  without loads, PrefillSegmentsWithoutPrefills, when R == nd, which the host
+//                  knows), for segment indices [0, seg_bound]: seg_bound =
+//                  PrefillSegmentBound(R - nd, N, S) bounds the count whenever qsl[R] <= N, so the
+//                  block's share does not grow with the persistent buffer.
 //   token blocks   kTokensPerBlock = 2 tokens each, 128 lanes per token: the SWA row, one cell
 //                  per lane (no lane waits on a second load; a 192-wide non-causal draft row
 //                  gives lanes 0-63 a second cell), and the outputs that need no global
-//                  load: token_to_req[t] (lane 1), the indexer scalars per ratio (lanes 5, 6),
-//                  per_req[t] of both ratios for t < num_decodes (lane 7), the indexer's ratio-2
-//                  compressed_seq_lens[t] = seq_lens[t] // 2 for t < R (lane 8).
+//                  load, each on a lane of another warp so that no warp runs two of these
+//                  branches one after the other: token_to_req[t] (lane 32), the indexer scalars
+//                  per ratio (lanes 64, 96), per_req[t] of both ratios for t < num_decodes
+//                  (lane 33), the indexer's ratio-2 compressed_seq_lens[t] = seq_lens[t] // 2
+//                  for t < R (lane 65).
 //   slot blocks    one job per block, one token per thread: MLA r1, MLA r2, ring, or the
 //                  indexer's ratio-2 compressed slots (slot_mapping not read) for 256 tokens. A job per block keeps every warp on one path: single-lane jobs beside
 //                  the SWA cells would make a warp wait out one cold round trip per divergent
@@ -34,8 +37,8 @@
 //                  DRAM round trip per iteration, because the compiler must assume the store may
 //                  alias the next load (the reason this is not IndexerCopyTokenRow, whose results
 //                  it reproduces exactly).
-//   tail blocks    kTailChunk entries of every tail region each, stores only (plus one load of
-//                  qsl[R] for the segment starts): seq_out[N_d, C) = 0 (both ratios), the four
+//   tail blocks    kTailChunk entries of every tail region each, one per thread, stores only
+//                  (plus, with prefills, one load of qsl[R] for the segment starts): seq_out[N_d, C) = 0 (both ratios), the four
 //                  int64 slot buffers [N, C) = -1, seg_seq_lens[seg_bound, max_segments) = 0,
 //                  seg_qsl[seg_bound + 1, max_segments] = qsl[R] - qsl[nd].
 // Token, slot and row blocks load qsl (and seq_lens where they need them) into shared memory in
@@ -44,9 +47,12 @@
 //
 // Every output cell is at most two dependent DRAM round trips from the launch: the boundaries
 // (and seq_lens, slot_mapping) in phase 0, then the block-table cells a token's request selects.
-// Seen on an H200 (cold L2, graph replay, batch-16 decode, capacity 8192): 5.5-5.8 us against a
-// one-empty-kernel graph floor of 2.7-2.9 us measured in the same runs, the eight `fused` launches
-// 19-26 us, chain 127 us.
+// Code size is time. After the L2 flush a launch fetches every instruction it runs from memory,
+// and each jump into code not yet fetched waits for it (an H200 probe: 16 forward jumps over
+// 1.5 KB each cost 1.3 us). So runtime-trip loops are not unrolled (DS_NO_UNROLL), block 0 runs
+// its phases in one rolled loop (PhasesOf), and no warp runs two scalar branches in a row. That
+// took the kernel's code from 47 KB to 23 KB and batch-16 decode from 6.5 to 5.8 us in a probe
+// whose empty-kernel floor was 2.9-3.2 us (events, cold L2, graph replay; bench has the figures).
 // Tried and dropped, by measurement on an H200 (cold L2, batch-16 decode): an L2 prefetch of the
 // block table issued at launch (no gain), and loading a guessed request's block-table row into
 // shared memory in phase 0 to skip the second round trip when the guess is right (slower: the
@@ -167,16 +173,17 @@ struct FusedSuiteKernel {
   static constexpr int32_t kTokensPerBlock = kThreads / kLanesPerToken;
   static constexpr int32_t kColsPerThread = 4;
   static constexpr int32_t kRowChunk = kThreads * kColsPerThread;  // [columns] per row block
-  static constexpr int32_t kTailChunk = 1024;  // [entries] of each tail region per tail block
+  static constexpr int32_t kTailChunk = 256;  // [entries] of each tail region per tail block: one per thread
   static constexpr int kPhases = kPrefillSegmentPhases;
   static_assert(kThreads == kPrefillSegmentThreads, "block 0 runs the segmentation with every thread");
   static constexpr int32_t kSlotJobs = 4;
-  static_assert(kLanesPerToken >= 9, "lanes 1, 5, 6, 7, 8 of a token carry the scalar outputs");
+  static_assert(kLanesPerToken >= 97, "lanes 32, 33, 64, 65, 96 of a token carry the scalar outputs");
 
   struct TokenShared {
     int32_t qsl[kSharedQslCap + 1];
     int32_t seq_lens[kSharedQslCap];
-    int64_t slot[kThreads];  // slot blocks: slot_mapping of the block's tokens, loaded in phase 0
+    int64_t slot[kThreads];  // slot_mapping of the block's tokens (slot blocks: one per thread;
+                             //   token blocks: one per token), loaded in phase 0
   };
   struct Shared {
     union {
@@ -191,15 +198,29 @@ struct FusedSuiteKernel {
     return {1 + p.token_blocks + p.slot_blocks + p.row_blocks + p.tail_blocks, kThreads};
   }
 
+  // Block 0 runs the segmentation's phases; the tail blocks store only (phase 0); the others
+  // load in phase 0 and write in phase 1.
+  DS_HD int PhasesOf(int32_t block) const {
+    if (block == 0) return HasPrefills() ? kPhases : 1;
+    return block - 1 < p.token_blocks + p.slot_blocks + p.row_blocks ? 2 : 1;
+  }
+
   DS_HD void Phase(int phase, const ThreadCtx& c, Shared& s) const {
     if (c.block == 0) {
       // The tail blocks write the segment entries past seg_bound.
-      PrefillSegmentsPhase(SuiteSegmentParams(p, p.seg_bound), phase, c.thread, s.u.seg);
+      if (HasPrefills())
+        PrefillSegmentsPhase(SuiteSegmentParams(p, p.seg_bound), phase, c.thread, s.u.seg);
+      else if (phase == 0)
+        PrefillSegmentsWithoutPrefills(SuiteSegmentParams(p, p.seg_bound), c.thread, kThreads);
       return;
     }
     int32_t b = c.block - 1;
     if (b < p.token_blocks) {
-      if (phase == 0) LoadBoundaries(p.num_reqs, /*with_seq_lens=*/true, c.thread, s.u.tok);
+      if (phase == 0) {
+        LoadBoundaries(p.num_reqs, /*with_seq_lens=*/true, c.thread, s.u.tok);
+        if (c.thread % kLanesPerToken == 0)
+          s.u.tok.slot[c.thread / kLanesPerToken] = SlotOf(b * kTokensPerBlock + c.thread / kLanesPerToken);
+      }
       if (phase == 1) WriteTokenBlock(b, c.thread, s.u.tok);
       return;
     }
@@ -224,22 +245,26 @@ struct FusedSuiteKernel {
   }
 
   DS_HD bool CachesBoundaries() const { return p.num_reqs <= kSharedQslCap; }
+  DS_HD bool HasPrefills() const { return p.num_reqs > p.num_decodes; }
 
   // qsl[0 .. count] (and seq_lens[0 .. R)) into shared memory, when the boundaries are cached.
   DS_HD void LoadBoundaries(int32_t count, bool with_seq_lens, int32_t thread, TokenShared& s) const {
     if (!CachesBoundaries()) return;
+    DS_NO_UNROLL
     for (int32_t i = thread; i <= count; i += kThreads) s.qsl[i] = p.query_start_loc[i];
     if (with_seq_lens)
+      DS_NO_UNROLL
       for (int32_t i = thread; i < p.num_reqs; i += kThreads) s.seq_lens[i] = p.seq_lens[i];
   }
 
   DS_HD void WriteTokenBlock(int32_t b, int32_t thread, const TokenShared& s) const {
-    WriteToken(b * kTokensPerBlock + thread / kLanesPerToken, thread % kLanesPerToken, kLanesPerToken, s);
+    WriteToken(b * kTokensPerBlock + thread / kLanesPerToken, s.slot[thread / kLanesPerToken],
+               thread % kLanesPerToken, kLanesPerToken, s);
   }
 
   // Token t's share of `lane` of `lanes`: the SWA cells of its columns; the scalar outputs go to
-  // lanes 1, 5, 6, 7 (all to lane 0 when lanes == 1, the CPU path).
-  DS_HD void WriteToken(int32_t t, int32_t lane, int32_t lanes, const TokenShared& s) const {
+  // lanes 32, 33, 64, 65, 96 (all to lane 0 when lanes == 1, the CPU path). `slot` is SlotOf(t).
+  DS_HD void WriteToken(int32_t t, int64_t slot, int32_t lane, int32_t lanes, const TokenShared& s) const {
     const int32_t* qsl = CachesBoundaries() ? s.qsl : p.query_start_loc;
     const int32_t* seq_lens = CachesBoundaries() ? s.seq_lens : p.seq_lens;
     if (t < p.num_tokens) {
@@ -247,24 +272,27 @@ struct FusedSuiteKernel {
       if (p.swa_noncausal_width > 0 && t < p.num_decode_tokens) {  // the DSpark draft rows
         swa.swa_indices = p.swa_indices_nc;
         swa.noncausal_width = p.swa_noncausal_width;
-        swa.slot_mapping = p.slot_mapping;
       }
-      SwaWriteRow(swa, t, SwaResolveRow(swa, qsl, t), lane, lanes);
-      if (lane == 1 % lanes) p.token_to_req[t] = t < qsl[p.num_reqs] ? FindRequest(qsl, p.num_reqs, t) : 0;
+      // vLLM's is_valid_token (slot_mapping >= 0), causal and non-causal rows alike, from the
+      // slot loaded with the boundaries in phase 0: SwaResolveRow's own check (swa.slot_mapping
+      // set) would load it after the barrier, a second round trip before the block table's.
+      const SwaRow row = slot < 0 ? SwaRow{0, 0, p.block_table} : SwaResolveRow(swa, qsl, t);
+      SwaWriteRow(swa, t, row, lane, lanes);
+      if (lane == 32 % lanes) p.token_to_req[t] = t < qsl[p.num_reqs] ? FindRequest(qsl, p.num_reqs, t) : 0;
     }
     for (int32_t k = 0; k < 2; ++k) {
-      if (t >= p.num_decode_tokens || lane != (5 + k) % lanes) continue;
+      if (t >= p.num_decode_tokens || lane != (64 + 32 * k) % lanes) continue;
       const int32_t actual = qsl[p.num_decodes];
       const bool valid = t < actual;
       const int32_t r = valid ? FindRequest(qsl, p.num_decodes, t) : 0;
       IndexerWriteTokenScalars(SuiteIndexerParams(p, k, seq_lens), t, valid, r, valid ? qsl[r] : 0,
                                valid ? qsl[r + 1] : 0, actual);
     }
-    if (t < p.num_decodes && lane == 7 % lanes) {
+    if (t < p.num_decodes && lane == 33 % lanes) {
       IndexerWritePerReq(SuiteIndexerParams(p, 0, seq_lens), qsl, t);
       IndexerWritePerReq(SuiteIndexerParams(p, 1, seq_lens), qsl, t);
     }
-    if (t < p.num_reqs && lane == 8 % lanes) p.r2_csl[t] = seq_lens[t] / 2;
+    if (t < p.num_reqs && lane == 65 % lanes) p.r2_csl[t] = seq_lens[t] / 2;
   }
 
   // What a slot block's thread for token t loads in phase 0.
@@ -297,7 +325,7 @@ struct FusedSuiteKernel {
     std::memset(static_cast<void*>(&smem), 0xA5, sizeof(Shared));
     TokenShared& s = smem.u.tok;
     for (int32_t t = 0; t < kThreads; ++t) LoadBoundaries(p.num_reqs, /*with_seq_lens=*/true, t, s);
-    for (int32_t t = 0; t < p.token_blocks * kTokensPerBlock; ++t) WriteToken(t, 0, 1, s);
+    for (int32_t t = 0; t < p.token_blocks * kTokensPerBlock; ++t) WriteToken(t, SlotOf(t), 0, 1, s);
     for (int32_t job = 0; job < kSlotJobs; ++job)
       for (int32_t t = 0; t < MinI(p.num_tokens, p.slot_chunks * kThreads); ++t)
         WriteSlot(job, t, job < 2 ? SlotOf(t) : -1, s);
@@ -340,6 +368,7 @@ struct FusedSuiteKernel {
     {
       const int32_t begin = p.num_decode_tokens + offset;
       const int32_t end = MinI(begin + kTailChunk, p.capacity);
+      DS_NO_UNROLL
       for (int32_t i = begin + thread; i < end; i += kThreads) {
         p.seq_out[0][i] = 0;
         p.seq_out[1][i] = 0;
@@ -348,6 +377,7 @@ struct FusedSuiteKernel {
     {
       const int32_t begin = p.num_tokens + offset;
       const int32_t end = MinI(begin + kTailChunk, p.capacity);
+      DS_NO_UNROLL
       for (int32_t i = begin + thread; i < end; i += kThreads) {
         p.mla_out[0][i] = -1;
         p.mla_out[1][i] = -1;
@@ -358,13 +388,15 @@ struct FusedSuiteKernel {
     {
       const int32_t begin = p.seg_bound + offset;
       const int32_t end = MinI(begin + kTailChunk, p.max_segments);
+      DS_NO_UNROLL
       for (int32_t k = begin + thread; k < end; k += kThreads) p.seg_seq_lens[k] = 0;
     }
     {
       const int32_t begin = p.seg_bound + 1 + offset;
       const int32_t end = MinI(begin + kTailChunk, p.max_segments + 1);
       if (begin + thread < end) {
-        const int32_t last = p.query_start_loc[p.num_reqs] - p.query_start_loc[p.num_decodes];
+        const int32_t last = HasPrefills() ? p.query_start_loc[p.num_reqs] - p.query_start_loc[p.num_decodes] : 0;
+        DS_NO_UNROLL
         for (int32_t k = begin + thread; k < end; k += kThreads) p.seg_qsl[k] = last;
       }
     }

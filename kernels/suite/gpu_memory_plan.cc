@@ -76,6 +76,12 @@ uint64_t GpuSuiteOutputSetBytes(const SuiteLayout& l) {
   bytes = SatAdd(bytes, 4 * std::max<uint64_t>(static_cast<uint64_t>(std::max(l.max_reqs, 0)), 1));
   // Two indexers: seq_out, decode_lens, indices, per_req int32 [cap]; bt_out int32 [cap, stride].
   bytes = SatAdd(bytes, SatMul(2, SatAdd(SatMul(4 * 4, cap), SatMul(4, cap, stride))));
+  // Prefill metadata: SWA gather lengths int32 [max(max_reqs, 1)]; per indexer the prefill chunks'
+  // cu_seq_lens [max(prefill_cu_len, 1)], token_to_seq [max(prefill_rows, 1)], ks and ke [cap].
+  const uint64_t cu = std::max<uint64_t>(static_cast<uint64_t>(std::max(l.prefill_cu_len, 0)), 1);
+  const uint64_t rows = std::max<uint64_t>(static_cast<uint64_t>(std::max(l.prefill_rows, 0)), 1);
+  bytes = SatAdd(bytes, 4 * std::max<uint64_t>(static_cast<uint64_t>(std::max(l.max_reqs, 0)), 1));
+  bytes = SatAdd(bytes, SatMul(2 * 4, SatAdd(SatAdd(cu, rows), SatMul(2, cap))));
   // Prefill segments: seg_qsl [seg + 1], seg_seq_lens [max(seg, 1)], seg_count [2] (count, max
   // query len).
   return SatAdd(bytes, 4 * (seg + 1) + 4 * std::max<uint64_t>(seg, 1) + 8);
@@ -142,6 +148,8 @@ absl::StatusOr<GpuMemoryPlan> PlanGpuSuiteMemory(const GpuSuiteCapacity& c, cons
   layout.max_segments =
       static_cast<int32_t>(std::min<int64_t>(SegmentBound(c, consts), std::numeric_limits<int32_t>::max()));
   layout.arange_len = std::max(c.max_tokens, consts.swa_window);
+  layout.prefill_cu_len = PrefillChunkCuBound(c.max_reqs, c.max_tokens);
+  layout.prefill_rows = static_cast<int32_t>(std::min<int64_t>(4 * int64_t{c.max_tokens}, std::numeric_limits<int32_t>::max()));
   const GpuSuiteInputLayout in = MakeGpuSuiteInputLayout(c);
   const uint64_t reqs = static_cast<uint64_t>(c.max_reqs);
   GpuMemoryPlan plan;

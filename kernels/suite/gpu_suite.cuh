@@ -20,9 +20,11 @@
 //                       otherwise.
 //   Replay(impl)        launches the graph of the staged key.
 //   Download(impl)      synchronizes, downloads the device inputs (the truth, including any
-//                       in-place rewrite) and the impl's outputs, and compares them exactly with the
-//                       reference: the same SuiteRunResult as CpuSuite::Run. Never inside a timed
-//                       region.
+//                       in-place rewrite) and the impl's whole output buffers, and compares them
+//                       exactly with the reference: the same SuiteRunResult as CpuSuite::Run. Never
+//                       inside a timed region. The GPU executor checks with GpuRegionCheck instead
+//                       (kernels/suite/gpu_check.cuh: the defined regions only, compared on the
+//                       device); this is the old path its tests compare it with.
 //   OverwriteDeviceQsl  rewrites the device query_start_loc in place (stale-boundary replay tests);
 //                       device_query_start_loc() exposes it to a kernel that rewrites it on the
 //                       suite's stream (the adaptive allocation).
@@ -45,6 +47,7 @@
 #include "kernels/common/backend.h"
 #include "kernels/common/device_buffer.cuh"
 #include "kernels/suite/gpu_memory_plan.h"
+#include "kernels/suite/suite_graph.cuh"
 #include "kernels/suite/suite.h"
 
 namespace dspark {
@@ -53,34 +56,6 @@ namespace dspark {
 // memory (and the host's physical memory for the pinned part) against `plan`. ResourceExhausted
 // with `who` and `hint` in the message when it does not fit; nothing is allocated either way.
 absl::Status CheckFreeDeviceMemory(const GpuMemoryPlan& plan, absl::string_view who, absl::string_view hint);
-
-// A captured graph and its instantiation. This object owns both handles and destroys them once;
-// the destructor never throws.
-class SuiteGraph {
- public:
-  SuiteGraph() = default;
-  ~SuiteGraph();
-  SuiteGraph(const SuiteGraph&) = delete;
-  SuiteGraph& operator=(const SuiteGraph&) = delete;
-
-  // Takes `captured` (a freshly captured graph). With an instantiation already held, tries
-  // cudaGraphExecUpdate first and re-instantiates only when the update is refused.
-  absl::Status Adopt(cudaGraph_t captured);
-  absl::Status Launch(cudaStream_t stream) const;
-  struct NodeCounts {
-    size_t total = 0, kernels = 0, memcpys = 0, memsets = 0, other = 0;
-  };
-  absl::StatusOr<NodeCounts> CountNodes() const;
-  bool valid() const { return exec_ != nullptr; }
-  int updates() const { return updates_; }          // successful cudaGraphExecUpdate calls
-  int instantiations() const { return instantiations_; }
-
- private:
-  cudaGraph_t graph_ = nullptr;
-  cudaGraphExec_t exec_ = nullptr;
-  int updates_ = 0;
-  int instantiations_ = 0;
-};
 
 class GpuSuite {
  public:
@@ -105,6 +80,13 @@ class GpuSuite {
 
   absl::StatusOr<SuiteRunResult> Download(Impl impl);
   absl::StatusOr<SuiteImage> DownloadImage(Impl impl);
+
+  // The staged step for the region check (kernels/suite/gpu_check.cuh): sizes, flags, the host
+  // view's copies, and device pointers to the persistent inputs (device memory, the truth).
+  const BatchInputs& staged_view() const;
+  // The device buffers of `impl`'s outputs; FailedPrecondition before it ran.
+  absl::StatusOr<SuiteOutputs> device_outputs(Impl impl) const;
+  const ModelConsts& consts() const;
 
   absl::Status OverwriteDeviceQsl(const std::vector<int32_t>& qsl);
   int32_t* device_query_start_loc() const;

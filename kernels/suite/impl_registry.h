@@ -44,6 +44,10 @@ struct ImplTraits {
   // Its indexer is the pre-#56562 varlen chain, which zeroes only column 0 of the padding rows
   // of bt_out: a difference there is "padding residue", not a bug (DESIGN.md s.3).
   bool old_indexer_chain = false;
+  // It writes the prefill metadata of SWA (prefill_gather_lens) and of the indexer (the prefill
+  // chunks, planned on the host), kernels/suite/suite.h. false only for fused-suite until its
+  // kernel writes them; CompareSuite does not compare those regions then.
+  bool writes_prefill_metadata = true;
 };
 
 using CpuSuiteEntry = absl::Status (*)(CpuBackend&, const SuiteStep&);

@@ -70,6 +70,13 @@ std::vector<SuiteRegion> SuiteRegions(const SuiteReference& ref, const BatchInpu
       out.push_back(nc);
     }
   }
+  // _build_deepseek_v4_metadata runs ComputePrefillMetadataKernel only with prefills.
+  if (z.num_decodes < z.num_reqs) {
+    SuiteRegion g = I32("swa", "prefill_gather_lens", z.num_reqs - z.num_decodes, ref.swa_gather_lens.data(),
+                        &SuiteOutputs::swa_gather_lens);
+    g.prefill_metadata = true;
+    out.push_back(g);
+  }
   // MLA ratio 1 has no output of its own in vLLM (it hands out slot_mapping and the token map).
   out.push_back(I64("mla_r2", "compressed_slots", C, ref.mla_r2_slots.data(), &SuiteOutputs::mla_r2_slots));
   out.push_back(I64("mla_r2", "ring_slots", C, ref.ring_slots.data(), &SuiteOutputs::ring_slots));
@@ -90,6 +97,20 @@ std::vector<SuiteRegion> SuiteRegions(const SuiteReference& ref, const BatchInpu
     out.push_back(Indexer(b, "decode_lens", k, n_d, ref.indexer.decode_lens.data(), &IndexerOutputs::decode_lens));
     out.push_back(Indexer(b, "indices", k, n_d, ref.indexer.indices.data(), &IndexerOutputs::indices));
     out.push_back(Indexer(b, "per_req", k, nd, ref.indexer.per_req.data(), &IndexerOutputs::per_req));
+  }
+  // The prefill chunks (vLLM builds them under `if num_prefills > 0`), concatenated.
+  for (int k = 0; k < 2 && z.num_decodes < z.num_reqs; ++k) {
+    const char* b = k == 0 ? "indexer_r1" : "indexer_r2";
+    const ref::IndexerPrefillChunks& c = ref.prefill[k];
+    const auto add = [&](const char* field, const std::vector<int32_t>& want, int32_t* IndexerOutputs::*got) {
+      SuiteRegion r = Indexer(b, field, k, static_cast<int64_t>(want.size()), want.data(), got);
+      r.prefill_metadata = true;
+      out.push_back(r);
+    };
+    add("prefill_cu_seq_lens", c.cu_seq_lens, &IndexerOutputs::prefill_cu_seq_lens);
+    add("prefill_token_to_seq", c.token_to_seq, &IndexerOutputs::prefill_token_to_seq);
+    add("prefill_ks", c.ks, &IndexerOutputs::prefill_ks);
+    add("prefill_ke", c.ke, &IndexerOutputs::prefill_ke);
   }
   // The indexer's ratio-2 inputs, built in every step before the decode / prefill split.
   out.push_back(I64("indexer_r2", "compressed_slots", C, ref.indexer_r2_slots.data(), &SuiteOutputs::indexer_r2_slots));

@@ -35,6 +35,9 @@ struct SuiteRegion {
   // >= 0: rows from here on are padding rows whose columns 1.. form "<field>_padding", classified
   // as padding residue for the old indexer chain (which zeroes only column 0 there).
   int64_t padding_rows_from = -1;
+  // A prefill metadata field (SWA prefill_gather_lens, the indexer's prefill chunks): compared
+  // only for implementations with ImplTraits::writes_prefill_metadata.
+  bool prefill_metadata = false;
 
   int64_t Cells() const { return rows * cols; }
 };

@@ -14,6 +14,7 @@
 #include "kernels/reference/compressed_slots.h"
 #include "kernels/reference/ring_slots.h"
 #include "kernels/reference/swa_noncausal.h"
+#include "kernels/reference/swa_prefill.h"
 #include "kernels/reference/token_map.h"
 #include "kernels/suite/builder_memo.h"
 #include "kernels/suite/bt_rows.h"
@@ -43,6 +44,10 @@ std::string DescribeMismatches(const std::vector<FieldMismatch>& mismatches) {
 
 // ---------------------------------------------------------------- layout
 
+int32_t PrefillChunkCuBound(int32_t reqs, int32_t tokens) {
+  return static_cast<int32_t>(std::min<int64_t>(2 * (int64_t{std::max(reqs, 0)} + std::max(tokens, 0)), INT32_MAX));
+}
+
 SuiteLayout MakeSuiteLayout(int32_t max_tokens, int32_t max_reqs, int32_t max_bt_width, const ModelConsts& consts) {
   SuiteLayout l;
   l.token_capacity = std::max(max_tokens, 0);
@@ -52,6 +57,8 @@ SuiteLayout MakeSuiteLayout(int32_t max_tokens, int32_t max_reqs, int32_t max_bt
   l.noncausal_width = SwaNoncausalWidth(consts.swa_window, consts.spec_k);
   l.max_segments = PrefillSegmentBound(l.max_reqs, l.token_capacity, consts.prefill_segment);
   l.arange_len = std::max(l.token_capacity, l.window);
+  l.prefill_cu_len = PrefillChunkCuBound(l.max_reqs, l.token_capacity);
+  l.prefill_rows = static_cast<int32_t>(std::min<int64_t>(4 * int64_t{l.token_capacity}, INT32_MAX));
   return l;
 }
 
@@ -72,6 +79,9 @@ absl::Status CheckFits(const SuiteLayout& l, const BatchSizes& s, const ModelCon
     return absl::InvalidArgumentError(
         absl::StrFormat("suite: layout window=%d / noncausal_width=%d differ from swa_window=%d, spec_k=%d", l.window,
                         l.noncausal_width, consts.swa_window, consts.spec_k));
+  if (l.prefill_cu_len < PrefillChunkCuBound(s.num_reqs, s.capacity))
+    return absl::OutOfRangeError(absl::StrFormat("suite: prefill_cu_len=%d below the step's bound %d",
+                                                 l.prefill_cu_len, PrefillChunkCuBound(s.num_reqs, s.capacity)));
   const int32_t bound = PrefillSegmentBound(s.num_reqs - s.num_decodes, s.capacity, consts.prefill_segment);
   if (l.max_segments < bound)
     return absl::OutOfRangeError(
@@ -117,6 +127,7 @@ SuiteImage SuiteImage::Filled(const SuiteLayout& l, int32_t poison) {
   im.swa_lens.assign(cap, poison);
   im.swa_indices.assign(cap * static_cast<size_t>(l.window), poison);
   im.swa_indices_noncausal.assign(cap * static_cast<size_t>(l.noncausal_width), poison);
+  im.swa_gather_lens.assign(static_cast<size_t>(std::max(l.max_reqs, 1)), poison);
   im.mla_r1_slots.assign(cap, poison);
   im.mla_r2_slots.assign(cap, poison);
   im.ring_slots.assign(cap, poison);
@@ -126,6 +137,10 @@ SuiteImage SuiteImage::Filled(const SuiteLayout& l, int32_t poison) {
     x.decode_lens.assign(cap, poison);
     x.indices.assign(cap, poison);
     x.per_req.assign(cap, poison);
+    x.prefill_cu_seq_lens.assign(static_cast<size_t>(std::max(l.prefill_cu_len, 1)), poison);
+    x.prefill_token_to_seq.assign(static_cast<size_t>(std::max(l.prefill_rows, 1)), poison);
+    x.prefill_ks.assign(cap, poison);
+    x.prefill_ke.assign(cap, poison);
   }
   im.indexer_r2_slots.assign(cap, poison);
   im.indexer_r2_csl.assign(static_cast<size_t>(std::max(l.max_reqs, 1)), poison);
@@ -141,12 +156,16 @@ SuiteOutputs SuiteImage::View() {
   o.swa_lens = swa_lens.data();
   o.swa_indices = swa_indices.data();
   o.swa_indices_noncausal = swa_indices_noncausal.data();
+  o.swa_gather_lens = swa_gather_lens.data();
   o.mla_r1_slots = mla_r1_slots.data();
   o.mla_r2_slots = mla_r2_slots.data();
   o.ring_slots = ring_slots.data();
-  for (int k = 0; k < 2; ++k)
-    o.indexer[k] = IndexerOutputs{indexer[k].seq_out.data(), indexer[k].bt_out.data(), indexer[k].decode_lens.data(),
-                                  indexer[k].indices.data(), indexer[k].per_req.data()};
+  for (int k = 0; k < 2; ++k) {
+    Indexer& x = indexer[k];
+    o.indexer[k] = IndexerOutputs{x.seq_out.data(),         x.bt_out.data(),     x.decode_lens.data(),
+                                  x.indices.data(),         x.per_req.data(),    x.prefill_cu_seq_lens.data(),
+                                  x.prefill_token_to_seq.data(), x.prefill_ks.data(), x.prefill_ke.data()};
+  }
   o.indexer_r2_slots = indexer_r2_slots.data();
   o.indexer_r2_csl = indexer_r2_csl.data();
   o.seg_qsl = seg_qsl.data();
@@ -170,11 +189,13 @@ SuiteReference ComputeSuiteReference(const BatchInputs& in, const SuiteLayout& l
     for (int32_t t = 0; t < z.num_decode_tokens && t < z.num_tokens; ++t) r.swa.lens[t] = nc.lens[t];
     r.swa_noncausal_indices = std::move(nc.indices);
   }
+  r.swa_gather_lens = ref::SwaPrefillGatherLens(z, d, consts.swa_window);
   r.mla_r1_slots = ref::CompressedSlots(z, d, 1, consts.mla_block_size);
   r.mla_r2_slots = ref::CompressedSlots(z, d, 2, consts.mla_block_size);
   r.ring_slots = ref::RingSlots(z, d, CompressorRingCapacity(consts.spec_k));
   r.indexer = ref::IndexerDecode(d.query_start_loc, d.seq_lens, d.block_table, z.bt_stride, z.bt_width, z.num_decodes,
                                  z.num_decode_tokens, z.capacity);
+  for (int k = 0; k < 2; ++k) r.prefill[k] = ref::IndexerPrefillStep(z, d, k + 1, consts, layout.prefill_rows);
   r.indexer_r2_seq_out.resize(static_cast<size_t>(std::max(z.num_decode_tokens, 0)));
   for (size_t t = 0; t < r.indexer_r2_seq_out.size(); ++t) r.indexer_r2_seq_out[t] = r.indexer.seq_out[t] / 2;
   r.indexer_r2_slots = ref::CompressedSlots(z, d, 2, consts.mla_block_size, /*read_slot_mapping=*/false);
@@ -277,6 +298,7 @@ std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const 
   const MismatchKind padding = traits.old_indexer_chain ? MismatchKind::kPaddingResidue : MismatchKind::kBug;
   std::vector<FieldMismatch> out;
   for (const SuiteRegion& r : SuiteRegions(want, in, layout, consts)) {
+    if (r.prefill_metadata && !traits.writes_prefill_metadata) continue;
     FieldDiff diff(r.builder, r.field, memo), pad(r.builder, r.field + "_padding", memo);
     if (r.int64_field)
       CompareRegion(r, r.want64, got.*(r.got64), diff, pad);
@@ -302,13 +324,14 @@ absl::Status ValidateSuiteStep(Impl impl, const SuiteStep& s) {
         "suite: device query_start_loc, seq_lens, block_table and slot_mapping must be non-null");
   const SuiteOutputs& o = s.out;
   if (o.token_to_req == nullptr || o.swa_lens == nullptr || o.swa_indices == nullptr ||
-      o.swa_indices_noncausal == nullptr || o.mla_r1_slots == nullptr ||
+      o.swa_indices_noncausal == nullptr || o.swa_gather_lens == nullptr || o.mla_r1_slots == nullptr ||
       o.mla_r2_slots == nullptr || o.ring_slots == nullptr || o.seg_qsl == nullptr || o.seg_seq_lens == nullptr ||
       o.seg_count == nullptr || o.indexer_r2_slots == nullptr || o.indexer_r2_csl == nullptr)
     return absl::InvalidArgumentError("suite: an output buffer is null");
   for (const IndexerOutputs& x : o.indexer)
     if (x.seq_out == nullptr || x.bt_out == nullptr || x.decode_lens == nullptr || x.indices == nullptr ||
-        x.per_req == nullptr)
+        x.per_req == nullptr || x.prefill_cu_seq_lens == nullptr || x.prefill_token_to_seq == nullptr ||
+        x.prefill_ks == nullptr || x.prefill_ke == nullptr)
       return absl::InvalidArgumentError("suite: an indexer output buffer is null");
   if (s.arange == nullptr || s.layout.arange_len < std::max(z.capacity, s.consts.swa_window))
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -435,6 +458,7 @@ absl::StatusOr<SuiteImage> CpuSuite::Image(Impl impl) const {
   copy(e.swa_lens, image.swa_lens);
   copy(e.swa_indices, image.swa_indices);
   copy(e.swa_indices_noncausal, image.swa_indices_noncausal);
+  copy(e.swa_gather_lens, image.swa_gather_lens);
   copy(e.mla_r2_slots, image.mla_r2_slots);
   copy(e.ring_slots, image.ring_slots);
   for (int k = 0; k < 2; ++k) {
@@ -446,6 +470,10 @@ absl::StatusOr<SuiteImage> CpuSuite::Image(Impl impl) const {
     copy(e.indexer[k].decode_lens, image.indexer[k].decode_lens);
     copy(e.indexer[k].indices, image.indexer[k].indices);
     copy(e.indexer[k].per_req, image.indexer[k].per_req);
+    copy(e.indexer[k].prefill_cu_seq_lens, image.indexer[k].prefill_cu_seq_lens);
+    copy(e.indexer[k].prefill_token_to_seq, image.indexer[k].prefill_token_to_seq);
+    copy(e.indexer[k].prefill_ks, image.indexer[k].prefill_ks);
+    copy(e.indexer[k].prefill_ke, image.indexer[k].prefill_ke);
   }
   copy(e.indexer_r2_slots, image.indexer_r2_slots);
   copy(e.indexer_r2_csl, image.indexer_r2_csl);

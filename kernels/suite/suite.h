@@ -20,6 +20,8 @@
 //                      (BatchInputs::causal false, the DSpark draft step: rows [N_d, N) only)
 //     swa_indices_noncausal int32 rows [0, N_d) x [0, noncausal_width), only with causal false:
 //                      the draft rows, non-causal (kernels/swa.cuh); swa_lens [0, N_d) are theirs
+//     prefill_gather_lens int32 [0, R - nd)    ComputePrefillMetadataKernel's KV gather length per
+//                      prefill request, q + min(prefix, W - 1) (absent with no prefill request)
 //   builder "mla_r2" (MLA ratio 1 hands out slot_mapping itself in vLLM: not compared)
 //     compressed_slots int64 [0, C)             compressed slot, -1 where none (and past M)
 //   builder "mla_r2"
@@ -34,6 +36,14 @@
 //     decode_lens      int32 [0, N_d)           all 1
 //     indices          int32 [0, N_d)           request id; padding rows nd + t - A
 //     per_req          int32 [0, nd)            query length per decode request
+//   builder "indexer_r1" / "indexer_r2", the prefill chunks (absent with no prefill request): every
+//   chunk of split_indexer_prefill_chunks that build_prefill_chunk_metadata keeps (total > 0), in
+//   order, its device tensors concatenated (vLLM allocates them per chunk)
+//     prefill_cu_seq_lens  int32 [0, sum (n_c + 1))   each chunk's cu_seq_lens
+//     prefill_ks / prefill_ke int32 [0, sum q_c)       each chunk's cu_seqlen_ks / ke (chunk-relative
+//                                               rows), q_c its query slice's length
+//     prefill_token_to_seq int32 [0, min(sum total_c, prefill_rows))  each chunk's token_to_seq;
+//                                               rows past prefill_rows are not kept
 //   builder "indexer_r2", in every step (vLLM builds them before the decode / prefill split):
 //     compressed_slots int64 [0, C)             get_compressed_slot_mapping's older signature:
 //                                               slot_mapping not read, -1 where none and past M
@@ -65,6 +75,7 @@
 #include "kernels/batch.h"
 #include "kernels/common/backend.h"
 #include "kernels/reference/indexer_decode.h"
+#include "kernels/reference/indexer_prefill_step.h"
 #include "kernels/reference/prefill_segments.h"
 #include "kernels/reference/swa.h"
 #include "kernels/suite/impl_registry.h"
@@ -112,13 +123,22 @@ struct SuiteLayout {
                                 //   swa_indices_noncausal
   int32_t max_segments = 0;    // [segments] PrefillSegmentBound(max_reqs, token_capacity, S)
   int32_t arange_len = 0;      // [elements] the persistent 0, 1, ... buffer the chains read
+  int32_t prefill_cu_len = 0;  // [entries] PrefillChunkCuBound(max_reqs, token_capacity): the
+                               //   indexer's concatenated prefill cu_seq_lens
+  int32_t prefill_rows = 0;    // [rows] of the concatenated prefill token_to_seq kept, 4 x token_capacity
 
   bool operator==(const SuiteLayout& o) const {
     return token_capacity == o.token_capacity && max_reqs == o.max_reqs && bt_out_stride == o.bt_out_stride &&
            window == o.window && noncausal_width == o.noncausal_width && max_segments == o.max_segments &&
-           arange_len == o.arange_len;
+           arange_len == o.arange_len && prefill_cu_len == o.prefill_cu_len && prefill_rows == o.prefill_rows;
   }
 };
+
+// [entries] the concatenated prefill cu_seq_lens of a step with at most `reqs` requests and
+// `tokens` tokens need: a chunk of n requests adds n + 1; a chunk of several requests is one query
+// slice (their logits fit the budget, so max(1, budget // N) >= M), so there are at most
+// prefills + prefill tokens chunks and as many request entries: 2 x (reqs + tokens) in all.
+int32_t PrefillChunkCuBound(int32_t reqs, int32_t tokens);
 
 // The smallest layout holding `max_tokens`, `max_reqs` and block tables `max_bt_width` wide.
 SuiteLayout MakeSuiteLayout(int32_t max_tokens, int32_t max_reqs, int32_t max_bt_width, const ModelConsts& consts);
@@ -137,6 +157,11 @@ struct IndexerOutputs {
   int32_t* decode_lens = nullptr;  // [token_capacity]
   int32_t* indices = nullptr;      // [token_capacity]
   int32_t* per_req = nullptr;      // [token_capacity] (num_decodes <= capacity is required)
+  // The prefill chunks (the field list above): build_prefill_chunk_metadata's device tensors.
+  int32_t* prefill_cu_seq_lens = nullptr;   // [prefill_cu_len]
+  int32_t* prefill_token_to_seq = nullptr;  // [prefill_rows]
+  int32_t* prefill_ks = nullptr;            // [token_capacity]
+  int32_t* prefill_ke = nullptr;            // [token_capacity]
 };
 
 // Pointers to one implementation's persistent outputs: device memory on a GPU, host memory in
@@ -146,6 +171,7 @@ struct SuiteOutputs {
   int32_t* swa_lens = nullptr;      // [token_capacity]
   int32_t* swa_indices = nullptr;   // [token_capacity, window]
   int32_t* swa_indices_noncausal = nullptr;  // [token_capacity, noncausal_width] DSpark draft rows
+  int32_t* swa_gather_lens = nullptr;        // [max(max_reqs, 1)] SWA prefill_gather_lens
   int64_t* mla_r1_slots = nullptr;  // [token_capacity]
   int64_t* mla_r2_slots = nullptr;  // [token_capacity]
   int64_t* ring_slots = nullptr;    // [token_capacity]
@@ -160,13 +186,15 @@ struct SuiteOutputs {
 // Host images of every output buffer of one implementation (whole buffers, not only the
 // defined regions).
 struct SuiteImage {
-  std::vector<int32_t> token_to_req, swa_lens, swa_indices, swa_indices_noncausal;
+  std::vector<int32_t> token_to_req, swa_lens, swa_indices, swa_indices_noncausal, swa_gather_lens;
   std::vector<int64_t> mla_r1_slots, mla_r2_slots, ring_slots;
   struct Indexer {
     std::vector<int32_t> seq_out, bt_out, decode_lens, indices, per_req;
+    std::vector<int32_t> prefill_cu_seq_lens, prefill_token_to_seq, prefill_ks, prefill_ke;
     bool operator==(const Indexer& o) const {
       return seq_out == o.seq_out && bt_out == o.bt_out && decode_lens == o.decode_lens && indices == o.indices &&
-             per_req == o.per_req;
+             per_req == o.per_req && prefill_cu_seq_lens == o.prefill_cu_seq_lens &&
+             prefill_token_to_seq == o.prefill_token_to_seq && prefill_ks == o.prefill_ks && prefill_ke == o.prefill_ke;
     }
   } indexer[2];
   std::vector<int64_t> indexer_r2_slots;
@@ -178,7 +206,7 @@ struct SuiteImage {
   SuiteOutputs View();  // pointers into this image's vectors
   bool operator==(const SuiteImage& o) const {
     return token_to_req == o.token_to_req && swa_lens == o.swa_lens && swa_indices == o.swa_indices &&
-           swa_indices_noncausal == o.swa_indices_noncausal &&
+           swa_indices_noncausal == o.swa_indices_noncausal && swa_gather_lens == o.swa_gather_lens &&
            mla_r1_slots == o.mla_r1_slots && mla_r2_slots == o.mla_r2_slots && ring_slots == o.ring_slots &&
            indexer[0] == o.indexer[0] && indexer[1] == o.indexer[1] && indexer_r2_slots == o.indexer_r2_slots &&
            indexer_r2_csl == o.indexer_r2_csl && seg_qsl == o.seg_qsl &&
@@ -194,8 +222,10 @@ struct SuiteReference {
   std::vector<int32_t> token_to_req;  // [N]
   ref::SwaMetadata swa;  // causal rows; with in.causal false, lens [0, N_d) are the non-causal ones
   std::vector<int32_t> swa_noncausal_indices;  // [N_d, noncausal_width] with in.causal false, else empty
+  std::vector<int32_t> swa_gather_lens;        // [R - nd] the SWA prefill gather lengths
   std::vector<int64_t> mla_r1_slots, mla_r2_slots, ring_slots;  // [C]
   ref::IndexerDecodeOut indexer;  // both ratios: same inputs
+  ref::IndexerPrefillChunks prefill[2];  // ratio 1, ratio 2: the step's prefill chunks
   std::vector<int32_t> indexer_r2_seq_out;  // [N_d] ratio 2's handed-out lengths, seq_out // 2
   std::vector<int64_t> indexer_r2_slots;    // [C] ratio-2 compressed slots, slot_mapping not read
   std::vector<int32_t> indexer_r2_csl;      // [R] seq_lens // 2

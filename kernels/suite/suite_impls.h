@@ -88,7 +88,7 @@ inline ops::View2D S(int32_t v) { return ops::View2D::Scalar(v); }
 template <class Backend>
 void IndexSelect(Backend& be, const int32_t* src, int32_t src_len, const int32_t* index, int32_t* out, int32_t n) {
   if (n <= ops::IndexSelectSmallKernel::kMaxIndices)
-    Issue(be, ops::IndexSelectSmallKernel{src, src_len, 1, index, out, 1, n, 1});
+    Issue(be, ops::IndexSelectSmallKernel{{src, src_len, 1, index, out, 1, n, 1}});
   else
     Issue(be, ops::GatherKernel{src, src_len, index, out, n});
 }
@@ -97,7 +97,7 @@ template <class Backend>
 void IndexSelectRows(Backend& be, const int32_t* src, int32_t src_rows, int32_t src_stride, const int32_t* index,
                      int32_t* dst, int32_t dst_stride, int32_t rows, int32_t cols) {
   if (rows <= ops::IndexSelectSmallKernel::kMaxIndices)
-    Issue(be, ops::IndexSelectSmallKernel{src, src_rows, src_stride, index, dst, dst_stride, rows, cols});
+    Issue(be, ops::IndexSelectSmallKernel{{src, src_rows, src_stride, index, dst, dst_stride, rows, cols}});
   else
     Issue(be, ops::GatherRowsKernel{src, src_rows, src_stride, index, dst, dst_stride, rows, cols});
 }

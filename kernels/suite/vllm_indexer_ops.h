@@ -167,7 +167,8 @@ absl::Status IndexerSchedule(Backend& be, const int32_t* seq_lens, const int32_t
 // logits budget, then query slices of max(1, max_logits // N). Returns (request begin, request
 // end, query slice begin, query slice end), requests relative to the first prefill.
 inline std::vector<std::pair<std::pair<int32_t, int32_t>, std::pair<int32_t, int32_t>>> SplitIndexerPrefillChunks(
-    const std::vector<int64_t>& seq_lens, const std::vector<int64_t>& query_lens) {
+    const std::vector<int64_t>& seq_lens, const std::vector<int64_t>& query_lens,
+    int64_t workspace = kIndexerPrefillWorkspace, int64_t max_logits = kIndexerMaxLogits) {
   std::vector<std::pair<std::pair<int32_t, int32_t>, std::pair<int32_t, int32_t>>> chunks;
   const int32_t n = static_cast<int32_t>(seq_lens.size());
   int32_t end = 0;
@@ -176,7 +177,7 @@ inline std::vector<std::pair<std::pair<int32_t, int32_t>, std::pair<int32_t, int
     int64_t m = 0, nn = 0;
     while (end < n) {
       const int64_t new_m = m + query_lens[end], new_n = nn + seq_lens[end];
-      if (new_n > kIndexerPrefillWorkspace || new_m * new_n > kIndexerMaxLogits) break;
+      if (new_n > workspace || new_m * new_n > max_logits) break;
       m = new_m;
       nn = new_n;
       ++end;
@@ -186,7 +187,7 @@ inline std::vector<std::pair<std::pair<int32_t, int32_t>, std::pair<int32_t, int
       nn = seq_lens[end];
       ++end;
     }
-    const int64_t max_q = nn > 0 ? std::max<int64_t>(1, kIndexerMaxLogits / nn) : std::max<int64_t>(1, m);
+    const int64_t max_q = nn > 0 ? std::max<int64_t>(1, max_logits / nn) : std::max<int64_t>(1, m);
     for (int64_t q = 0; q < m; q += max_q)
       chunks.push_back({{start, end}, {static_cast<int32_t>(q), static_cast<int32_t>(std::min(q + max_q, m))}});
   }
@@ -196,10 +197,12 @@ inline std::vector<std::pair<std::pair<int32_t, int32_t>, std::pair<int32_t, int
 // The prefill path (the same in (c) and (d)): host chunking from the host seq_lens bound and
 // qsl_cpu, then per chunk build_prefill_chunk_metadata: total = compressed_seq_lens_cpu.sum()
 // (host; a chunk with 0 is skipped), cu[:1] = 0 [f], cumsum(out=cu[1:]) [k][k],
-// qsl[s:e+1] - qsl[s] [k], BuildPrefillChunkMetadataKernel [k]. Outputs live in scratch (not
-// yet compared with a reference).
+// qsl[s:e+1] - qsl[s] [k], BuildPrefillChunkMetadataKernel [k]. vLLM allocates each chunk's
+// token_to_seq, cu_seq_lens and cu_seqlen_ks / ke with torch.empty; here they are the persistent
+// prefill fields of `o`, chunk after chunk (token_to_seq's rows past layout.prefill_rows dropped).
 template <class Backend>
-absl::Status IndexerPrefill(Backend& be, const SuiteStep& s, int32_t ratio, const int32_t* csl) {
+absl::Status IndexerPrefill(Backend& be, const SuiteStep& s, const IndexerOutputs& o, int32_t ratio,
+                            const int32_t* csl) {
   const BatchInputs& in = *s.in;
   const BatchSizes& z = in.sizes;
   const int32_t nd = z.num_decodes, np = z.num_reqs - z.num_decodes;
@@ -211,20 +214,27 @@ absl::Status IndexerPrefill(Backend& be, const SuiteStep& s, int32_t ratio, cons
     host_q[i] = hq[nd + i + 1] - hq[nd + i];
   }
   be.NoteHostArrayOp();
-  for (const auto& [reqs, slice] : SplitIndexerPrefillChunks(host_csl, host_q)) {
+  int64_t cu_at = 0, rows_at = 0, query_at = 0;  // where the next chunk's tensors go
+  for (const auto& [reqs, slice] :
+       SplitIndexerPrefillChunks(host_csl, host_q, s.consts.indexer_prefill_workspace, s.consts.indexer_max_logits)) {
     int64_t total = 0;
     for (int32_t i = reqs.first; i < reqs.second; ++i) total += host_csl[i];
     if (total == 0) continue;
     const int32_t b = nd + reqs.first, n = reqs.second - reqs.first, q = slice.second - slice.first;
-    // torch.empty(total): kept in scratch up to 4 C rows, so a long-context step fits the arena
-    // (the rows are not compared).
-    const int64_t kept = std::min<int64_t>(total, 4 * static_cast<int64_t>(MaxI(z.capacity, 1)));
-    int32_t* token_to_seq = be.template Scratch<int32_t>(static_cast<size_t>(kept));
-    int32_t* cu = be.template Scratch<int32_t>(static_cast<size_t>(n) + 1);
+    if (cu_at + n + 1 > s.layout.prefill_cu_len || query_at + q > s.layout.token_capacity)
+      return absl::OutOfRangeError(absl::StrFormat(
+          "indexer prefill chunks: %d cu_seq_lens entries / %d query rows exceed the layout's %d / %d",
+          cu_at + n + 1, query_at + q, s.layout.prefill_cu_len, s.layout.token_capacity));
+    const int64_t kept = std::max<int64_t>(std::min<int64_t>(total, s.layout.prefill_rows - rows_at), 0);
+    int32_t* token_to_seq = o.prefill_token_to_seq + std::min<int64_t>(rows_at, s.layout.prefill_rows);
+    int32_t* cu = o.prefill_cu_seq_lens + cu_at;
+    int32_t* ks = o.prefill_ks + query_at;
+    int32_t* ke = o.prefill_ke + query_at;
+    cu_at += n + 1;
+    rows_at += total;
+    query_at += q;
     int32_t* tiles = be.template Scratch<int32_t>(1);
     int32_t* rel = be.template Scratch<int32_t>(static_cast<size_t>(n) + 1);
-    int32_t* ks = be.template Scratch<int32_t>(static_cast<size_t>(MaxI(q, 1)));
-    int32_t* ke = be.template Scratch<int32_t>(static_cast<size_t>(MaxI(q, 1)));
     DS_RETURN_IF_ERROR(be.status());
     FillI32(be, cu, 0, 1);
     Issue(be, ops::ScanTileInitKernel{tiles, 1});
@@ -249,7 +259,7 @@ absl::Status IndexerBuildOps(Backend& be, const SuiteStep& s, int k, bool fused)
   if (ratio == 2) {
     DS_ASSIGN_OR_RETURN(csl, IndexerRatio2Setup(be, s));
   }
-  DS_RETURN_IF_ERROR(IndexerPrefill(be, s, ratio, csl));
+  DS_RETURN_IF_ERROR(IndexerPrefill(be, s, o, ratio, csl));
   const int32_t nd = z.num_decodes, ndt = z.num_decode_tokens;
   if (nd == 0) return be.status();
   int32_t max_decode_len = 0;  // decode_lens_cpu.max().item(): the host split, may be stale

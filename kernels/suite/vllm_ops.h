@@ -27,11 +27,9 @@ using suite_internal::V;
 using suite_internal::Vec;
 
 inline constexpr int32_t kNumSms = 132;  // [SMs] an H200's, DeepGEMM's num_sms
-// split_indexer_prefill_chunks budgets. Assumed: max_model_len 1M (DeepSeek-V4) for the
-// `max_model_len * 40` workspace; the logits budget is VLLM_SPARSE_INDEXER_MAX_LOGITS_MB's
-// default, 512 MB of float32.
-inline constexpr int64_t kIndexerPrefillWorkspace = int64_t{1} << 20 << 5;  // [KV rows]
-inline constexpr int64_t kIndexerMaxLogits = int64_t{512} * 1024 * 1024 / 4;  // [elements]
+// split_indexer_prefill_chunks' default budgets (ModelConsts says where they come from).
+inline constexpr int64_t kIndexerPrefillWorkspace = ModelConsts{}.indexer_prefill_workspace;  // [KV rows]
+inline constexpr int64_t kIndexerMaxLogits = ModelConsts{}.indexer_max_logits;                // [elements]
 
 // The index of torch.repeat_interleave(repeats, output_size=n_out) on CUDA: [k] int64 cast of
 // the repeats, cub's scan as [k] tile init + [k] scan, [k] the compute kernel. The caller's
@@ -52,30 +50,38 @@ absl::StatusOr<const int32_t*> RepeatInterleaveIndex(Backend& be, const int32_t*
   return index;
 }
 
-// (c) CommonAttentionMetadata.token_to_req_indices before #56562: lens = qsl[1:] - qsl[:-1]
-// [k]; arange [k]; repeat_interleave(arange, lens, output_size=int(qsl_cpu[-1])) [5];
-// buffer[:M].copy_ [c]; buffer[M:N].zero_() [f]. The host gives only the total M.
+// (c) CommonAttentionMetadata.token_to_req_indices before #56562 (read_file id 70822538211):
+// lens = qsl[1:] - qsl[:-1] [k]; arange [k]; repeat_interleave(arange, lens,
+// output_size=int(qsl_cpu[-1])) [5]; buffer[:M].copy_ [c]; buffer[M:N].zero_() [f]. The host gives
+// only the total M. 8 launches, 9 with graph padding. Also what `microbench` times as its
+// "device-chain" mapping row.
 template <class Backend>
-absl::StatusOr<const int32_t*> TokenMapPre56562(Backend& be, const SuiteStep& s) {
-  const BatchInputs& in = *s.in;
-  const int32_t R = in.sizes.num_reqs, N = in.sizes.num_tokens;
-  const int32_t mapped = in.host.query_start_loc[R];
-  int32_t* out = s.out.token_to_req;
+absl::StatusOr<const int32_t*> TokenMapPre56562(Backend& be, const TokenMapArgs& a) {
+  DS_RETURN_IF_ERROR(ValidateTokenMapArgs(a, /*reads_host=*/true));
+  const int32_t R = a.num_reqs, N = a.num_tokens;
+  const int32_t mapped = a.host_query_start_loc[R];
   if (R > 0) {
     int32_t* lens = be.template Scratch<int32_t>(static_cast<size_t>(R));
     int32_t* arange = be.template Scratch<int32_t>(static_cast<size_t>(R));
     int32_t* values = be.template Scratch<int32_t>(static_cast<size_t>(MaxI(mapped, 1)));
     DS_RETURN_IF_ERROR(be.status());
-    Issue(be, ops::DiffKernel{in.device.query_start_loc, lens, R});
+    Issue(be, ops::DiffKernel{a.query_start_loc, lens, R});
     Issue(be, ops::ArangeKernel{arange, R, 0});
     if (mapped > 0) {
       DS_ASSIGN_OR_RETURN(const int32_t* index, RepeatInterleaveIndex(be, lens, R, mapped));
       IndexSelect(be, arange, R, index, values, mapped);
-      CopyD2D(be, out, values, mapped);
+      CopyD2D(be, a.out, values, mapped);
     }
   }
-  FillI32(be, out + mapped, 0, N - mapped);
-  return out;
+  FillI32(be, a.out + mapped, 0, N - mapped);
+  DS_RETURN_IF_ERROR(be.status());
+  return static_cast<const int32_t*>(a.out);
+}
+
+// The same on a suite step's token_to_req buffer.
+template <class Backend>
+absl::StatusOr<const int32_t*> TokenMapPre56562(Backend& be, const SuiteStep& s) {
+  return TokenMapPre56562(be, suite_internal::SuiteTokenMapArgs(s, s.out.token_to_req, s.layout.token_capacity));
 }
 
 // (a) / (b): the host mapping np.repeat(arange(R), diff(qsl_cpu)) copied into `out` [h2d], tail
@@ -104,7 +110,9 @@ absl::StatusOr<const int32_t*> TokenMapFromHost(Backend& be, const SuiteStep& s,
 //            (width get_dspark_swa_index_width = 192) instead [k]: the same count (its buffer's
 //            torch.zeros is a one-time allocation)
 //   npt > 0: the same kernel with token_offset = ndt, rows [ndt, N) [k]
-//   prefills: ComputePrefillMetadataKernel [k] (gather lengths q + min(prefix, W - 1))
+//   prefills: _build_deepseek_v4_metadata's ComputePrefillMetadataKernel [k] into
+//            prefill_gather_lens (q + min(prefix, W - 1); the persistent swa_gather_lens here,
+//            a torch.empty(num_prefills) per step in vLLM)
 // The token map `t2r` is the state's (host-built in (a) / (b)).
 template <class Backend>
 absl::Status SwaBuildOps(Backend& be, const SuiteStep& s, const int32_t* t2r) {
@@ -114,7 +122,6 @@ absl::Status SwaBuildOps(Backend& be, const SuiteStep& s, const int32_t* t2r) {
   int32_t* valid = be.template Scratch<int32_t>(static_cast<size_t>(MaxI(N, 1)));
   int32_t* is_valid = be.template Scratch<int32_t>(static_cast<size_t>(MaxI(N, 1)));
   const int32_t num_prefills = z.num_reqs - z.num_decodes;
-  int32_t* gather = be.template Scratch<int32_t>(static_cast<size_t>(MaxI(num_prefills, 1)));
   DS_RETURN_IF_ERROR(be.status());
   Issue(be, ops::GeInt64ScalarKernel{in.device.slot_mapping, 0, valid, N});
   CopyD2D(be, is_valid, valid, N);
@@ -127,7 +134,6 @@ absl::Status SwaBuildOps(Backend& be, const SuiteStep& s, const int32_t* t2r) {
     if (!in.causal) {
       decode.swa_indices = s.out.swa_indices_noncausal;
       decode.noncausal_width = s.layout.noncausal_width;
-      decode.slot_mapping = in.device.slot_mapping;  // is_valid_token
     }
     DS_RETURN_IF_ERROR(CanImplementSwa(decode));
     be.Launch(SwaKernel{decode}, SwaKernel::Shape(decode));
@@ -138,7 +144,7 @@ absl::Status SwaBuildOps(Backend& be, const SuiteStep& s, const int32_t* t2r) {
     be.Launch(SwaKernel{p}, SwaKernel::Shape(p));
   }
   if (num_prefills > 0)
-    Issue(be, SwaPrefillMetadataKernel{in.device.query_start_loc, in.device.seq_lens, gather, z.num_decodes,
+    Issue(be, SwaPrefillMetadataKernel{in.device.query_start_loc, in.device.seq_lens, s.out.swa_gather_lens, z.num_decodes,
                                        num_prefills, s.consts.swa_window});
   return be.status();
 }

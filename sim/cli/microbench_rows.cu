@@ -57,8 +57,9 @@ GpuMemoryPlan PlanCase(const BenchCase& c, const Config& cfg) {
 
 std::vector<RowSpec> Rows() {
   auto map_host = [](GpuBackend& be, const DeviceState& st) { return TokenMapHost(be, st.MapArgs()).status(); };
+  // State (c)'s chain, the same code vllm-pre56562 runs (kernels/suite/vllm_ops.h): 8 launches.
   auto map_chain = [](GpuBackend& be, const DeviceState& st) {
-    return TokenMapDeviceChain(be, st.MapArgs()).status();
+    return vllm_ops::TokenMapPre56562(be, st.MapArgs()).status();
   };
   auto map_fused = [](GpuBackend& be, const DeviceState& st) { return TokenMapFused(be, st.MapArgs()).status(); };
   // State (c)'s chain as vLLM wrote it: device lengths, the host total (kernels/suite/vllm_indexer_ops.h).
@@ -70,6 +71,13 @@ std::vector<RowSpec> Rows() {
   };
   auto pair_fused = [=](GpuBackend& be, const DeviceState& st) {
     DS_RETURN_IF_ERROR(map_fused(be, st));
+    return idx_fused(be, st);
+  };
+  // The same serial pair with the indexer as a programmatic dependent launch (Hopper): it reads
+  // nothing the mapping writes, so it may start while the mapping runs.
+  auto pair_fused_pdl = [=](GpuBackend& be, const DeviceState& st) {
+    DS_RETURN_IF_ERROR(map_fused(be, st));
+    be.OverlapNextLaunch();
     return idx_fused(be, st);
   };
   auto pair_fused_parallel = [=](GpuBackend& be, const DeviceState& st) {
@@ -94,6 +102,7 @@ std::vector<RowSpec> Rows() {
       {"mapping+indexer", "host+chain", Method::kEager, true, true, true, pair_old},
       {"mapping+indexer", "fused+fused", Method::kGraph, false, true, true, pair_fused},
       {"mapping+indexer", "fused+fused", Method::kEager, false, true, true, pair_fused},
+      {"mapping+indexer", "fused+fused (PDL)", Method::kGraph, false, true, true, pair_fused_pdl},
       {"mapping+indexer", "fused||fused (2 branches)", Method::kGraph, false, true, true, pair_fused_parallel},
   };
 }

@@ -110,6 +110,11 @@ absl::StatusOr<GpuMemoryPlan> PlanGpuExecutorMemory(const GpuExecutorOptions& op
   const size_t topb = DeviceTopB::Bytes(options.capacity.max_reqs);
   plan.AddDevice("top-B allocation inputs", topb);
   plan.AddPinned("top-B staging", topb);
+  if (options.check && options.check_method != GpuCheckMethod::kWhole)
+    GpuRegionCheck::AddToPlan(
+        MakeSuiteLayout(options.capacity.max_tokens, options.capacity.max_reqs, options.capacity.max_bt_stride,
+                        options.consts),
+        options.capacity, static_cast<int>(options.impls.size()), plan);
   if (options.time_steps && options.cold_l2)
     plan.AddDevice("L2 flush buffer", timing::FlushBytes(l2_bytes, timing::kMinFlushBytes));
   return plan;
@@ -143,6 +148,15 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(const GpuExecut
   }
   DS_ASSIGN_OR_RETURN(st->suite, GpuSuite::Create(options.capacity, options.consts, impls));
   DS_ASSIGN_OR_RETURN(st->topb, DeviceTopB::Create(options.capacity.max_reqs));
+  if (options.check && options.check_method != GpuCheckMethod::kWhole) {
+    if (!(st->suite->layout() == MakeSuiteLayout(options.capacity.max_tokens, options.capacity.max_reqs,
+                                                 options.capacity.max_bt_stride, options.consts)))
+      return absl::InternalError("GpuExecutor::Create: the suite's layout is not the one the memory plan sized");
+    if (options.overlap_reference) st->worker = std::make_unique<ReferenceWorker>();
+    DS_ASSIGN_OR_RETURN(st->check, GpuRegionCheck::Create(st->suite->layout(), options.capacity,
+                                                          static_cast<int>(options.impls.size()),
+                                                          options.check_method == GpuCheckMethod::kDevice));
+  }
   try {
     if (options.time_steps) {
       st->timer = std::make_unique<timing::EventTimer>();
@@ -196,13 +210,14 @@ void GpuExecutor::State::Commit(StepDelta& delta) {
   for (auto& [impl, k] : keys) stats[impl].distinct_keys = static_cast<int64_t>(k.size());
   rows.insert(rows.end(), delta.rows.begin(), delta.rows.end());
   stage_us += delta.stage_us;
+  check_us += delta.check_us;
+  reference_us += delta.reference_us;
   topb_launches += delta.topb_launches;
   topb_stale_steps += delta.topb_stale_steps;
   ++steps;
 }
 
 absl::Status GpuExecutor::State::RunStep(const StepPlan& plan, StepDelta& delta) {
-  const std::string case_name(StepCaseName(plan.step_case));
   const auto annotate = [&](const absl::Status& s, absl::string_view what) {
     return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
   };
@@ -210,6 +225,7 @@ absl::Status GpuExecutor::State::RunStep(const StepPlan& plan, StepDelta& delta)
   if (!arrays.ok()) return annotate(arrays.status(), "materializing the step");
   const StepArrays& a = **arrays;
   BatchInputs in = ToBatchInputs(plan, a);
+  const BatchInputs guess = in;  // the plan's device view, which the check expects on the device
   const bool device_alloc = a.topb.present;
   // The engine uploads what the host knows; the allocation kernel turns it into the truth.
   if (device_alloc) in.device.query_start_loc = a.qsl_host.data();
@@ -230,7 +246,24 @@ absl::Status GpuExecutor::State::RunStep(const StepPlan& plan, StepDelta& delta)
     return annotate(InjectCudaFault(suite->device_query_start_loc(), suite->stream()),
                     absl::StrFormat("injected fault (testing aid %s=%d)", kGpuFaultAtStepEnv, options.fault_at_step));
 
-  std::map<Impl, size_t> row_of;
+  // The step's reference on the worker while the GPU runs the implementations; waited for
+  // before any return, as it reads this step's arrays.
+  SuiteReference want;
+  double reference_us = 0;
+  ReferenceWorker* overlap = options.check ? worker.get() : nullptr;
+  struct WaitOnExit {
+    ReferenceWorker* w;
+    ~WaitOnExit() {
+      if (w != nullptr) w->WaitNoThrow();
+    }
+  } wait_on_exit{overlap};
+  if (overlap != nullptr)
+    overlap->Start([&] {
+      const auto t0 = std::chrono::steady_clock::now();
+      want = ComputeSuiteReference(guess, suite->layout(), suite->consts());
+      reference_us = MicrosSince(t0);
+    });
+
   for (Impl impl : options.impls) {
     ExecutorImplStats& s = delta.stats[impl];
     const std::string impl_name(ImplName(impl));
@@ -279,7 +312,6 @@ absl::Status GpuExecutor::State::RunStep(const StepPlan& plan, StepDelta& delta)
     const OpCounters& c = suite->last_counters(impl);
     row.counters = c;
     row.staging_sync = !graph && ReadsHostBoundaries(impl);
-    row_of[impl] = delta.rows.size();
     delta.rows.push_back(row);
     s.counters += c;
     ++s.steps;
@@ -295,35 +327,11 @@ absl::Status GpuExecutor::State::RunStep(const StepPlan& plan, StepDelta& delta)
   }
 
   if (options.check) {
-    for (Impl impl : options.impls) {
-      ExecutorImplStats& s = delta.stats[impl];
-      const std::string impl_name(ImplName(impl));
-      absl::StatusOr<SuiteRunResult> result = suite->Download(impl);
-      if (!result.ok()) return annotate(result.status(), absl::StrCat(impl_name, ": download"));
-      std::array<bool, 3> has{};
-      for (const FieldMismatch& m : result->mismatches) {
-        const int k = static_cast<int>(m.kind);
-        if (m.kind == MismatchKind::kBug)
-          return absl::InternalError(absl::StrFormat(
-              "BUG in impl %s: builder %s, field %s, first differing index %d (expected %d, got %d; %d cells "
-              "differ)%s",
-              impl_name, m.builder, m.field, m.index, m.expected, m.actual, m.count,
-              ReadsHostBoundaries(impl) ? " with a host view equal to the device's" : ""));
-        has[k] = true;
-        s.mismatch_cells[k] += m.count;
-        delta.rows[row_of[impl]].cells[k] += m.count;
-        s.cells_by_field[m.builder + "." + m.field][k] += m.count;
-        if (m.kind == MismatchKind::kStaleHost && s.first_stale_host.empty())
-          s.first_stale_host = absl::StrFormat(
-              "step %d (%s): builder %s, field %s, first differing index %d (expected %d, got %d; %d cells)",
-              plan.index, case_name, m.builder, m.field, m.index, m.expected, m.actual, m.count);
-      }
-      for (int k = 0; k < 3; ++k)
-        if (has[k]) {
-          ++s.mismatch_steps[k];
-          ++s.mismatch_steps_by_case[static_cast<int>(plan.step_case)][k];
-        }
+    if (overlap != nullptr) {
+      overlap->Wait();
+      delta.reference_us = reference_us;
     }
+    DS_RETURN_IF_ERROR(CheckStep(plan, guess, overlap != nullptr ? &want : nullptr, delta));
   }
   return absl::OkStatus();
 }
@@ -333,9 +341,15 @@ int64_t GpuExecutor::steps() const { return d_->steps; }
 int64_t GpuExecutor::topb_launches() const { return d_->topb_launches; }
 int64_t GpuExecutor::topb_stale_steps() const { return d_->topb_stale_steps; }
 double GpuExecutor::stage_host_us() const { return d_->stage_us; }
+double GpuExecutor::check_host_us() const { return d_->check_us; }
+double GpuExecutor::reference_host_us() const { return d_->reference_us; }
+RegionCheckStats GpuExecutor::region_check_stats() const {
+  return d_->check ? d_->check->stats() : RegionCheckStats{};
+}
 const GpuMemoryPlan& GpuExecutor::memory_plan() const { return d_->plan; }
 uint64_t GpuExecutor::device_bytes() const {
-  return d_->suite->device_bytes() + d_->topb->device_bytes() + (d_->flusher ? d_->flusher->bytes() : 0);
+  return d_->suite->device_bytes() + d_->topb->device_bytes() + (d_->flusher ? d_->flusher->bytes() : 0) +
+         (d_->check ? d_->check->device_bytes() : 0);
 }
 
 }  // namespace dspark::sim

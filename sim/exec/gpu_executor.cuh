@@ -15,10 +15,14 @@
 //      Each suite is timed with CUDA events: cold L2 flushes before it (outside the window); an
 //      eager suite starts after the flush completes, so its host work and launch latency fall
 //      inside the window (sim/exec/gpu_timing.cuh).
-//   3. Download every implementation's outputs (after all timing) and compare them exactly with
-//      the CPU reference built from the device truth (GpuSuite::Download). Any "bug" mismatch
-//      fails the step with step, case, implementation, builder, field and first index;
-//      stale-host divergence and padding residue of chain / cached are counted, separately.
+//   3. After all timing, check every implementation against the CPU reference of the device
+//      truth (computed once per step), over every defined region: by default on the device
+//      (kernels/suite/gpu_check.cuh: the reference's region cells uploaded with one copy, one
+//      compare kernel counting each region's differing cells, the counts downloaded, one sync;
+//      an implementation with a non-zero count has its regions' spans downloaded and compared by
+//      CompareSuite, which classifies them). Any "bug" mismatch fails the step with step, case,
+//      implementation, builder, field and first index; stale-host divergence and padding residue
+//      of chain / cached are counted, separately.
 //
 // Every function returns absl::Status; CUDA failures name the call, file and line.
 #pragma once
@@ -34,7 +38,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "kernels/common/device_buffer.cuh"
+#include "kernels/suite/gpu_check.cuh"
 #include "kernels/suite/gpu_memory_plan.h"
 #include "kernels/suite/gpu_suite.cuh"
 #include "kernels/suite/suite.h"
@@ -85,13 +91,26 @@ GpuSuiteCapacity CapacityFor(const SchedulerConfig& config);
 // GpuExecutorOptions::fault_at_step.
 inline constexpr char kGpuFaultAtStepEnv[] = "DSPARK_GPU_FAULT_AT_STEP";
 
+// How the executor checks a step (all three give the same results; the environment variable
+// DSPARK_GPU_CHECK=device|spans|whole picks one for `run` / `sweep --executor gpu`):
+//   kDevice  compare on the device, download the spans of a differing implementation only;
+//   kSpans   download every implementation's region spans and compare them on the CPU;
+//   kWhole   the old path: download every whole output buffer (GpuSuite::Download).
+enum class GpuCheckMethod { kDevice, kSpans, kWhole };
+inline constexpr char kGpuCheckEnv[] = "DSPARK_GPU_CHECK";
+absl::StatusOr<GpuCheckMethod> ParseGpuCheckMethod(absl::string_view name);
+
 struct GpuExecutorOptions {
   std::vector<Impl> impls;     // implementations run every step, in this order
   GpuSuiteCapacity capacity;
   ModelConsts consts;
   bool cold_l2 = true;         // flush L2 before every timed suite
   bool time_steps = true;      // CUDA events around every suite
-  bool check = true;           // download and compare every step
+  bool check = true;           // compare every step
+  GpuCheckMethod check_method = GpuCheckMethod::kDevice;
+  // kDevice / kSpans: compute the step's CPU reference on a worker thread while the GPU runs the
+  // step (outside the GPU's timing; the eager suites' host work runs on the main thread).
+  bool overlap_reference = true;
   int device = -1;              // CUDA device ordinal; -1: the current device
   // Testing aid: at the step whose index (StepPlan::index, 0-based, steps.csv's `step`) equals
   // this, after staging, issue a CUDA call that really fails (a device-to-device cudaMemcpyAsync
@@ -148,6 +167,11 @@ class GpuExecutor {
   int64_t topb_launches() const;     // adaptive verifications whose allocation ran on the device
   int64_t topb_stale_steps() const;  // of them, steps whose host qsl differed from the device's
   double stage_host_us() const;      // [µs] host time of Stage (pinned copy) summed over steps
+  // The check's own cost, apart from every implementation's timing: [µs] host time of the
+  // reference and the check summed over steps, and what the region check moved.
+  double check_host_us() const;
+  double reference_host_us() const;
+  RegionCheckStats region_check_stats() const;  // zero with kWhole or without the check
   const GpuMemoryPlan& memory_plan() const;  // what Create checked
   uint64_t device_bytes() const;             // [bytes] held in device allocations now
   // The summary.json section (needs no device: the device facts are read at Create): per implementation, the counts (stale_host, padding_residue, bug:

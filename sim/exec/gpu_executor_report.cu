@@ -47,7 +47,8 @@ nlohmann::json GpuExecutor::Summary() const {
       "size (replayed), unpadded steps and chain / cached eagerly. gpu_us: CUDA events around the suite, L2 " +
       std::string(st.options.cold_l2 ? "flushed before each" : "warm") +
       "; host_us: host time of the Run / Replay call. Outputs compared exactly with the CPU reference from the "
-      "device truth: stale_host / padding_residue / bug count differing cells (a bug stops the run).";
+      "device truth over every defined region (section check: how, and its own cost): stale_host / "
+      "padding_residue / bug count differing cells (a bug stops the run).";
   out["device"] = st.device_meta;
   out["l2"] = st.options.cold_l2 ? "cold" : "warm";
   out["steps"] = st.steps;
@@ -60,6 +61,19 @@ nlohmann::json GpuExecutor::Summary() const {
   // in adaptive verifications; not part of any implementation's counts.
   out["staging"] = {{"h2d_copies_per_step", (static_cast<double>(st.steps) + st.topb_launches) / steps},
                     {"host_us_per_step", st.stage_us / steps}};
+  // The check's own cost, outside every timed suite: not part of any implementation's figures.
+  if (st.options.check) {
+    const char* methods[] = {"device", "spans", "whole"};
+    const RegionCheckStats c = st.check ? st.check->stats() : RegionCheckStats{};
+    out["check"] = {{"method", methods[static_cast<int>(st.options.check_method)]},
+                    {"host_us_per_step", st.check_us / steps},
+                    {"reference_host_us_per_step", st.reference_us / steps},
+                    {"device_compares", c.device_compares},
+                    {"span_downloads", c.mirrored},
+                    {"references_recomputed", c.references_computed},
+                    {"bytes_up_per_step", static_cast<double>(c.bytes_up) / steps},
+                    {"bytes_down_per_step", static_cast<double>(c.bytes_down) / steps}};
+  }
   for (Impl impl : st.options.impls) {
     const ExecutorImplStats& s = st.stats.at(impl);
     const auto per_step = [&](int64_t v) { return s.steps ? static_cast<double>(v) / s.steps : 0.0; };
@@ -187,6 +201,8 @@ const RegisterExecutor kRegisterGpuExecutor(
       options.capacity = CapacityFor(request.scheduler);
       options.cold_l2 = request.gpu_cold_l2;
       DS_ASSIGN_OR_RETURN(options.fault_at_step, FaultAtStepFromEnv());
+      const char* method = std::getenv(kGpuCheckEnv);
+      DS_ASSIGN_OR_RETURN(options.check_method, ParseGpuCheckMethod(method != nullptr ? method : ""));
       DS_ASSIGN_OR_RETURN(std::unique_ptr<GpuExecutor> executor, GpuExecutor::Create(options));
       return std::unique_ptr<StepExecutor>(std::make_unique<GpuStepExecutor>(std::move(executor), request.out_dir));
     });

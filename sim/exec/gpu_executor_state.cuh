@@ -12,6 +12,7 @@
 
 #include "nlohmann/json.hpp"
 #include "sim/exec/gpu_executor.cuh"
+#include "sim/exec/gpu_reference_worker.h"
 #include "sim/exec/gpu_timing.cuh"
 
 namespace dspark::sim {
@@ -38,7 +39,7 @@ struct StepDelta {
   std::map<Impl, ExecutorImplStats> stats;
   std::vector<StepRow> rows;
   std::vector<std::pair<Impl, std::string>> keys;  // graph keys replayed
-  double stage_us = 0;
+  double stage_us = 0, check_us = 0, reference_us = 0;
   int64_t topb_launches = 0, topb_stale_steps = 0;
 };
 
@@ -50,6 +51,8 @@ struct GpuExecutor::State {
   nlohmann::json device_meta;  // GpuMetaJson, read at Create: writing results needs no device
   std::unique_ptr<GpuSuite> suite;
   std::unique_ptr<DeviceTopB> topb;
+  std::unique_ptr<GpuRegionCheck> check;  // with options.check and a region check method
+  std::unique_ptr<ReferenceWorker> worker;  // with `check` and options.overlap_reference
   std::unique_ptr<timing::L2Flusher> flusher;
   std::unique_ptr<timing::EventTimer> timer;
   std::map<Impl, ExecutorImplStats> stats;
@@ -59,9 +62,14 @@ struct GpuExecutor::State {
   int64_t steps = 0;
   int64_t topb_launches = 0;
   int64_t topb_stale_steps = 0;
-  double stage_us = 0;
+  double stage_us = 0, check_us = 0, reference_us = 0;
 
   absl::Status RunStep(const StepPlan& plan, gpu_executor_internal::StepDelta& delta);
+  // The check of the step just run (GpuExecutorOptions::check_method); `guess` is the plan's
+  // device view (the truth unless something rewrote the inputs on the device), `want` its
+  // reference when the worker computed it (nullptr: computed here).
+  absl::Status CheckStep(const StepPlan& plan, const BatchInputs& guess, const SuiteReference* want,
+                         gpu_executor_internal::StepDelta& delta);
   void Commit(gpu_executor_internal::StepDelta& delta);
 };
 

@@ -10,10 +10,13 @@
 // drives it. The mean and variance are Welford's running sums (one pass, no sample kept).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace dspark::timing {
 
@@ -59,5 +62,26 @@ class SampleStopping {
   double mean_ = 0.0;
   double m2_ = 0.0;  // sum of squared deviations from the running mean [µs^2]
 };
+
+// The sampling loop of a timing method: calls `sample` (returning one sample [µs], or an error)
+// until `criterion` stops, feeding each sample and the loop's wall time so far to the rule.
+// `stopping` (optional) receives the final state (reason, noise). The CUPTI samples
+// (sim/studies/metadata_bench.cu) run through it; sim/exec/gpu_timing.cuh's TimeSamples runs the
+// same loop over event samples.
+template <class Sample>
+absl::StatusOr<std::vector<double>> SampleUntilStopped(const StoppingCriterion& criterion, Sample&& sample,
+                                                       SampleStopping* stopping = nullptr) {
+  SampleStopping rule(criterion);
+  std::vector<double> samples;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (!rule.done()) {
+    absl::StatusOr<double> us = sample();
+    if (!us.ok()) return us.status();
+    samples.push_back(*us);
+    rule.Add(*us, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  if (stopping != nullptr) *stopping = rule;
+  return samples;
+}
 
 }  // namespace dspark::timing

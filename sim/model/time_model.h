@@ -9,9 +9,10 @@
 //                 host_syncs(impl) syncs
 //   forward     = forward_us + adaptive_gpu_us (adaptive steps)
 //
-// forward_us = fixed + per_token * N + per_ctx_token * sum(seq_lens) + per_attn_pair * pairs,
-// with separate coefficients for the target model (prefill, decode, verification) and the
-// DSpark drafter (draft steps). Under async scheduling the host prepares engine step k + 1
+// The target model's forward (prefill, decode, verification) is a roofline over the model's
+// structure (time_model_forward.h); a calibration file's `forward.target` replaces it with the
+// linear form fixed + per_token * N + per_ctx_token * sum(seq_lens) + per_attn_pair * pairs,
+// which the DSpark drafter (draft steps) always uses. Under async scheduling the host prepares engine step k + 1
 // while step k runs, so the builders' eager dispatch costs time only where an engine step's
 // host work outlasts its GPU work, or behind a sync.
 //
@@ -34,6 +35,7 @@
 #include "sim/model/adaptive.h"
 #include "sim/model/engine_clock.h"
 #include "sim/model/step_plan.h"
+#include "sim/model/time_model_forward.h"
 
 namespace dspark::sim {
 
@@ -62,7 +64,9 @@ struct ImplCost {
 };
 
 struct TimeModelParams {
-  ForwardCoeffs target;
+  ForwardCoeffs target;         // the linear target forward, used when target_roofline_on is false
+  bool target_roofline_on = true;  // the target's forward is the roofline (time_model_forward.h)
+  RooflineForward target_roofline;
   ForwardCoeffs drafter;
   double sched_us = 0;          // [us] host scheduling + input preparation per step
   double sched_us_per_req = 0;  // [us per request]
@@ -101,6 +105,8 @@ class TimeModel {
   // The forward part alone.
   double ForwardUs(bool draft_step, int32_t num_tokens, int64_t sum_seq_lens,
                    double attn_pairs) const {
+    if (!draft_step && p_.target_roofline_on)
+      return RooflineTerms(p_.target_roofline, num_tokens, sum_seq_lens, attn_pairs).total_us();
     const ForwardCoeffs& c = draft_step ? p_.drafter : p_.target;
     return c.fixed_us + c.per_token_us * num_tokens + c.per_ctx_token_us * sum_seq_lens +
            c.per_attn_pair_us * attn_pairs;

@@ -138,21 +138,19 @@ absl::StatusOr<timing::SampleStats> CuptiSamples(timing::CuptiGraphTimer& cupti,
     DS_RETURN_IF_ERROR(replay());
     CUDA_CHECK(cudaStreamSynchronize(stream));
     DS_RETURN_IF_ERROR(cupti.Discard());
-    std::vector<double> us;
-    // The same stopping rule as the event samples (bench: NVBench-style; otherwise opt.reps).
-    timing::SampleStopping stopping(opt.Criterion());
-    const auto t0 = std::chrono::steady_clock::now();
-    while (!stopping.done()) {
-      if (opt.l2 == timing::L2Mode::kCold) flusher.Flush(stream);
-      CUDA_CHECK(cudaStreamSynchronize(stream));
-      DS_RETURN_IF_ERROR(cupti.Discard());
-      DS_RETURN_IF_ERROR(replay());
-      CUDA_CHECK(cudaStreamSynchronize(stream));
-      DS_ASSIGN_OR_RETURN(const timing::CuptiGraphTimer::Sum sum, cupti.Take());
-      if (sum.records == 0) return absl::UnavailableError("CUPTI returned no activity records for a graph replay");
-      us.push_back(sum.us);
-      stopping.Add(sum.us, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
+    // The same stopping rule and loop as the event samples (bench: NVBench-style; otherwise opt.reps).
+    DS_ASSIGN_OR_RETURN(std::vector<double> us,
+                        timing::SampleUntilStopped(opt.Criterion(), [&]() -> absl::StatusOr<double> {
+                          if (opt.l2 == timing::L2Mode::kCold) flusher.Flush(stream);
+                          CUDA_CHECK(cudaStreamSynchronize(stream));
+                          DS_RETURN_IF_ERROR(cupti.Discard());
+                          DS_RETURN_IF_ERROR(replay());
+                          CUDA_CHECK(cudaStreamSynchronize(stream));
+                          DS_ASSIGN_OR_RETURN(const timing::CuptiGraphTimer::Sum sum, cupti.Take());
+                          if (sum.records == 0)
+                            return absl::UnavailableError("CUPTI returned no activity records for a graph replay");
+                          return sum.us;
+                        }));
     return timing::Summarize(std::move(us));
   };
   absl::StatusOr<timing::SampleStats> out;

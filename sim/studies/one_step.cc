@@ -29,9 +29,9 @@ ojson FieldsJson(const std::vector<ReferenceField>& fields) {
 // regions and shapes as ReferenceFields gives for `want` (one table, kernels/suite/regions.h), so
 // that the two line up cell by cell (ratio 2's seq_out is compared as seq // 2 over [0, N_d)).
 std::vector<ReferenceField> ImageFields(const SuiteImage& img, const SuiteReference& want, const SuiteLayout& layout,
-                                        const BatchInputs& in, const ModelConsts& consts) {
+                                        const BatchInputs& in, const ModelConsts& consts, const ImplTraits& traits) {
   SuiteImage view_of = img;  // View() hands out mutable pointers
-  return OutputFields(view_of.View(), want, in, layout, consts);
+  return OutputFields(view_of.View(), want, in, layout, consts, traits.writes_prefill_metadata);
 }
 
 ojson DifferencesJson(const std::vector<FieldMismatch>& mismatches, std::array<int64_t, 3>* fields_by_kind) {
@@ -54,7 +54,8 @@ ojson TraitsJson(const ImplTraits& t) {
           {"reads_host_totals", t.reads_host_totals},
           {"graph_capturable", t.graph_capturable},
           {"serializes_host", t.serializes_host},
-          {"old_indexer_chain", t.old_indexer_chain}};
+          {"old_indexer_chain", t.old_indexer_chain},
+          {"writes_prefill_metadata", t.writes_prefill_metadata}};
 }
 
 void AppendText(const ojson& v, int indent, std::string* out) {
@@ -118,7 +119,7 @@ absl::StatusOr<OneStepResult> RunOneStep(const StepInput& input, const std::vect
     e["host_syncs"] = run->counters.host_syncs;
     e["differences"] = DifferencesJson(run->mismatches, &kinds);
     e["differing_fields"] = {{"stale_host", kinds[0]}, {"padding_residue", kinds[1]}, {"bug", kinds[2]}};
-    e["outputs"] = FieldsJson(ImageFields(image, want, layout, in, input.consts));
+    e["outputs"] = FieldsJson(ImageFields(image, want, layout, in, input.consts, impl.info().traits));
     for (int k = 0; k < 3; ++k) total[k] += kinds[k];
   }
   result.bug_fields = total[2];

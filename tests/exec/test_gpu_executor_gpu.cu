@@ -1,37 +1,32 @@
-// The GPU executor, the TPOT loop and `bench` on a device (skipped without one):
+// The GPU executor on a device (skipped without one):
 //  - a short simulated adaptive run through every implementation: fused, fused-suite and
 //    device-chain equal the reference at every step, chain and cached diverge where the host
 //    view is stale, and the top-B allocation ran on the device;
 //  - the device top-B kernel rewrites the staged host boundaries into the plan's device view and
 //    agrees with the independent CPU reference;
 //  - one graph per padded size: captures == distinct graph keys, replays == padded steps;
-//  - the TPOT loop completes every request with no capture inside the timing, and the forward
-//    stand-in lasts what it is asked to;
-//  - a tiny `bench` writes bench.json with every key of the schema the plots read.
-// Host-only pieces (option parsing, buffer sizing, the calibration fit and its round trip through
-// the time model's loader) run without a device.
+//  - the region check on the device, by span download and by whole-buffer download give the
+//    same counts, classifications and rows at every step.
+// Buffer sizing (CapacityFor) runs without a device. The TPOT loop and the calibration fit:
+// tests/studies/test_tpot_calibration_gpu.cu; `bench`: tests/cli/test_bench_gpu.cu.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <map>
 #include <memory>
 #include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "kernels/common/device_buffer.cuh"
 #include "kernels/reference/topb_alloc.h"
 #include "sim/model/acceptance.h"
-#include "sim/cli/cmd_bench.cuh"
 #include "sim/engine/engine.h"
 #include "sim/exec/gpu_executor.cuh"
-#include "sim/studies/metadata_bench.cuh"
 #include "sim/model/time_model.h"
-#include "sim/studies/tpot_loop.cuh"
 #include "tests/common/gpu_test_util.cuh"
 
 namespace dspark::sim {
@@ -93,7 +88,8 @@ struct ExecutorRun {
   int64_t steps = 0;
 };
 
-ExecutorRun RunExecutor(SpecMode mode, const std::vector<Impl>& impls, uint64_t seed) {
+ExecutorRun RunExecutor(SpecMode mode, const std::vector<Impl>& impls, uint64_t seed,
+                        GpuCheckMethod method = GpuCheckMethod::kDevice) {
   ExecutorRun run;
   const SchedulerConfig sc = SmallScheduler(mode);
   static const std::vector<RequestSpec> workload = SmallWorkload();
@@ -106,6 +102,7 @@ ExecutorRun RunExecutor(SpecMode mode, const std::vector<Impl>& impls, uint64_t 
   o.impls = impls;
   o.capacity = CapacityFor(sc);
   o.cold_l2 = false;
+  o.check_method = method;
   auto ex = GpuExecutor::Create(o);
   EXPECT_TRUE(ex.ok()) << ex.status();
   if (!ex.ok()) return run;
@@ -168,6 +165,57 @@ TEST(GpuExecutor, AdaptiveRunExactForDeviceImplsStaleForHostImpls) {
     for (const char* key : {"stale_host", "padding_residue", "bug", "gpu_us", "launches_per_step", "by_case"})
       EXPECT_TRUE(j.contains(key)) << ImplName(impl) << " lacks " << key;
   }
+}
+
+// StepsCsv less its timing columns (gpu_us, host_us).
+std::string UntimedCsv(const std::string& csv) {
+  std::string out;
+  for (absl::string_view line : absl::StrSplit(csv, '\n')) {
+    std::vector<absl::string_view> cols = absl::StrSplit(line, ',');
+    if (cols.size() > 7) cols.erase(cols.begin() + 6, cols.begin() + 8);
+    absl::StrAppend(&out, absl::StrJoin(cols, ","), "\n");
+  }
+  return out;
+}
+
+// The region check on the device, by span download and the old whole-buffer download count and
+// classify the same cells at every step (the adaptive run has stale-host steps of chain and
+// cached, and (c)'s padding residue, so every path of the device check is taken).
+TEST(GpuExecutor, CheckMethodsGiveIdenticalResults) {
+  DS_REQUIRE_GPU();
+  ExecutorRun whole = RunExecutor(SpecMode::kAdaptive, Every(), 7, GpuCheckMethod::kWhole);
+  ASSERT_NE(whole.executor, nullptr);
+  for (GpuCheckMethod method : {GpuCheckMethod::kDevice, GpuCheckMethod::kSpans}) {
+    SCOPED_TRACE(method == GpuCheckMethod::kDevice ? "device" : "spans");
+    ExecutorRun run = RunExecutor(SpecMode::kAdaptive, Every(), 7, method);
+    ASSERT_NE(run.executor, nullptr);
+    ASSERT_EQ(run.steps, whole.steps);
+    for (Impl impl : Every()) {
+      SCOPED_TRACE(std::string(ImplName(impl)));
+      const ExecutorImplStats &a = run.executor->stats(impl), &b = whole.executor->stats(impl);
+      EXPECT_EQ(a.steps, b.steps);
+      EXPECT_EQ(a.mismatch_cells, b.mismatch_cells);
+      EXPECT_EQ(a.mismatch_steps, b.mismatch_steps);
+      EXPECT_EQ(a.mismatch_steps_by_case, b.mismatch_steps_by_case);
+      EXPECT_EQ(a.cells_by_field, b.cells_by_field);
+      EXPECT_EQ(a.first_stale_host, b.first_stale_host);
+      EXPECT_EQ(a.graph_replays, b.graph_replays);
+    }
+    EXPECT_EQ(UntimedCsv(run.executor->StepsCsv()), UntimedCsv(whole.executor->StepsCsv()));
+    const RegionCheckStats c = run.executor->region_check_stats();
+    EXPECT_EQ(c.steps, run.steps);
+    EXPECT_EQ(c.references_computed, 0) << "the plan's device view is the truth at every step";
+    if (method == GpuCheckMethod::kDevice) {
+      EXPECT_EQ(c.device_compares, run.steps);
+      EXPECT_GT(c.mirrored, 0) << "chain and cached diverge on stale steps";
+      EXPECT_LT(c.mirrored, run.steps * static_cast<int64_t>(Every().size()));
+    } else {
+      EXPECT_EQ(c.mirrored, run.steps * static_cast<int64_t>(Every().size()));
+    }
+    const nlohmann::json summary = run.executor->Summary();
+    EXPECT_EQ(summary["check"]["method"], method == GpuCheckMethod::kDevice ? "device" : "spans");
+  }
+  EXPECT_EQ(whole.executor->Summary()["check"]["method"], "whole");
 }
 
 TEST(GpuExecutor, DSparkRunWithoutAdaptiveHasNoDeviceAllocation) {
@@ -294,195 +342,6 @@ TEST(DeviceTopB, RejectsInputsThatDoNotFit) {
   EXPECT_EQ((*t)->Launch(absent, 1, qsl.get(), stream.get()).code(), absl::StatusCode::kFailedPrecondition);
 }
 
-TEST(TpotLoop, ForwardStandInLastsWhatItIsAskedTo) {
-  DS_REQUIRE_GPU();
-  CudaStream stream;
-  for (double us : {50.0, 600.0, 3000.0}) {
-    auto measured = MeasureForwardStandIn(us, stream.get());
-    ASSERT_TRUE(measured.ok()) << measured.status();
-    EXPECT_GE(*measured, us * 0.99) << us;
-    EXPECT_LE(*measured, us + 40.0) << us;
-  }
-}
-
-TEST(TpotLoop, CompletesEveryRequestWithoutCapturesInsideTheTiming) {
-  DS_REQUIRE_GPU();
-  SchedulerConfig sc;
-  sc.mode = SpecMode::kAdaptive;
-  sc.max_num_seqs = 4;
-  sc.max_num_batched_tokens = 1024;
-  sc.max_model_len = 2048;
-  auto loop = TpotLoop::Create(CapacityFor(sc));
-  ASSERT_TRUE(loop.ok()) << loop.status();
-  auto preset = AcceptancePreset("repeated-prompt", sc.spec_k);
-  ASSERT_TRUE(preset.ok());
-  const std::vector<RequestSpec> workload = {{0, 0.0, 200, 24, {}}, {1, 0.0, 96, 17, {}}};
-  std::map<Impl, TpotLoopResult> results;
-  for (Impl impl : {Impl::kChain, Impl::kFused}) {
-    TpotLoopOptions o;
-    o.impl = impl;
-    o.scheduler = sc;  // the same schedule for both implementations
-    o.acceptance = *preset;
-    o.time_params = DefaultTimeModelParams();
-    o.concurrency = 1;
-    o.model_host = false;
-    o.seed = 9;
-    auto r = (*loop)->Run(o, workload);
-    ASSERT_TRUE(r.ok()) << r.status();
-    SCOPED_TRACE(std::string(ImplName(impl)));
-    EXPECT_EQ(r->completed, 2);
-    EXPECT_EQ(r->output_tokens, 24 + 17);
-    EXPECT_EQ(r->late_captures, 0);
-    // repeated-prompt confidences (~0.9) make the budget cover every draft, so vLLM's allocation
-    // kernel is skipped here; DeviceTopB.* exercises it.
-    EXPECT_LE(r->topb_launches, r->steps);
-    EXPECT_EQ(r->client_syncs, 1) << "the second request is submitted once the first one's last step completed";
-    // The forward stand-ins run back to back on the device between the first submission and the
-    // last completion (all but the zombie draft step after the last verification).
-    EXPECT_GE(r->duration_s * 1e6, 0.9 * r->forward_us_per_step * static_cast<double>(r->steps));
-    EXPECT_GT(r->tpot_ms_mean, 0.0);
-    // Every first token needs at least one target forward.
-    EXPECT_GE(r->ttft_ms_mean * 1e3, DefaultTimeModelParams().target.fixed_us);
-    results[impl] = *r;
-  }
-  EXPECT_EQ(results[Impl::kChain].graph_replays, 0);
-  EXPECT_EQ(results[Impl::kChain].staging_syncs, results[Impl::kChain].steps);
-  EXPECT_GT(results[Impl::kFused].graph_replays, 0);
-  EXPECT_EQ(results[Impl::kFused].staging_syncs, 0);
-  // Same seed, same simulated outcomes: the same steps and tokens whatever the implementation.
-  EXPECT_EQ(results[Impl::kChain].steps, results[Impl::kFused].steps);
-}
-
-TEST(Bench, TinyRunWritesEveryKeyOfTheSchema) {
-  DS_REQUIRE_GPU();
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("dspark_bench_test_" + std::to_string(::getpid()));
-  BenchConfig cfg;
-  cfg.argv = {"bench", "--test"};
-  cfg.out_dir = dir.string();
-  cfg.reps = 10;
-  cfg.min_samples = 10;
-  cfg.warmup = 1;
-  cfg.impls = {Impl::kChain, Impl::kFused, Impl::kFusedSuite};
-  cfg.cases = {SeedCase::kDecode, SeedCase::kAdaptiveVerify};
-  cfg.tpot_samples = 1;
-  cfg.tpot_modes = {SpecMode::kDSpark};
-  auto out = RunBench(cfg);
-  ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_TRUE(out->bugs.empty()) << out->bugs.front();
-  std::ifstream f(dir / "bench.json");
-  ASSERT_TRUE(f.good());
-  const nlohmann::json j = nlohmann::json::parse(f);
-  for (const char* key : {"meta", "floor_us", "metadata", "tpot"}) ASSERT_TRUE(j.contains(key)) << key;
-  for (const char* key : {"gpu", "driver", "clocks", "git_sha", "git_dirty", "argv", "schema_version", "date_utc"})
-    EXPECT_TRUE(j["meta"].contains(key)) << "meta." << key;
-  EXPECT_EQ(j["floor_us"].size(), 2u) << "floor_us is exactly {graph, eager}";
-  EXPECT_TRUE(j["floor_us"]["graph"].is_number());
-  EXPECT_TRUE(j["floor_us"]["eager"].is_number());
-  EXPECT_GT(j["floor_us"]["graph"].get<double>(), 0.0);
-  // 2 cases x 3 impls x 2 methods.
-  ASSERT_EQ(j["metadata"].size(), 12u);
-  const std::set<std::string> case_names = {"prefill", "chunked_prefill", "mixed", "decode", "dspark_verify",
-                                            "dspark_adaptive_verify", "dspark_draft", "dspark_adaptive_draft"};
-  int64_t chain_stale = 0;
-  for (const nlohmann::json& e : j["metadata"]) {
-    for (const char* key : {"case", "impl", "method", "gpu_us_median", "gpu_us_p10", "gpu_us_p90", "samples",
-                            "launches", "speedup_vs_chain", "stale_host", "padding_residue", "bug"})
-      ASSERT_TRUE(e.contains(key)) << key << " in " << e.dump();
-    EXPECT_TRUE(case_names.count(e["case"].get<std::string>())) << e["case"];
-    EXPECT_TRUE(e["method"] == "graph" || e["method"] == "eager");
-    EXPECT_EQ(e["samples"].get<int64_t>(), 10);
-    EXPECT_LE(e["gpu_us_p10"].get<double>(), e["gpu_us_median"].get<double>());
-    EXPECT_LE(e["gpu_us_median"].get<double>(), e["gpu_us_p90"].get<double>());
-    EXPECT_GT(e["launches"].get<int64_t>(), 0);
-    EXPECT_EQ(e["bug"].get<int64_t>(), 0);
-    // Only the host mappings of (a) and (b) read the host split (VLLM_CODE_MAP.md s.4).
-    const absl::StatusOr<Impl> impl = ParseImpl(e["impl"].get<std::string>());
-    ASSERT_TRUE(impl.ok()) << impl.status();
-    if (*impl == Impl::kChain) EXPECT_DOUBLE_EQ(e["speedup_vs_chain"].get<double>(), 1.0);
-    if (ReadsHostBoundaries(*impl)) {
-      if (e["case"] == "dspark_adaptive_verify") chain_stale += e["stale_host"].get<int64_t>();
-    } else {
-      EXPECT_EQ(e["stale_host"].get<int64_t>(), 0) << e.dump();
-    }
-  }
-  EXPECT_GT(chain_stale, 0) << "chain must diverge on the stale adaptive-verification boundaries";
-  ASSERT_EQ(j["tpot"].size(), 3u);
-  for (const nlohmann::json& e : j["tpot"]) {
-    for (const char* key : {"mode", "impl", "tpot_ms", "ttft_ms", "itl_ms", "output_tok_s"})
-      ASSERT_TRUE(e.contains(key)) << key << " in " << e.dump();
-    EXPECT_EQ(e["mode"], "dspark");
-    EXPECT_GT(e["tpot_ms"].get<double>(), 0.0);
-    EXPECT_EQ(e["late_captures"].get<int64_t>(), 0);
-  }
-  EXPECT_TRUE(std::filesystem::exists(dir / "bench_metadata.csv"));
-  EXPECT_TRUE(std::filesystem::exists(dir / "bench_tpot.csv"));
-  std::filesystem::remove_all(dir);
-}
-
-// ---- Host-only pieces (no device needed).
-
-std::vector<char*> Argv(std::vector<std::string>& args) {
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  return argv;
-}
-
-TEST(BenchArgs, DefaultsAreTheSeedsTables) {
-  std::vector<std::string> args = {"bench"};
-  std::vector<char*> argv = Argv(args);
-  std::string help;
-  auto c = ParseBenchArgs(static_cast<int>(argv.size()), argv.data(), &help);
-  ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_TRUE(help.empty());
-  EXPECT_TRUE(c->cold_l2);
-  EXPECT_GE(c->reps, 100);
-  EXPECT_EQ(c->batch, 16);
-  EXPECT_EQ(c->impls.size(), 5u);
-  EXPECT_EQ(c->cases.size(), 8u);
-  EXPECT_EQ(c->tpot_modes.size(), 3u);
-  EXPECT_FALSE(c->full_run);
-  EXPECT_TRUE(c->Validate().ok());
-}
-
-TEST(BenchArgs, RejectsContradictionsAndBadValues) {
-  const std::vector<std::vector<std::string>> bad = {
-      {"bench", "--cold-l2", "--warm-l2"}, {"bench", "--impl", "triton"},  {"bench", "--cases", "decode,nope"},
-      {"bench", "--tpot-modes", "fast"},   {"bench", "--host-standin", "x"}};
-  for (std::vector<std::string> args : bad) {
-    std::vector<char*> argv = Argv(args);
-    std::string help;
-    auto c = ParseBenchArgs(static_cast<int>(argv.size()), argv.data(), &help);
-    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << args[1];
-  }
-  std::vector<std::string> args = {"bench", "--reps", "5", "--warm-l2", "--cases", "verify,dspark_draft",
-                                   "--full-run", "--full-run-requests", "3"};
-  std::vector<char*> argv = Argv(args);
-  std::string help;
-  auto c = ParseBenchArgs(static_cast<int>(argv.size()), argv.data(), &help);
-  ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_FALSE(c->cold_l2);
-  EXPECT_EQ(c->cases, (std::vector<SeedCase>{SeedCase::kVerify, SeedCase::kDraft}));
-  EXPECT_TRUE(c->full_run);
-  EXPECT_EQ(c->full_run_requests, 3);
-  EXPECT_EQ(c->Validate().code(), absl::StatusCode::kInvalidArgument) << "--reps 5 is below 10";
-}
-
-TEST(BenchCases, BothSpellingsAndAll) {
-  auto all = ParseBenchCases("all");
-  ASSERT_TRUE(all.ok());
-  EXPECT_EQ(all->size(), 8u);
-  auto two = ParseBenchCases("dspark_adaptive_verify, adaptive_verify ,decode");
-  ASSERT_TRUE(two.ok()) << two.status();
-  EXPECT_EQ(*two, (std::vector<SeedCase>{SeedCase::kAdaptiveVerify, SeedCase::kDecode}));
-  EXPECT_EQ(BenchCaseName(SeedCase::kVerify), "dspark_verify");
-  EXPECT_EQ(BenchCaseName(SeedCase::kAdaptiveDraft), "dspark_adaptive_draft");
-  for (SeedCase c : kAllSeedCases)
-    EXPECT_EQ(BenchCaseName(c), std::string(StepCaseName(static_cast<StepCase>(static_cast<int>(c)))))
-        << "bench.json and the calibration use the step-case names";
-  EXPECT_EQ(ParseBenchCases("verify2").status().code(), absl::StatusCode::kInvalidArgument);
-}
-
 TEST(GpuExecutorCapacity, HoldsEveryStepTheSchedulerCanPlan) {
   SchedulerConfig c;  // 256 seqs, 16384 tokens, 16384 model length
   c.mode = SpecMode::kDSpark;
@@ -497,51 +356,6 @@ TEST(GpuExecutorCapacity, HoldsEveryStepTheSchedulerCanPlan) {
   const GpuSuiteCapacity small = CapacityFor(c);
   EXPECT_EQ(small.max_tokens, 300);
   EXPECT_EQ(small.max_reqs, 80);  // capture sizes up to min(40 * 2, 512) = 80
-}
-
-TEST(Calibration, FitRoundTripsThroughTheTimeModelLoader) {
-  // fused: decode grows 0.5 µs per token above 96; verify 0.25 µs per token; prefill has no slope.
-  std::vector<CalibrationPoint> pts = {
-      {Impl::kFused, SeedCase::kDecode, 16, 16, 40.0},   {Impl::kFused, SeedCase::kDecode, 64, 64, 41.0},
-      {Impl::kFused, SeedCase::kDecode, 256, 256, 120.0}, {Impl::kFused, SeedCase::kVerify, 16, 96, 50.0},
-      {Impl::kFused, SeedCase::kVerify, 64, 384, 122.0}, {Impl::kFused, SeedCase::kPrefill, 16, 8192, 100.0},
-      {Impl::kFused, SeedCase::kPrefill, 64, 8192, 900.0}, {Impl::kChain, SeedCase::kDecode, 16, 16, 190.0},
-      {Impl::kChain, SeedCase::kVerify, 4, 24, 150.0}};
-  // Calibration keys are the canonical names of the registry.
-  const std::string kFusedKey(ImplName(Impl::kFused)), kChainKey(ImplName(Impl::kChain));
-  const nlohmann::ordered_json m =
-      FitCalibration(pts, {Impl::kChain, Impl::kFused}, {SeedCase::kPrefill, SeedCase::kDecode, SeedCase::kVerify});
-  ASSERT_TRUE(m.contains(kFusedKey));
-  EXPECT_DOUBLE_EQ(m[kFusedKey]["gpu_us"]["decode"].get<double>(), 40.0);
-  EXPECT_DOUBLE_EQ(m[kFusedKey]["gpu_us"]["dspark_verify"].get<double>(), 50.0);
-  EXPECT_DOUBLE_EQ(m[kFusedKey]["gpu_us"]["prefill"].get<double>(), 100.0);
-  // Least squares over (x, y) = (160, 80) and (288, 72) through the origin.
-  const double slope = (160.0 * 80 + 288.0 * 72) / (160.0 * 160 + 288.0 * 288);
-  EXPECT_DOUBLE_EQ(m[kFusedKey]["gpu_us_per_token"].get<double>(), slope);
-  EXPECT_FALSE(m[kFusedKey]["serializes_host"].get<bool>());
-  EXPECT_TRUE(m[kChainKey]["serializes_host"].get<bool>());
-  EXPECT_FALSE(m[kChainKey].contains("gpu_us_per_token")) << "no point above the reference";
-  EXPECT_FALSE(m[kChainKey]["gpu_us"].contains("dspark_verify")) << "no point at the reference batch";
-
-  nlohmann::ordered_json doc;
-  doc["meta"] = {{"gpu", "test GPU"}, {"driver", "0.0"}, {"date", "2026-01-01"}, {"measurements", {1, 2}}};
-  doc["metadata"] = m;
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("dspark_calib_test_" + std::to_string(::getpid()) + ".json"))
-          .string();
-  {
-    std::ofstream f(path);
-    f << doc.dump(2);
-  }
-  auto p = LoadCalibration(path);
-  std::filesystem::remove(path);
-  ASSERT_TRUE(p.ok()) << p.status();
-  const ImplCost& fused = p->impls[Impl::kFused.index()];
-  EXPECT_DOUBLE_EQ(fused.gpu_us[static_cast<int>(StepCase::kDecode)], 40.0);
-  EXPECT_DOUBLE_EQ(fused.gpu_us[static_cast<int>(StepCase::kSpecVerify)], 50.0);
-  EXPECT_DOUBLE_EQ(fused.gpu_us_per_token, slope);
-  EXPECT_FALSE(fused.estimated);
-  EXPECT_NE(p->source_device.find("test GPU"), std::string::npos);
 }
 
 }  // namespace

@@ -132,5 +132,25 @@ TEST(SampleStopping, ValidateNamesTheOption) {
   EXPECT_FALSE(c.Validate().ok());
 }
 
+// The shared sampling loop: a fixed count takes exactly that many samples, in order; the first
+// failing sample ends it with that error.
+TEST(SampleUntilStopped, FixedCountAndErrors) {
+  int calls = 0;
+  SampleStopping final_state(StoppingCriterion::Fixed(1));
+  absl::StatusOr<std::vector<double>> got = SampleUntilStopped(
+      StoppingCriterion::Fixed(4), [&]() -> absl::StatusOr<double> { return 1.0 + calls++; }, &final_state);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, (std::vector<double>{1, 2, 3, 4}));
+  EXPECT_EQ(final_state.reason(), StopReason::kMaxSamples);
+  EXPECT_EQ(final_state.count(), 4);
+  calls = 0;
+  got = SampleUntilStopped(StoppingCriterion::Fixed(4), [&]() -> absl::StatusOr<double> {
+    if (++calls == 2) return absl::UnavailableError("no records");
+    return 1.0;
+  });
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(calls, 2);
+}
+
 }  // namespace
 }  // namespace dspark::timing

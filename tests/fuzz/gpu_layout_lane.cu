@@ -15,8 +15,8 @@ namespace dspark::fuzz {
 
 // A field added to SuiteOutputs must get its place in OutputPack (and its download), or the lane
 // would hand the implementations a null buffer.
-static_assert(sizeof(IndexerOutputs) == 5 * sizeof(void*), "IndexerOutputs changed: update OutputPack");
-static_assert(sizeof(SuiteOutputs) == 22 * sizeof(void*), "SuiteOutputs changed: update OutputPack");
+static_assert(sizeof(IndexerOutputs) == 9 * sizeof(void*), "IndexerOutputs changed: update OutputPack");
+static_assert(sizeof(SuiteOutputs) == 31 * sizeof(void*), "SuiteOutputs changed: update OutputPack");
 
 namespace {
 
@@ -52,6 +52,13 @@ OutputPack MakeOutputPack(const SuiteLayout& l) {
   p.seg_count = take(8);  // the count, then #57207's max query length
   p.r2_slots = take(8 * cap);
   p.r2_csl = take(4 * static_cast<size_t>(std::max(l.max_reqs, 1)));
+  p.swa_gather = take(4 * static_cast<size_t>(std::max(l.max_reqs, 1)));
+  for (int k = 0; k < 2; ++k) {
+    p.pf_cu[k] = take(4 * static_cast<size_t>(std::max(l.prefill_cu_len, 1)));
+    p.pf_rows[k] = take(4 * static_cast<size_t>(std::max(l.prefill_rows, 1)));
+    p.pf_ks[k] = take(4 * cap);
+    p.pf_ke[k] = take(4 * cap);
+  }
   p.one_d_end = at;
   p.swa_indices = take(4 * cap * static_cast<size_t>(l.window));
   p.swa_noncausal = take(4 * cap * static_cast<size_t>(l.noncausal_width));
@@ -72,13 +79,15 @@ SuiteOutputs OutputsAt(uint8_t* base, const OutputPack& p) {
   o.ring_slots = i64(p.ring);
   for (int k = 0; k < 2; ++k)
     o.indexer[k] = IndexerOutputs{i32(p.seq_out[k]), i32(p.bt_out[k]), i32(p.decode_lens[k]), i32(p.indices[k]),
-                                  i32(p.per_req[k])};
+                                  i32(p.per_req[k]),  i32(p.pf_cu[k]),  i32(p.pf_rows[k]),     i32(p.pf_ks[k]),
+                                  i32(p.pf_ke[k])};
   o.seg_qsl = i32(p.seg_qsl);
   o.seg_seq_lens = i32(p.seg_seq_lens);
   o.seg_count = i32(p.seg_count);
   o.swa_indices_noncausal = i32(p.swa_noncausal);
   o.indexer_r2_slots = i64(p.r2_slots);
   o.indexer_r2_csl = i32(p.r2_csl);
+  o.swa_gather_lens = i32(p.swa_gather);
   return o;
 }
 

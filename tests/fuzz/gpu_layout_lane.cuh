@@ -35,6 +35,7 @@ struct OutputPack {
   size_t token_to_req = 0, swa_lens = 0, mla_r1 = 0, mla_r2 = 0, ring = 0;
   size_t seq_out[2] = {}, decode_lens[2] = {}, indices[2] = {}, per_req[2] = {};
   size_t seg_qsl = 0, seg_seq_lens = 0, seg_count = 0, r2_slots = 0, r2_csl = 0;
+  size_t swa_gather = 0, pf_cu[2] = {}, pf_rows[2] = {}, pf_ks[2] = {}, pf_ke[2] = {};
   size_t one_d_end = 0;  // [bytes] the 1-D fields end here
   size_t swa_indices = 0, swa_noncausal = 0, bt_out[2] = {};
   size_t bytes = 0;

@@ -187,35 +187,19 @@ IndexerImages ExpectedFusedImage(const IndexerCase& c, const IndexerImages& befo
 }
 
 IndexerImages ExpectedChainImage(const IndexerCase& c, const IndexerImages& before) {
-  IndexerImages im = before;
-  const int32_t nd = c.num_decodes, n_d = c.num_decode_tokens, width = c.bt_width;
-  const int32_t actual = c.host_qsl[nd];  // int(decode_lens_cpu.sum()): the host total
-  // The expansions repeat by the DEVICE lengths (torch.diff of the device qsl): token t belongs
-  // to device request dev_req[t], whatever the host split says.
-  std::vector<int32_t> dev_req;
-  for (int32_t q = 0; q < nd; ++q) dev_req.insert(dev_req.end(), c.qsl[q + 1] - c.qsl[q], q);
-  for (int32_t q = 0; q < nd; ++q) {
-    const int32_t dev_len = c.qsl[q + 1] - c.qsl[q];
-    im.per_req[q] = dev_len;
-    im.decode_lens[q] = dev_len;  // torch.diff(qsl, out=decode_lens) before the fill with 1
-  }
-  for (int32_t t = 0; t < c.capacity; ++t) {
-    if (t < actual) {
-      const int32_t q = dev_req[t];
-      const int32_t dev_len = c.qsl[q + 1] - c.qsl[q];
-      im.seq_out[t] = (c.seq_lens[q] - dev_len - c.qsl[q]) + t + 1;
-      im.indices[t] = q;
-      for (int32_t col = 0; col < width; ++col)
-        im.bt_out[static_cast<size_t>(t) * c.out_stride + col] = c.block_table[static_cast<size_t>(q) * c.bt_stride + col];
-    } else {
-      im.seq_out[t] = 0;
-      if (t < n_d) {
-        im.indices[t] = nd + t - actual;
-        if (width > 0) im.bt_out[static_cast<size_t>(t) * c.out_stride] = 0;
-      }
+  // The chain's values are the reference's wherever it writes (it expands by the DEVICE lengths,
+  // and the host total it sizes the expansions with equals the device's, as compact_batch keeps
+  // it); vLLM's chain differs from the fused kernel only by two rules: padding rows [A, N_d) of
+  // bt_out are cleared in column 0 alone, and decode_lens[N_d:num_decodes] keep torch.diff's
+  // device lengths (the fill with 1 covers [0, N_d) only).
+  IndexerImages im = ExpectedFusedImage(c, before);
+  const int32_t actual = c.host_qsl[c.num_decodes];  // int(decode_lens_cpu.sum())
+  for (int32_t t = std::max(actual, 0); t < c.num_decode_tokens; ++t)
+    for (int32_t col = 1; col < c.bt_width; ++col) {
+      const size_t at = static_cast<size_t>(t) * c.out_stride + col;
+      im.bt_out[at] = before.bt_out[at];
     }
-    if (t < n_d) im.decode_lens[t] = 1;
-  }
+  for (int32_t q = std::max(c.num_decode_tokens, 0); q < c.num_decodes; ++q) im.decode_lens[q] = c.qsl[q + 1] - c.qsl[q];
   return im;
 }
 

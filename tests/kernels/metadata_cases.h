@@ -95,10 +95,10 @@ struct IndexerImages {
 ref::IndexerDecodeOut Reference(const IndexerCase& c);
 // Every buffer the fused kernel must leave: `before` with each defined cell set to the reference.
 IndexerImages ExpectedFusedImage(const IndexerCase& c, const IndexerImages& before);
-// Every buffer state (c)'s chain must leave, modelled independently of the chain's code: the
-// real-token count from the HOST total, token-to-request and per-request values from the DEVICE
-// lengths, only column 0 of padding block-table rows cleared, decode_lens[N_d:num_decodes] left
-// holding the device lens.
+// Every buffer state (c)'s chain must leave, derived from the reference (ExpectedFusedImage) and
+// vLLM's padding rule, independently of the chain's code: only column 0 of padding block-table
+// rows cleared, decode_lens[N_d:num_decodes] left holding the device lens. The host decode total
+// must equal the device's (vLLM's compact_batch keeps it so).
 IndexerImages ExpectedChainImage(const IndexerCase& c, const IndexerImages& before);
 
 // Differences from the reference over the defined cells, by field. Padding rows of bt_out are

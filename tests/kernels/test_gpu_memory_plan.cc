@@ -79,10 +79,11 @@ Expected CountBuffers(int32_t T, int32_t R, int32_t S, const ModelConsts& m) {
   // One implementation: token_to_req, swa_lens [T]; swa_indices [T, W]; mla_r1, mla_r2, ring and
   // the indexer's ratio-2 slots int64 [T]; its compressed_seq_lens [R]; per indexer seq_out,
   // decode_lens, indices, per_req [T] and bt_out [T, S]; seg_qsl [seg + 1], seg_seq_lens [seg],
-  // seg_count [2].
+  // seg_count [2]; the SWA gather lengths [R]; per indexer the prefill chunks' cu_seq_lens
+  // [2 (R + T)], token_to_seq [4 T], ks and ke [T].
   const uint64_t ncw = (w + m.spec_k + 63) / 64 * 64;  // the DSpark draft rows' width
   e.output_set = 4 * t + 4 * t + 4 * t * w + 4 * t * ncw + 8 * t * 4 + 4 * r + 2 * (4 * t * 4 + 4 * t * s) + 4 * (seg + 1) +
-                 4 * seg + 8;
+                 4 * seg + 8 + 4 * r + 2 * 4 * (2 * (r + t) + 4 * t + 2 * t);
   e.input_staging = e.step_inputs + e.block_table;
   e.qsl_staging = 4 * (r + 1);
   e.staging = 4 * (8 * t + 4 * r + 3 * seg + 3) + 8192;
@@ -131,10 +132,10 @@ TEST_P(PlanSmall, CountsEveryBufferExactly) {
 TEST(PlanSmallHandChecked, EightTokensThreeRequestsStrideFive) {
   auto plan = PlanGpuSuiteMemory({8, 3, 5}, ModelConsts{}, 2);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  // inputs 768 + 60, arange 512, scratch 4 * 6886 + 256 + 65536 = 93336, outputs 2 x 11192
-  // (4968 before the indexer's ratio-2 inputs, 8 x 8 + 3 x 4, the second seg_count cell, 4, and
-  // the non-causal draft rows, 8 x 192 x 4).
-  EXPECT_EQ(plan->device_bytes(), 768u + 60u + 512u + 93336u + 2u * 11192u);
+  // inputs 768 + 60, arange 512, scratch 4 * 6886 + 256 + 65536 = 93336, outputs 2 x 11764
+  // (4968 before the indexer's ratio-2 inputs, 8 x 8 + 3 x 4, the second seg_count cell, 4, the
+  // non-causal draft rows, 8 x 192 x 4, and the prefill metadata, 3 x 4 + 2 x 4 x (22 + 32 + 16)).
+  EXPECT_EQ(plan->device_bytes(), 768u + 60u + 512u + 93336u + 2u * 11764u);
   // input staging 828, qsl staging 16, staging arena 4 * 91 + 8192.
   EXPECT_EQ(plan->pinned_bytes(), 828u + 16u + 364u + 8192u);
 }

@@ -11,6 +11,8 @@
 #include "kernels/common/backend_gpu.cuh"
 #include "kernels/indexer_decode.cuh"
 #include "kernels/indexer_impls.h"
+#include "kernels/reference/token_map.h"
+#include "kernels/token_map_impls.h"
 #include "kernels/suite/vllm_ops.h"
 #include "sim/exec/gpu_timing.cuh"
 #include "tests/common/gpu_test_util.cuh"
@@ -256,6 +258,64 @@ TEST(IndexerGpuGraph, FusedFollowsDeviceBoundariesAfterReplay) {
     EXPECT_EQ(images[1], testing_util::ExpectedFusedImage(testing_util::WithStaleHost(c, reversed), before))
         << c.name << ": replay after the in-place rewrite";
   }
+}
+
+// The pair of #56562 as one serial graph whose indexer is a programmatic dependent launch
+// (GpuBackend::OverlapNextLaunch; microbench's "fused+fused (PDL)" row): it may start while the
+// token map runs, and must still write exactly what it writes alone, and must not complete
+// before the map does. A device-to-device copy of the map after the indexer, ordered only after
+// the indexer, must therefore see the finished map. Replayed after in-place rewrites of qsl.
+TEST(IndexerGpuGraph, DependentLaunchAfterTheTokenMapWritesTheSameBuffers) {
+  DS_REQUIRE_GPU();
+  int checked = 0;
+  for (const auto& c : testing_util::IndexerSeedCases()) {
+    if (c.num_decodes == 0) continue;
+    const IndexerImages before = IndexerImages::Filled(c, kPoison);
+    GpuEnv env;
+    GpuBackend be = env.Backend();
+    GpuIndexer g(c);
+    DeviceBuffer<int32_t> map(c.capacity), map_copy(c.capacity);
+    TokenMapArgs m;
+    m.query_start_loc = g.qsl.get();
+    m.host_query_start_loc = c.host_qsl.data();
+    m.num_reqs = c.num_decodes;
+    m.num_tokens = c.num_decode_tokens;
+    m.out = map.get();
+    m.buffer_len = c.capacity;
+    auto issue = [&]() -> absl::Status {
+      DS_RETURN_IF_ERROR(TokenMapFused(be, m).status());
+      be.OverlapNextLaunch();
+      DS_RETURN_IF_ERROR(IndexerFused(be, g.Args(c)));
+      be.CopyDeviceToDevice(map_copy.get(), map.get(), sizeof(int32_t) * static_cast<size_t>(c.num_decode_tokens));
+      return be.status();
+    };
+    WarmUpBeforeCapture(env, be, issue);
+    CudaGraph graph;
+    graph.BeginCapture(env.stream.get());
+    const absl::Status s = issue();
+    graph.EndCapture(env.stream.get());
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_EQ(graph.NodeCount(), 3u) << c.name;
+    for (const auto& lens : {c.lens, testing_util::Reversed(c.lens)}) {
+      const IndexerCase now = testing_util::WithStaleHost(c, lens);
+      g.RewriteLens(lens);
+      g.Upload(before);
+      map.Upload(std::vector<int32_t>(c.capacity, kPoison));
+      map_copy.Upload(std::vector<int32_t>(c.capacity, kPoison));
+      SettleUploads();
+      graph.Replay(env.stream.get());
+      env.Sync();
+      EXPECT_EQ(g.Download(), testing_util::ExpectedFusedImage(now, before)) << c.name;
+      const std::vector<int32_t> want = ref::TokenToReq(now.qsl.data(), c.num_decodes, c.num_decode_tokens);
+      std::vector<int32_t> got = map.Download(), copied = map_copy.Download();
+      got.resize(want.size());
+      copied.resize(want.size());
+      EXPECT_EQ(got, want) << c.name;
+      EXPECT_EQ(copied, want) << c.name << ": the copy ordered after the dependent indexer saw the finished map";
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 6);
 }
 
 // The device may also shrink the real token count under the same capture (fewer accepted

@@ -24,7 +24,7 @@ TEST(IndexSelectSmall, OneDimensionalEqualsGather) {
     std::vector<int32_t> want(n + 3, -9), got(n + 3, -9);
     const ops::GatherKernel g{src.data(), src_len, index.data(), want.data(), n};
     EmulateGrid(g, g.Shape());
-    const ops::IndexSelectSmallKernel k{src.data(), src_len, 1, index.data(), got.data(), 1, n, 1};
+    const ops::IndexSelectSmallKernel k{{src.data(), src_len, 1, index.data(), got.data(), 1, n, 1}};
     EmulateGrid(k, k.Shape());
     ASSERT_EQ(got, want) << "iteration " << iter;
   }
@@ -44,7 +44,7 @@ TEST(IndexSelectSmall, RowsEqualGatherRows) {
     std::vector<int32_t> want(static_cast<size_t>(rows) * dst_stride, -9), got = want;
     const ops::GatherRowsKernel g{src.data(), src_rows, src_stride, index.data(), want.data(), dst_stride, rows, cols};
     EmulateGrid(g, g.Shape());
-    const ops::IndexSelectSmallKernel k{src.data(), src_rows, src_stride, index.data(), got.data(), dst_stride, rows, cols};
+    const ops::IndexSelectSmallKernel k{{src.data(), src_rows, src_stride, index.data(), got.data(), dst_stride, rows, cols}};
     EmulateGrid(k, k.Shape());
     ASSERT_EQ(got, want) << "iteration " << iter;
   }
@@ -54,7 +54,7 @@ TEST(IndexSelectSmall, RowsEqualGatherRows) {
 // most 128 threads; nothing launched for an empty selection.
 TEST(IndexSelectSmall, LaunchShapeFollowsPyTorch) {
   const auto shape = [](int32_t rows, int32_t cols) {
-    return ops::IndexSelectSmallKernel{nullptr, 1, 1, nullptr, nullptr, 1, rows, cols}.Shape();
+    return ops::IndexSelectSmallKernel{{nullptr, 1, 1, nullptr, nullptr, 1, rows, cols}}.Shape();
   };
   EXPECT_EQ(shape(16, 1).grid, 1);
   EXPECT_EQ(shape(16, 1).block, 1);

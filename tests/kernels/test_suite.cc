@@ -349,7 +349,7 @@ TEST(FusedSuiteGrid, PlannedFromHostSizes) {
   EXPECT_EQ(p.row_chunks, 2);
   EXPECT_EQ(p.row_blocks, 32);
   EXPECT_EQ(p.seg_bound, 1);  // no prefill requests: ceil(16 / 1024) = 1
-  EXPECT_EQ(p.tail_blocks, CeilDiv(8192 + 8 + 256 - 1, 1024));
+  EXPECT_EQ(p.tail_blocks, CeilDiv(8192 + 8 + 256 - 1, FusedSuiteKernel::kTailChunk));
   EXPECT_EQ(FusedSuiteKernel::Shape(p).grid, 1 + 8 + 4 + 32 + p.tail_blocks);
   EXPECT_EQ(FusedSuiteKernel::Shape(p).block, 256);
   // Zero-length requests outnumbering the tokens still get a per_req and compressed_seq_lens

@@ -1,5 +1,6 @@
 // The one region table (kernels/suite/regions.h): the step dump lists exactly the fields
-// CompareSuite compares, over the same extents, and a corrupted cell of any of them is found.
+// CompareSuite compares, over the same extents, and a corrupted cell of any of them is found
+// (in (d)'s buffers: fused-suite does not write the prefill metadata yet).
 // The indexer's ratio-2 inputs are compared against their own references.
 #include <gtest/gtest.h>
 
@@ -43,7 +44,7 @@ TEST(SuiteRegions, DumpAndCompareShareOneTableAndEveryRegionIsChecked) {
       const BatchInputs in = b.Inputs();
       const ModelConsts consts;
       CpuSuite suite;
-      ASSERT_TRUE(suite.Run(Impl::kFusedSuite, in).ok());
+      ASSERT_TRUE(suite.Run(Impl::kFused, in).ok());
       const SuiteLayout layout = suite.layout();
       const SuiteReference ref = ComputeSuiteReference(in, layout, consts);
       const std::vector<SuiteRegion> regions = SuiteRegions(ref, in, layout, consts);
@@ -61,15 +62,18 @@ TEST(SuiteRegions, DumpAndCompareShareOneTableAndEveryRegionIsChecked) {
       // Absent fields, as in vLLM: decode metadata without decodes, segments without prefills.
       EXPECT_EQ(names.count("indexer_r1.seq_out") == 1, b.sizes.num_decodes > 0) << b.name;
       EXPECT_EQ(names.count("prefill_segments.seg_qsl") == 1, b.sizes.num_decodes < b.sizes.num_reqs) << b.name;
+      // The prefill metadata: SWA's gather lengths and the indexer's chunks, only with prefills.
+      for (const char* f : {"swa.prefill_gather_lens", "indexer_r1.prefill_cu_seq_lens", "indexer_r2.prefill_ke"})
+        EXPECT_EQ(names.count(f) == 1, b.sizes.num_decodes < b.sizes.num_reqs) << b.name << " " << f;
       EXPECT_EQ(names.count("indexer_r2.compressed_slots"), 1u) << b.name;
       EXPECT_EQ(names.count("indexer_r2.compressed_seq_lens"), 1u) << b.name;
       for (const SuiteRegion& r : regions) {
         if (r.Cells() == 0) continue;
-        absl::StatusOr<SuiteImage> image = suite.Image(Impl::kFusedSuite);
+        absl::StatusOr<SuiteImage> image = suite.Image(Impl::kFused);
         ASSERT_TRUE(image.ok());
         SuiteOutputs view = image->View();
         Corrupt(r, view);
-        const std::vector<FieldMismatch> ms = CompareSuite(Impl::kFusedSuite, in, ref, layout, consts, view);
+        const std::vector<FieldMismatch> ms = CompareSuite(Impl::kFused, in, ref, layout, consts, view);
         ASSERT_EQ(ms.size(), 1u) << b.name << " " << r.builder << "." << r.field << "\n" << DescribeMismatches(ms);
         EXPECT_EQ(ms[0].builder, r.builder);
         EXPECT_EQ(ms[0].field, r.field);

@@ -90,7 +90,8 @@ TEST(SwaBuilderByHand, WindowClippedAtZeroAndCrossingBlocks) {
   b.qsl = {0, 200};
   b.seq_lens = {200};
   b.block_table = {11, 22, 33, 44, testing_util::kUnreadBlockCell};
-  b.slot_mapping.assign(201, -1);
+  b.slot_mapping.assign(201, -1);  // token 200 is graph padding
+  for (int32_t t = 0; t < 200; ++t) b.slot_mapping[t] = t;  // any slot >= 0: a valid token
   b.sizes.num_reqs = 1;
   b.sizes.num_tokens = 201;
   b.sizes.capacity = 201;
@@ -130,7 +131,7 @@ TEST(SwaBuilderByHand, DecodeTokenWithLongPrefix) {
   b.qsl = {0, 1, 1};  // request 1 is a zero-length padding request
   b.seq_lens = {301, 0};
   b.block_table = {5, 6, 7, 8, 9, 0, 0, 0, 0, 0};
-  b.slot_mapping.assign(2, -1);
+  b.slot_mapping = {7, -1};
   b.sizes.num_reqs = 2;
   b.sizes.num_tokens = 2;
   b.sizes.capacity = 2;
@@ -145,6 +146,51 @@ TEST(SwaBuilderByHand, DecodeTokenWithLongPrefix) {
   EXPECT_EQ(o.lens[1], 0);
   EXPECT_EQ(o.indices[128], -1);
   EXPECT_EQ(o.indices[255], -1);
+}
+
+// vLLM's _compute_swa_indices_and_lens_kernel reads is_valid_token = slot_mapping >= 0: a real
+// token whose slot is -1 gets length 0 and a cleared row (over poison: the kernel writes the -1s),
+// in the decode launch and the prefill launch (token_offset) alike; its neighbours are untouched.
+TEST(SwaBuilderByHand, InvalidSlotGivesLengthZeroAndAClearedRow) {
+  TestBatch b;
+  b.qsl = {0, 1, 41};  // a decode request, then a prefill of 40 tokens
+  b.seq_lens = {301, 140};
+  b.block_table = {5, 6, 7, 8, 9, 1, 2, 3, 0, 0};
+  b.slot_mapping.assign(41, 0);
+  b.sizes.num_reqs = 2;
+  b.sizes.num_tokens = 41;
+  b.sizes.capacity = 41;
+  b.sizes.num_decodes = 1;
+  b.sizes.num_decode_tokens = 1;
+  b.sizes.bt_width = 5;
+  b.sizes.bt_stride = 5;
+  const ModelConsts m;
+  for (int32_t invalid : {0, 1, 17, 40}) {
+    SCOPED_TRACE(testing::Message() << "invalid token " << invalid);
+    TestBatch x = b;
+    x.slot_mapping[invalid] = -1;
+    const ref::SwaMetadata want = ref::Swa(x.sizes, x.device(), m.swa_window, m.swa_block_size);
+    EXPECT_EQ(want.lens[invalid], 0);
+    for (int32_t j = 0; j < m.swa_window; ++j) ASSERT_EQ(want.indices[invalid * m.swa_window + j], -1) << j;
+    // The neighbours keep their windows: token 0 sees [173, 300], token 17 of the prefill [0, 116].
+    if (invalid != 0) EXPECT_EQ(want.lens[0], 128);
+    if (invalid != 17) EXPECT_EQ(want.lens[17], 117);
+    for (bool shared_mapping : {false, true}) {
+      // The decode rows, then the prefill rows with token_offset = N_d, as vLLM's two launches.
+      SwaOut o{std::vector<int32_t>(41, kPoison), std::vector<int32_t>(41 * 128, kPoison)};
+      std::vector<int32_t> mapping(42, kPoison);
+      if (shared_mapping) EmulateTokenMap({x.qsl.data(), mapping.data(), 2, 41});
+      SwaParams p = MakeSwaParams(x.sizes, x.device(), m, shared_mapping ? mapping.data() : nullptr, o.lens.data(),
+                                  o.indices.data());
+      p.num_tokens = 1;
+      EmulateSwa(p);
+      p.token_offset = 1;
+      p.num_tokens = 40;
+      EmulateSwa(p);
+      EXPECT_EQ(o.lens, want.lens);
+      EXPECT_EQ(o.indices, want.indices);
+    }
+  }
 }
 
 TEST(SwaBuilderContract, RejectsBadParams) {

@@ -9,6 +9,7 @@
 #include "kernels/common/backend.h"
 #include "kernels/ops.cuh"
 #include "kernels/reference/token_map.h"
+#include "kernels/suite/vllm_ops.h"
 #include "kernels/token_map_impls.h"
 #include "tests/kernels/metadata_cases.h"
 
@@ -115,7 +116,11 @@ std::string MapImplName(MapImpl i) {
 absl::StatusOr<int32_t*> RunMapping(MapImpl impl, CpuBackend& be, const TokenMapArgs& a) {
   switch (impl) {
     case MapImpl::kHost: return TokenMapHost(be, a);
-    case MapImpl::kDeviceChain: return TokenMapDeviceChain(be, a);
+    case MapImpl::kDeviceChain: {  // state (c)'s chain, the code vllm-pre56562 and microbench run
+      absl::StatusOr<const int32_t*> out = vllm_ops::TokenMapPre56562(be, a);
+      if (!out.ok()) return out.status();
+      return const_cast<int32_t*>(*out);
+    }
     case MapImpl::kFused: return TokenMapFused(be, a);
   }
   return absl::InternalError("unknown impl");
@@ -182,12 +187,13 @@ TEST(MappingLaunches, CountsPerImpl) {
   EXPECT_EQ(host.kernels, 0);
   EXPECT_EQ(host.host_array_ops, 3);
   EXPECT_EQ(host.Launches(), 2);
-  // device chain: arange, diff, cumsum, repeat_interleave, index_select, copy_, zero_.
-  EXPECT_EQ(chain.kernels, 5);
+  // (c)'s device chain (VLLM_CODE_MAP.md s.2.1): diff, arange, repeat_interleave's five (int64
+  // cast, cub's tile init and scan, the compute kernel, index_select), copy_, zero_.
+  EXPECT_EQ(chain.kernels, 7);
   EXPECT_EQ(chain.d2d_copies, 1);
   EXPECT_EQ(chain.fills, 1);
   EXPECT_EQ(chain.h2d_copies, 0);
-  EXPECT_EQ(chain.Launches(), 7);
+  EXPECT_EQ(chain.Launches(), 9);
   EXPECT_EQ(fused.kernels, 1);
   EXPECT_EQ(fused.Launches(), 1);
   for (const OpCounters* k : {&host, &chain, &fused}) EXPECT_EQ(k->host_syncs, 0);
@@ -197,7 +203,7 @@ TEST(MappingLaunches, CountsPerImpl) {
   RunOnPoisoned(MapImpl::kHost, full, &host);
   RunOnPoisoned(MapImpl::kDeviceChain, full, &chain);
   EXPECT_EQ(host.Launches(), 1);
-  EXPECT_EQ(chain.Launches(), 6);
+  EXPECT_EQ(chain.Launches(), 8);
 }
 
 // DSpark adaptive verification: the device split is reversed, the host keeps the old one.
@@ -249,7 +255,7 @@ TEST(MappingValidation, RejectsBadArguments) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("host_query_start_loc"), std::string::npos) << s;
   a.host_query_start_loc = nullptr;
-  EXPECT_EQ(TokenMapDeviceChain(be, a).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(vllm_ops::TokenMapPre56562(be, a).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(TokenMapFused(be, a).ok()) << "fused never reads the host boundaries";
   EXPECT_EQ(buffer, testing_util::ExpectedMappingImage(c, c.qsl, std::vector<int32_t>(c.buffer_len, kPoison)));
 }

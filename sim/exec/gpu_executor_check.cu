@@ -1,0 +1,93 @@
+// The GPU executor's check of one step (gpu_executor.cuh, step 3): one CPU reference per step,
+// every implementation compared over every defined region by the chosen method, and the
+// differences classified and counted exactly as CompareSuite classifies them.
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "kernels/common/status_macros.h"
+#include "sim/exec/gpu_executor_state.cuh"
+
+namespace dspark::sim {
+
+using namespace gpu_executor_internal;
+
+absl::StatusOr<GpuCheckMethod> ParseGpuCheckMethod(absl::string_view name) {
+  if (name.empty() || name == "device") return GpuCheckMethod::kDevice;
+  if (name == "spans") return GpuCheckMethod::kSpans;
+  if (name == "whole") return GpuCheckMethod::kWhole;
+  return absl::InvalidArgumentError(
+      absl::StrCat(kGpuCheckEnv, "='", name, "': expected device (the default), spans or whole"));
+}
+
+namespace {
+
+double MicrosSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+absl::Status GpuExecutor::State::CheckStep(const StepPlan& plan, const BatchInputs& guess,
+                                           const SuiteReference* want, StepDelta& delta) {
+  const std::string case_name(StepCaseName(plan.step_case));
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<SuiteRunResult> results;
+  if (check != nullptr) {
+    // The reference of the plan's device view; the check uses it if the device truth equals it.
+    SuiteReference computed;
+    if (want == nullptr) {
+      computed = ComputeSuiteReference(guess, suite->layout(), suite->consts());
+      delta.reference_us = MicrosSince(t0);
+      want = &computed;
+    }
+    absl::StatusOr<std::vector<SuiteRunResult>> r = check->Check(*suite, options.impls, want, &guess);
+    if (!r.ok()) return absl::Status(r.status().code(), absl::StrCat("region check: ", r.status().message()));
+    results = *std::move(r);
+  } else {
+    for (Impl impl : options.impls) {
+      absl::StatusOr<SuiteRunResult> r = suite->Download(impl);
+      if (!r.ok())
+        return absl::Status(r.status().code(),
+                            absl::StrCat(std::string(ImplName(impl)), ": download: ", r.status().message()));
+      results.push_back(*std::move(r));
+    }
+  }
+  delta.check_us = MicrosSince(t0);
+
+  std::map<Impl, size_t> row_of;
+  for (size_t i = 0; i < delta.rows.size(); ++i) row_of[delta.rows[i].impl] = i;
+  for (size_t i = 0; i < options.impls.size(); ++i) {
+    const Impl impl = options.impls[i];
+    ExecutorImplStats& s = delta.stats[impl];
+    const std::string impl_name(ImplName(impl));
+    std::array<bool, 3> has{};
+    for (const FieldMismatch& m : results[i].mismatches) {
+      const int k = static_cast<int>(m.kind);
+      if (m.kind == MismatchKind::kBug)
+        return absl::InternalError(absl::StrFormat(
+            "BUG in impl %s: builder %s, field %s, first differing index %d (expected %d, got %d; %d cells "
+            "differ)%s",
+            impl_name, m.builder, m.field, m.index, m.expected, m.actual, m.count,
+            ReadsHostBoundaries(impl) ? " with a host view equal to the device's" : ""));
+      has[k] = true;
+      s.mismatch_cells[k] += m.count;
+      delta.rows[row_of[impl]].cells[k] += m.count;
+      s.cells_by_field[m.builder + "." + m.field][k] += m.count;
+      if (m.kind == MismatchKind::kStaleHost && s.first_stale_host.empty())
+        s.first_stale_host = absl::StrFormat(
+            "step %d (%s): builder %s, field %s, first differing index %d (expected %d, got %d; %d cells)",
+            plan.index, case_name, m.builder, m.field, m.index, m.expected, m.actual, m.count);
+    }
+    for (int k = 0; k < 3; ++k)
+      if (has[k]) {
+        ++s.mismatch_steps[k];
+        ++s.mismatch_steps_by_case[static_cast<int>(plan.step_case)][k];
+      }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace dspark::sim
