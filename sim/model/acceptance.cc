@@ -99,16 +99,32 @@ void AcceptanceModel::InitRequest(const RequestSpec& spec, Rng& jitter_rng, floa
   }
 }
 
+void AcceptanceModel::PrepareConfidences(const float* p, ConfidenceShapes* shapes) const {
+  const double kappa = params_.confidence_concentration;
+  for (int k = 0; k < k_; ++k) {
+    const double pk = p[k];
+    shapes->x[k] = Rng::GammaShape::For(kappa * pk);
+    shapes->y[k] = Rng::GammaShape::For(kappa * (1.0 - pk));
+  }
+}
+
 int32_t AcceptanceModel::DrawWithConfidences(const float* p, int32_t num_drafts, Rng& rng,
                                              float* conf) const {
-  const double kappa = params_.confidence_concentration;
+  ConfidenceShapes shapes;
+  PrepareConfidences(p, &shapes);
+  return DrawWithConfidences(p, shapes, num_drafts, rng, conf);
+}
+
+int32_t AcceptanceModel::DrawWithConfidences(const float* p, const ConfidenceShapes& shapes,
+                                             int32_t num_drafts, Rng& rng, float* conf) const {
   int32_t accepted = 0, prefix = 1;
   for (int32_t k = 0; k < num_drafts; ++k) {
     const double pk = p[k];
     double q = pk;
     if (pk > 0.0 && pk < 1.0) {
-      // Beta(a, b) as X / (X + Y) with X ~ Gamma(a), Y ~ Gamma(b).
-      const double x = rng.Gamma(kappa * pk, 1.0), y = rng.Gamma(kappa * (1.0 - pk), 1.0);
+      // Beta(a, b) as X / (X + Y) with X ~ Gamma(a), Y ~ Gamma(b), X drawn first.
+      const double x = rng.Gamma(shapes.x[k], 1.0);
+      const double y = rng.Gamma(shapes.y[k], 1.0);
       q = x + y > 0.0 ? x / (x + y) : pk;
     }
     const float qf = static_cast<float>(q);

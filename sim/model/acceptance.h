@@ -82,6 +82,17 @@ class AcceptanceModel {
   // with p_k of 0 or 1 are certain (q_k = p_k).
   int32_t DrawWithConfidences(const float* p, int32_t num_drafts, Rng& rng, float* conf) const;
 
+  // The Beta draws' Gamma constants of a request's K positions: its curve is fixed from
+  // admission on, so a run computes them once per request, not at every draft step.
+  struct ConfidenceShapes {
+    std::array<Rng::GammaShape, kMaxSpecK> x, y;  // Gamma(kappa p_k), Gamma(kappa (1 - p_k))
+  };
+  void PrepareConfidences(const float* p, ConfidenceShapes* shapes) const;
+  // DrawWithConfidences with the shapes PrepareConfidences wrote for `p`: the same values and
+  // the same stream.
+  int32_t DrawWithConfidences(const float* p, const ConfidenceShapes& shapes, int32_t num_drafts,
+                              Rng& rng, float* conf) const;
+
  private:
   AcceptanceParams params_;
   int k_;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <functional>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -143,18 +142,21 @@ DraftCostTables BuildCostTables(const CostCurve& draft_curve, const CostCurve& v
 }
 
 int32_t ComputeDraftBudget(const BudgetInputs& in, const DraftCostTables& tables,
-                           std::vector<double>* scratch) {
-  std::vector<double>& scores = *scratch;
-  scores.clear();
+                           DraftBudgetScratch* scratch) {
+  std::vector<double>& scores = scratch->scores;
+  int32_t total = 0;
+  for (int32_t r = 0; r < in.num_decodes; ++r) total += in.valid_drafts[r];
+  scores.resize(static_cast<size_t>(total));
+  size_t at = 0;
   for (int32_t r = 0; r < in.num_decodes; ++r) {
     double survival = 1.0;
     const float* row = in.stale_conf + static_cast<size_t>(r) * in.k;
     for (int32_t k = 0; k < in.valid_drafts[r]; ++k) {
       survival *= static_cast<double>(row[k]);  // np.cumprod of float32 values cast to float64
-      scores.push_back(survival);
+      scores[at++] = survival;
     }
   }
-  std::sort(scores.begin(), scores.end(), std::greater<double>());
+  SortScoresDescending(&scores, &scratch->sort);
   const int32_t max_budget = static_cast<int32_t>(scores.size());
   // Indices past a table's end cannot occur in a step the scheduler accepted; clamp anyway.
   const auto verify = [&](int64_t n) {

@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "sim/model/score_sort.h"
 
 namespace dspark::sim {
 
@@ -84,8 +85,12 @@ struct BudgetInputs {
 // verify_ms[non_draft_total + b]) over b in [0, sum valid], the first index on ties. A score
 // is the float64 cumulative product of a request's stale confidences at a valid step, sorted
 // exactly in descending order. `scratch` is reused between calls.
+struct DraftBudgetScratch {
+  std::vector<double> scores;  // [sum valid] the survival scores, then sorted
+  ScoreSortScratch sort;
+};
 int32_t ComputeDraftBudget(const BudgetInputs& in, const DraftCostTables& tables,
-                           std::vector<double>* scratch);
+                           DraftBudgetScratch* scratch);
 
 // vLLM's placeholder host split after compaction (the host knows only the total): `total`
 // drafts spread evenly over the decodes in order, the remainder to the first ones, none above

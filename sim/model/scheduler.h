@@ -78,20 +78,13 @@
 #include "sim/model/acceptance.h"
 #include "sim/model/adaptive.h"
 #include "sim/model/kv_cache.h"
+#include "sim/model/spec_mode.h"
 #include "sim/workload/rng.h"
 #include "sim/model/step_plan.h"
 #include "sim/model/time_model.h"
 #include "sim/workload/trace.h"
 
 namespace dspark::sim {
-
-enum class SpecMode { kNone, kDSpark, kAdaptive };
-absl::string_view SpecModeName(SpecMode mode);
-absl::StatusOr<SpecMode> ParseSpecMode(absl::string_view name);
-// vLLM's two adaptive verification managers: varlen compacts the batch, masked pads it.
-enum class AdaptiveMode { kVarlen, kMasked };
-absl::string_view AdaptiveModeName(AdaptiveMode mode);
-absl::StatusOr<AdaptiveMode> ParseAdaptiveMode(absl::string_view name);
 
 struct SchedulerConfig {
   SpecMode mode = SpecMode::kAdaptive;
@@ -190,6 +183,7 @@ class Scheduler final : public StepMaterializer {
     bool verified_last = false;  // the last target step verified it (vs completed a prefill)
     Phase phase = Phase::kPending;
     std::array<float, kMaxSpecK> p{};          // conditional acceptance per position
+    AcceptanceModel::ConfidenceShapes shapes;  // adaptive: the confidence draws' constants of p
     std::array<float, kMaxSpecK> conf{};       // confidences of the last draft (device, fresh)
     std::array<float, kMaxSpecK> conf_host{};  // staged confidences the host holds (one round older)
     std::vector<int32_t> blocks;               // KV block ids
@@ -248,7 +242,7 @@ class Scheduler final : public StepMaterializer {
   // Adaptive scratch: [num_decodes, K] device and host survival scores, per-request counts.
   std::vector<float> scores_dev_, scores_host_;
   std::vector<int32_t> max_drafts_, kept_dev_, kept_host_;
-  std::vector<double> budget_scratch_;
+  DraftBudgetScratch budget_scratch_;
   TopBAllocator allocator_;
   DraftCostTables cost_tables_;  // adaptive mode: the host budget's step costs
   StepArrays arrays_;  // built on demand by Materialize

@@ -1,4 +1,5 @@
-// The simulator's only source of randomness: std::mt19937_64 with the project's own draws.
+// The simulator's only source of randomness: MT19937-64 (the stream of std::mt19937_64,
+// sim/workload/mt19937_64.h) with the project's own draws.
 //
 // The std::*_distribution classes are implementation-defined (libstdc++ and libc++ give
 // different streams for the same engine state), and absl::BitGen is deliberately
@@ -8,7 +9,8 @@
 
 #include <cmath>
 #include <cstdint>
-#include <random>
+
+#include "sim/workload/mt19937_64.h"
 
 namespace dspark::sim {
 
@@ -74,10 +76,28 @@ class Rng {
 
   double LogNormal(double mu, double sigma) { return std::exp(mu + sigma * Normal()); }
 
-  // Marsaglia-Tsang (2000) for shape >= 1; shape < 1 uses Gamma(shape + 1) * U^(1/shape).
-  double Gamma(double shape, double scale) {
-    if (shape < 1.0) return Gamma(shape + 1.0, scale) * std::pow(UniformOpen(), 1.0 / shape);
-    const double d = shape - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
+  // Marsaglia-Tsang (2000) for shape >= 1; shape < 1 uses Gamma(shape + 1) * U^(1/shape), U
+  // drawn after the Gamma(shape + 1) draw.
+  double Gamma(double shape, double scale) { return Gamma(GammaShape::For(shape), scale); }
+  // The same draw with the shape's constants computed once (a hot loop draws one shape many
+  // times): the same values and the same stream as Gamma(shape, scale).
+  struct GammaShape {
+    double d = 0, c = 0;     // shape' - 1/3 and 1 / sqrt(9 d), shape' = shape (+ 1 below 1)
+    double inv_shape = 0;    // 1 / shape when boosted
+    bool boost = false;      // shape < 1: times U^(1/shape)
+    static GammaShape For(double shape) {
+      GammaShape g;
+      g.boost = shape < 1.0;
+      const double s = g.boost ? shape + 1.0 : shape;
+      g.d = s - 1.0 / 3.0;
+      g.c = 1.0 / std::sqrt(9.0 * g.d);
+      if (g.boost) g.inv_shape = 1.0 / shape;
+      return g;
+    }
+  };
+  double Gamma(const GammaShape& g, double scale) {
+    const double d = g.d, c = g.c;
+    double value;
     for (;;) {
       double x, v;
       do {
@@ -86,13 +106,22 @@ class Rng {
       } while (v <= 0.0);
       v = v * v * v;
       const double u = UniformOpen();
-      if (u < 1.0 - 0.0331 * x * x * x * x) return d * v * scale;
-      if (std::log(u) < 0.5 * x * x + d * (1.0 - v + std::log(v))) return d * v * scale;
+      if (u < 1.0 - 0.0331 * x * x * x * x) {
+        value = d * v * scale;
+        break;
+      }
+      if (std::log(u) < 0.5 * x * x + d * (1.0 - v + std::log(v))) {
+        value = d * v * scale;
+        break;
+      }
     }
+    if (!g.boost) return value;
+    const double boost = std::pow(UniformOpen(), g.inv_shape);
+    return value * boost;
   }
 
  private:
-  std::mt19937_64 engine_;
+  Mt19937_64 engine_;
 };
 
 }  // namespace dspark::sim

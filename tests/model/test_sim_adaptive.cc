@@ -118,7 +118,7 @@ TEST(CheckCostCurve, RejectsEmptyUnsortedAndNegative) {
 TEST(ComputeDraftBudget, FlatKeepsEverySteepKeepsNoneTiesTakeTheFirst) {
   const std::vector<float> conf = {0.9f, 0.5f, 0.2f, 0.8f, 0.1f, 0.05f};
   const std::vector<int32_t> valid = {3, 2};
-  std::vector<double> scratch;
+  DraftBudgetScratch scratch;
   BudgetInputs in{conf.data(), valid.data(), 2, 3, 2, 2, 2};
   const DraftCostTables flat{{1.0, 1.0, 1.0}, std::vector<double>(16, 10.0)};
   EXPECT_EQ(ComputeDraftBudget(in, flat, &scratch), 5);  // capped at the 5 valid drafts
@@ -141,7 +141,7 @@ TEST(ComputeDraftBudget, ArgmaxOfExpectedTokensPerCost) {
   const std::vector<int32_t> valid = {3, 2};
   DraftCostTables t{{0.0, 0.0, 0.0}, {}};
   for (int n = 0; n < 16; ++n) t.verify_ms.push_back(10.0 + n);
-  std::vector<double> scratch;
+  DraftBudgetScratch scratch;
   EXPECT_EQ(ComputeDraftBudget({conf.data(), valid.data(), 2, 3, 2, 2, 2}, t, &scratch), 3);
   // More sampling requests raise the value of the base: then no draft is worth its cost.
   EXPECT_EQ(ComputeDraftBudget({conf.data(), valid.data(), 2, 3, 2, 40, 2}, t, &scratch), 0);
