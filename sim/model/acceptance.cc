@@ -99,9 +99,10 @@ void AcceptanceModel::InitRequest(const RequestSpec& spec, Rng& jitter_rng, floa
   }
 }
 
-void AcceptanceModel::PrepareConfidences(const float* p, ConfidenceShapes* shapes) const {
+void AcceptanceModel::PrepareConfidences(const float* p, ConfidenceShapes* shapes, int32_t count) const {
   const double kappa = params_.confidence_concentration;
-  for (int k = 0; k < k_; ++k) {
+  const int32_t n = count < 0 ? k_ : std::min<int32_t>(count, k_);
+  for (int32_t k = 0; k < n; ++k) {
     const double pk = p[k];
     shapes->x[k] = Rng::GammaShape::For(kappa * pk);
     shapes->y[k] = Rng::GammaShape::For(kappa * (1.0 - pk));
@@ -111,7 +112,7 @@ void AcceptanceModel::PrepareConfidences(const float* p, ConfidenceShapes* shape
 int32_t AcceptanceModel::DrawWithConfidences(const float* p, int32_t num_drafts, Rng& rng,
                                              float* conf) const {
   ConfidenceShapes shapes;
-  PrepareConfidences(p, &shapes);
+  PrepareConfidences(p, &shapes, num_drafts);  // p holds num_drafts positions, maybe fewer than K
   return DrawWithConfidences(p, shapes, num_drafts, rng, conf);
 }
 

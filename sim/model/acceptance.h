@@ -87,7 +87,8 @@ class AcceptanceModel {
   struct ConfidenceShapes {
     std::array<Rng::GammaShape, kMaxSpecK> x, y;  // Gamma(kappa p_k), Gamma(kappa (1 - p_k))
   };
-  void PrepareConfidences(const float* p, ConfidenceShapes* shapes) const;
+  // Positions [0, count) of p (count < 0: all K); the others are left alone.
+  void PrepareConfidences(const float* p, ConfidenceShapes* shapes, int32_t count = -1) const;
   // DrawWithConfidences with the shapes PrepareConfidences wrote for `p`: the same values and
   // the same stream.
   int32_t DrawWithConfidences(const float* p, const ConfidenceShapes& shapes, int32_t num_drafts,
