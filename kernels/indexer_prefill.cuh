@@ -10,6 +10,11 @@
 //         token_to_seq[cu[b] + k] = b  for k < cu[b+1] - cu[b]
 //       (rows past token_to_seq_len dropped: the suite keeps a bounded scratch copy).
 //
+//   NextPrefillGroup / PrefillSliceLen  one step of vLLM's split_indexer_prefill_chunks (host in
+//       vLLM, indexer.py): the next greedy request group and its query slice length. (a)-(d) run
+//       it on the host (vllm_ops::SplitIndexerPrefillChunks); fused-suite on the device, from
+//       the device view (kernels/suite/fused_suite_prefill.cuh).
+//
 // DeepGEMM's scheduler metadata, launched at the end of the decode build, is
 // kernels/paged_mqa_schedule.cuh.
 #pragma once
@@ -35,6 +40,56 @@ struct PrefillChunkMetadataParams {
   int64_t token_to_seq_len;        // [rows] of token_to_seq kept; rows past it are not written
 };
 
+// ke of query offset `offset` of a request whose compressed rows start at `row_start` and whose
+// first query token sits at position `start_pos` (seq_len - q): the rows it sees end at
+// row_start + (position + 1) // ratio. ks is row_start.
+DS_HD_INLINE int32_t PrefillChunkKe(int32_t row_start, int32_t start_pos, int32_t offset, int32_t ratio) {
+  return row_start + (start_pos + 1 + offset) / ratio;
+}
+
+// One request group of split_indexer_prefill_chunks (it ends before request `end`): its query
+// tokens m and KV rows.
+struct PrefillGroup {
+  int32_t end;
+  int64_t m, rows;
+};
+
+// The group starting at request `first` of `n`: requests join while the summed KV rows stay
+// <= workspace and m x rows <= max_logits (elements); a request that fits nowhere forms a group
+// alone. `sizes` gives Rows(i) (seq_len // ratio, the csl) and Query(i) of request i.
+template <class Sizes>
+DS_HD PrefillGroup NextPrefillGroup(const Sizes& sizes, int32_t first, int32_t n, int64_t workspace,
+                                    int64_t max_logits) {
+  PrefillGroup g{first, 0, 0};
+  DS_NO_UNROLL
+  for (; g.end < n; ++g.end) {
+    const int64_t m2 = g.m + sizes.Query(g.end), rows2 = g.rows + sizes.Rows(g.end);
+    if (rows2 > workspace || m2 * rows2 > max_logits) break;
+    g.m = m2;
+    g.rows = rows2;
+  }
+  if (g.end == first) {  // over budget alone
+    g.m = sizes.Query(first);
+    g.rows = sizes.Rows(first);
+    ++g.end;
+  }
+  return g;
+}
+
+// The group's query slice length: max(1, max_logits // rows), or max(1, m) with no KV rows.
+DS_HD_INLINE int64_t PrefillSliceLen(const PrefillGroup& g, int64_t max_logits) {
+  const int64_t slice = g.rows > 0 ? max_logits / g.rows : g.m;
+  return slice > 1 ? slice : 1;
+}
+
+// Request sizes from arrays already formed (the host plan of (a)-(d): host csl and query lengths).
+struct PrefillSizeArrays {
+  const int64_t* rows;   // [n] csl
+  const int64_t* query;  // [n]
+  DS_HD int64_t Rows(int32_t i) const { return rows[i]; }
+  DS_HD int64_t Query(int32_t i) const { return query[i]; }
+};
+
 struct PrefillChunkMetadataKernel {
   static constexpr int32_t kThreads = 128;
   static constexpr int kPhases = 1;
@@ -51,7 +106,7 @@ struct PrefillChunkMetadataKernel {
     for (int32_t i = qs + c.thread; i < qe; i += kThreads) {
       if (i < p.slice_start || i >= p.slice_stop) continue;
       p.ks[i - p.slice_start] = row_start;
-      p.ke[i - p.slice_start] = row_start + (start_pos + 1 + (i - qs)) / p.ratio;
+      p.ke[i - p.slice_start] = PrefillChunkKe(row_start, start_pos, i - qs, p.ratio);
     }
     for (int32_t k = c.thread; k < rows; k += kThreads)
       if (row_start + k < p.token_to_seq_len) p.token_to_seq[row_start + k] = b;

@@ -197,7 +197,11 @@ struct SwaKernel {
 };
 
 // vLLM's ComputePrefillMetadataKernel (SWA builder): the KV gather length of each prefill
-// request, q + min(prefix, W - 1) with prefix = seq_len - q.
+// request, q + min(prefix, W - 1) with prefix = seq_len - q (no clamp of a negative prefix).
+DS_HD_INLINE int32_t SwaPrefillGatherLen(int32_t q, int32_t seq_len, int32_t window) {
+  return q + MinI(seq_len - q, window - 1);
+}
+
 struct SwaPrefillMetadataKernel {
   static constexpr int kPhases = 1;
   using Shared = NoShared;
@@ -214,7 +218,7 @@ struct SwaPrefillMetadataKernel {
     if (i >= num_prefills) return;
     const int32_t r = num_decodes + i;
     const int32_t q = query_start_loc[r + 1] - query_start_loc[r];
-    gather_lens[i] = q + MinI(seq_lens[r] - q, window - 1);
+    gather_lens[i] = SwaPrefillGatherLen(q, seq_lens[r], window);
   }
 };
 

@@ -7,7 +7,5 @@ DSPARK_REGISTER_IMPL(fused_suite, ::dspark::RunFusedSuiteKernel, [] {
   i.name = "fused-suite";
   i.description = "the project's own: every output of the suite in one launch, no host reads";
   i.rank = 50;
-  // Its kernel does not yet write the SWA prefill gather lengths or the indexer prefill chunks.
-  i.traits.writes_prefill_metadata = false;
   return i;
 })

@@ -9,8 +9,8 @@
 // PrefillSegmentsPhase); this file decides who does what, when, and copies the indexer
 // block-table rows itself (see "row blocks").
 //
-// Grid: 1 + token_blocks + slot_blocks + row_blocks + tail_blocks blocks of 256 threads, roles
-// by block index:
+// Grid: 1 + token_blocks + slot_blocks + row_blocks + tail_blocks + prefill_blocks blocks of 256
+// threads, roles by block index:
 //   block 0        the prefill segmentation (PrefillSegmentsPhase, 10 barrier phases; one pass
 //                  without loads, PrefillSegmentsWithoutPrefills, when R == nd, which the host
 //                  knows), for segment indices [0, seg_bound]: seg_bound =
@@ -41,6 +41,14 @@
 //                  (plus, with prefills, one load of qsl[R] for the segment starts): seq_out[N_d, C) = 0 (both ratios), the four
 //                  int64 slot buffers [N, C) = -1, seg_seq_lens[seg_bound, max_segments) = 0,
 //                  seg_qsl[seg_bound + 1, max_segments] = qsl[R] - qsl[nd].
+//   prefill blocks one per prefill request, R - nd of them: SWA's prefill gather lengths and both
+//                  indexers' prefill chunks, the plan walked on the device
+//                  (kernels/suite/fused_suite_prefill.cuh). They exist only in the kernel's
+//                  prefill variant, FusedSuiteKernelOf<true>, which the launcher picks when the
+//                  step has prefill requests (R > nd, which the host knows). A step without them
+//                  launches FusedSuiteKernelOf<false>, whose code has none of the job: not even a
+//                  branch to it (an inlined job moved the decode blocks' code apart; an
+//                  out-of-line one made every block copy the parameters to the stack).
 // Token, slot and row blocks load qsl (and seq_lens where they need them) into shared memory in
 // phase 0 with one independent load per lane, so one DRAM round trip covers them; phase 1
 // searches there (broadcast reads).
@@ -73,25 +81,33 @@
 #include <cstdint>
 #include <cstring>
 
-#include "absl/status/status.h"
-#include "absl/strings/str_format.h"
 #include "kernels/batch.h"
 #include "kernels/common/grid.h"
 #include "kernels/common/hd.h"
-#include "kernels/common/status_macros.h"
 #include "kernels/compressed_slots.cuh"
 #include "kernels/indexer_decode.cuh"
 #include "kernels/prefill_segments.cuh"
 #include "kernels/ring_slots.cuh"
 #include "kernels/suite/fused_suite_params.h"
+#include "kernels/suite/fused_suite_prefill.cuh"
 #include "kernels/swa.cuh"
 #include "kernels/token_map.cuh"
 
 namespace dspark {
 
-// FusedSuiteParams and the builders' views of it: kernels/suite/fused_suite_params.h.
+// FusedSuiteParams and the builders' views of it: kernels/suite/fused_suite_params.h. The grid
+// plan, the contract and the launchers: kernels/suite/fused_suite_launch.cuh.
 
-struct FusedSuiteKernel {
+// The prefill variant's second parameter block; empty (no bytes, as an empty base) otherwise.
+template <bool kWithPrefillJob>
+struct FusedSuitePrefillPart {};
+template <>
+struct FusedSuitePrefillPart<true> {
+  FusedSuitePrefillParams pf;
+};
+
+template <bool kWithPrefillJob>
+struct FusedSuiteKernelOf : FusedSuitePrefillPart<kWithPrefillJob> {
   static constexpr int32_t kThreads = 256;
   static constexpr int32_t kLanesPerToken = 128;
   static constexpr int32_t kTokensPerBlock = kThreads / kLanesPerToken;
@@ -100,14 +116,18 @@ struct FusedSuiteKernel {
   static constexpr int32_t kTailChunk = 256;  // [entries] of each tail region per tail block: one per thread
   static constexpr int kPhases = kPrefillSegmentPhases;
   static_assert(kThreads == kPrefillSegmentThreads, "block 0 runs the segmentation with every thread");
+  static_assert(kPrefillJobPhases <= kPhases && kThreads > 64, "the prefill blocks' phases and lanes 0, 32, 64");
   static constexpr int32_t kSlotJobs = 4;
   static_assert(kLanesPerToken >= 97, "lanes 32, 33, 64, 65, 96 of a token carry the scalar outputs");
 
   struct TokenShared {
     int32_t qsl[kSharedQslCap + 1];
     int32_t seq_lens[kSharedQslCap];
-    int64_t slot[kThreads];  // slot_mapping of the block's tokens (slot blocks: one per thread;
-                             //   token blocks: one per token), loaded in phase 0
+    union {
+      int64_t slot[kThreads];  // slot_mapping of the block's tokens (slot blocks: one per thread;
+                               //   token blocks: one per token), loaded in phase 0
+      PrefillChunkPlace place[2];  // prefill blocks: where their request's cells go, per ratio
+    };
   };
   struct Shared {
     union {
@@ -119,14 +139,21 @@ struct FusedSuiteKernel {
   FusedSuiteParams p;
 
   static LaunchShape Shape(const FusedSuiteParams& p) {
-    return {1 + p.token_blocks + p.slot_blocks + p.row_blocks + p.tail_blocks, kThreads};
+    return {1 + p.token_blocks + p.slot_blocks + p.row_blocks + p.tail_blocks + (kWithPrefillJob ? p.prefill_blocks : 0),
+            kThreads};
   }
 
-  // Block 0 runs the segmentation's phases; the tail blocks store only (phase 0); the others
-  // load in phase 0 and write in phase 1.
+  // Block 0 runs the segmentation's phases; the tail blocks store only (phase 0); the prefill
+  // blocks load, plan and write (kPrefillJobPhases); the others load in phase 0 and write in
+  // phase 1.
   DS_HD int PhasesOf(int32_t block) const {
     if (block == 0) return HasPrefills() ? kPhases : 1;
-    return block - 1 < p.token_blocks + p.slot_blocks + p.row_blocks ? 2 : 1;
+    if constexpr (kWithPrefillJob) {
+      const int32_t b = block - 1 - (p.token_blocks + p.slot_blocks + p.row_blocks);
+      return b < 0 ? 2 : b < p.tail_blocks ? 1 : kPrefillJobPhases;
+    } else {
+      return block - 1 < p.token_blocks + p.slot_blocks + p.row_blocks ? 2 : 1;
+    }
   }
 
   DS_HD void Phase(int phase, const ThreadCtx& c, Shared& s) const {
@@ -165,7 +192,24 @@ struct FusedSuiteKernel {
       if (phase == 1) CopyRowChunk(b / p.row_chunks, b % p.row_chunks, c.thread, s.u.tok);
       return;
     }
+    if constexpr (kWithPrefillJob) {
+      if (b - p.row_blocks >= p.tail_blocks) {
+        PrefillBlockPhase(phase, b - p.row_blocks - p.tail_blocks, c.thread, s.u.tok);
+        return;
+      }
+    }
     if (phase == 0) WriteTail(b - p.row_blocks, c.thread, kThreads);
+  }
+
+  // Prefill block `own` (prefill request nd + own): the boundaries in phase 0, then the job's
+  // phases (PrefillJobPhase).
+  DS_HD void PrefillBlockPhase(int phase, int32_t own, int32_t thread, TokenShared& s) const {
+    if (phase == 0) {
+      LoadBoundaries(p.num_reqs, /*with_seq_lens=*/true, thread, s);
+      return;
+    }
+    PrefillJobPhase(p, this->pf, phase, own, thread, kThreads, CachesBoundaries() ? s.qsl : p.query_start_loc,
+                    CachesBoundaries() ? s.seq_lens : p.seq_lens, s.place);
   }
 
   DS_HD bool CachesBoundaries() const { return p.num_reqs <= kSharedQslCap; }
@@ -240,8 +284,8 @@ struct FusedSuiteKernel {
   // CPU path: block 0 as the segmentation's CPU path (PrefillSegmentsCpu); the other roles'
   // items in a loop, with the boundaries loaded once (every block loads the same values): a
   // token by one lane of one, a slot per token, a row chunk by the threads that own a column of
-  // it (the row's request found once), the tails by one lane of one. The roles write disjoint
-  // cells, so their order does not matter.
+  // it (the row's request found once), the tails by one lane of one, a prefill block's phases by
+  // one lane of one. The roles write disjoint cells, so their order does not matter.
   void CpuRun(LaunchShape) const {
     PrefillSegmentsCpu(SuiteSegmentParams(p, p.seg_bound));
     Shared smem;
@@ -258,6 +302,13 @@ struct FusedSuiteKernel {
         for (int32_t th = 0; th < MinI(kThreads, p.bt_width - chunk * kRowChunk); ++th) CopyRowChunkOf(t, r, chunk, th);
     }
     for (int32_t j = 0; j < p.tail_blocks; ++j) WriteTail(j, 0, 1);
+    if constexpr (kWithPrefillJob) {
+      const int32_t* qsl = CachesBoundaries() ? s.qsl : p.query_start_loc;
+      const int32_t* seq_lens = CachesBoundaries() ? s.seq_lens : p.seq_lens;
+      for (int32_t own = 0; own < p.prefill_blocks; ++own)
+        for (int phase = 1; phase < kPrefillJobPhases; ++phase)
+          PrefillJobPhase(p, this->pf, phase, own, 0, 1, qsl, seq_lens, s.place);
+    }
   }
 
   // The request whose block-table row decode token t copies, or -1 for a padding row.
@@ -337,56 +388,9 @@ struct FusedSuiteKernel {
   }
 };
 
-// Fills the grid partition of `p` from its sizes (host-known values only).
-inline void PlanFusedSuiteGrid(FusedSuiteParams& p) {
-  using K = FusedSuiteKernel;
-  p.token_blocks = CeilDiv(MaxI(p.num_tokens, p.num_reqs), K::kTokensPerBlock);
-  p.slot_chunks = CeilDiv(p.num_tokens, K::kThreads);
-  p.slot_blocks = K::kSlotJobs * p.slot_chunks;
-  p.row_chunks = CeilDiv(p.bt_width, K::kRowChunk);
-  p.row_blocks = p.num_decode_tokens * p.row_chunks;
-  p.seg_bound = MinI(PrefillSegmentBound(p.num_reqs - p.num_decodes, p.num_tokens, p.segment_len), p.max_segments);
-  const int32_t tail =
-      MaxI(MaxI(p.capacity - p.num_decode_tokens, p.capacity - p.num_tokens), p.max_segments - p.seg_bound);
-  p.tail_blocks = CeilDiv(MaxI(tail, 0), K::kTailChunk);
-}
-
-// The launcher's contract: every builder's own contract on its view of the suite, plus the
-// suite's size relations and a planned grid.
-inline absl::Status CanImplementFusedSuite(const FusedSuiteParams& p) {
-  if (p.query_start_loc == nullptr || p.seq_lens == nullptr || p.slot_mapping == nullptr || p.token_to_req == nullptr ||
-      p.r2_slots == nullptr || p.r2_csl == nullptr)
-    return absl::InvalidArgumentError(
-        "FusedSuiteParams: query_start_loc, seq_lens, slot_mapping, token_to_req, r2_slots and r2_csl must be non-null");
-  if (p.num_tokens < 0 || p.num_tokens > p.capacity || p.num_decode_tokens < 0 ||
-      p.num_decode_tokens > p.num_tokens || p.num_decodes < 0 || p.num_decodes > p.num_reqs ||
-      p.num_decodes > p.capacity)
-    return absl::OutOfRangeError(absl::StrFormat(
-        "FusedSuiteParams: need 0 <= N_d=%d <= N=%d <= capacity=%d and 0 <= num_decodes=%d <= min(R=%d, capacity)",
-        p.num_decode_tokens, p.num_tokens, p.capacity, p.num_decodes, p.num_reqs));
-  DS_RETURN_IF_ERROR(CanImplementSwa(SuiteSwaParams(p, p.seq_lens)));
-  if (p.swa_noncausal_width < 0 || (p.swa_noncausal_width > 0 && p.swa_indices_nc == nullptr))
-    return absl::InvalidArgumentError("FusedSuiteParams: non-causal SWA rows need swa_indices_nc");
-  for (int32_t k = 0; k < 2; ++k) {
-    DS_RETURN_IF_ERROR(CanImplementCompressedSlots(SuiteMlaParams(p, k, p.seq_lens)));
-    DS_RETURN_IF_ERROR(CanImplementIndexerDecode(SuiteIndexerParams(p, k, p.seq_lens)));
-  }
-  DS_RETURN_IF_ERROR(CanImplementRingSlots(SuiteRingParams(p, p.seq_lens)));
-  DS_RETURN_IF_ERROR(CanImplementPrefillSegments(SuiteSegmentParams(p, p.max_segments), p.capacity));
-  FusedSuiteParams planned = p;
-  PlanFusedSuiteGrid(planned);
-  if (planned.token_blocks != p.token_blocks || planned.slot_blocks != p.slot_blocks ||
-      planned.row_blocks != p.row_blocks || planned.tail_blocks != p.tail_blocks || planned.seg_bound != p.seg_bound)
-    return absl::InvalidArgumentError("FusedSuiteParams: grid not planned (call PlanFusedSuiteGrid)");
-  return absl::OkStatus();
-}
-
-#if defined(__CUDACC__)
-inline cudaError_t LaunchFusedSuite(const FusedSuiteParams& p, cudaStream_t stream) {
-  return LaunchFunctor(FusedSuiteKernel{p}, FusedSuiteKernel::Shape(p), stream);
-}
-#endif
-
-inline void EmulateFusedSuite(const FusedSuiteParams& p) { EmulateGrid(FusedSuiteKernel{p}, FusedSuiteKernel::Shape(p)); }
+// The kernel of a step without prefill requests, and of one with them (the prefill job's blocks).
+using FusedSuiteKernel = FusedSuiteKernelOf<false>;
+using FusedSuitePrefillKernel = FusedSuiteKernelOf<true>;
+static_assert(sizeof(FusedSuiteKernel) == sizeof(FusedSuiteParams), "a step without prefills launches the params alone");
 
 }  // namespace dspark

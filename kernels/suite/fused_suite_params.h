@@ -45,7 +45,7 @@ struct FusedSuiteParams {
   int32_t segment_len;     // [tokens] FP8 prefill segment cap
   int32_t fp8;             // 1: FP8 segmentation; 0: BF16, one segment per prefill request
   int32_t swa_noncausal_width;  // > 0 (the DSpark draft step): decode rows are non-causal, this wide
-  int32_t unused;
+  int32_t prefill_blocks;  // [blocks] R - nd: one per prefill request (the prefill job)
   // Lines 2-5: outputs.
   int32_t* token_to_req;    // [>= N] request per token, 0 for padding
   int32_t* swa_lens;        // [>= N]
@@ -63,6 +63,21 @@ struct FusedSuiteParams {
   int32_t* per_req[2];      // [>= nd] per ratio
   int64_t* r2_slots;        // [C] the indexer's ratio-2 compressed slots
   int32_t* r2_csl;          // [>= R] the indexer's ratio-2 compressed_seq_lens
+};
+
+// The prefill job's outputs and constants (kernels/suite/fused_suite_prefill.cuh): a second
+// parameter block that only the kernel's prefill variant carries, so a step without prefills
+// launches exactly the parameters above.
+struct FusedSuitePrefillParams {
+  int32_t* swa_gather_lens;        // [>= R - nd] SWA prefill_gather_lens
+  int32_t* cu[2];                  // [cu_len] per ratio: the chunks' cu_seq_lens, concatenated
+  int32_t* token_to_seq[2];        // [rows] per ratio
+  int32_t* ks[2];                  // [>= C] per ratio: cu_seqlen_ks, concatenated
+  int32_t* ke[2];                  // [>= C] per ratio: cu_seqlen_ke
+  int64_t workspace;               // [KV rows] split_indexer_prefill_chunks' workspace budget
+  int64_t max_logits;              // [elements] its logits budget
+  int32_t cu_len;                  // [entries] length of each cu
+  int32_t rows;                    // [rows] of token_to_seq kept (each token_to_seq's length)
 };
 
 // The builders' views of the suite. `seq_lens` is where the caller reads sequence lengths from

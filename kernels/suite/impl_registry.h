@@ -45,8 +45,8 @@ struct ImplTraits {
   // of bt_out: a difference there is "padding residue", not a bug (DESIGN.md s.3).
   bool old_indexer_chain = false;
   // It writes the prefill metadata of SWA (prefill_gather_lens) and of the indexer (the prefill
-  // chunks, planned on the host), kernels/suite/suite.h. false only for fused-suite until its
-  // kernel writes them; CompareSuite does not compare those regions then.
+  // chunks), kernels/suite/suite.h. Every built-in does; a user's implementation that builds only
+  // the decode metadata sets it false, and CompareSuite does not compare those regions then.
   bool writes_prefill_metadata = true;
 };
 

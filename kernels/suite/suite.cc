@@ -421,6 +421,23 @@ FusedSuiteParams MakeFusedSuiteParams(const SuiteStep& s) {
   return p;
 }
 
+FusedSuitePrefillParams MakeFusedSuitePrefillParams(const SuiteStep& s) {
+  const SuiteOutputs& o = s.out;
+  FusedSuitePrefillParams pf{};
+  pf.swa_gather_lens = o.swa_gather_lens;
+  for (int k = 0; k < 2; ++k) {
+    pf.cu[k] = o.indexer[k].prefill_cu_seq_lens;
+    pf.token_to_seq[k] = o.indexer[k].prefill_token_to_seq;
+    pf.ks[k] = o.indexer[k].prefill_ks;
+    pf.ke[k] = o.indexer[k].prefill_ke;
+  }
+  pf.workspace = s.consts.indexer_prefill_workspace;
+  pf.max_logits = s.consts.indexer_max_logits;
+  pf.cu_len = s.layout.prefill_cu_len;
+  pf.rows = s.layout.prefill_rows;
+  return pf;
+}
+
 // ---------------------------------------------------------------- CpuSuite
 
 namespace {

@@ -21,7 +21,7 @@
 #include "kernels/prefill_segments.cuh"
 #include "kernels/ring_slots.cuh"
 #include "kernels/suite/builder_memo.h"
-#include "kernels/suite/fused_suite.cuh"
+#include "kernels/suite/fused_suite_launch.cuh"
 #include "kernels/suite/suite.h"
 #include "kernels/swa.cuh"
 #include "kernels/token_map.cuh"
@@ -212,14 +212,17 @@ inline TokenMapArgs SuiteTokenMapArgs(const SuiteStep& s, int32_t* out, int32_t 
 
 }  // namespace suite_internal
 
-// The fused-suite kernel's params for one step (grid planned from host-known sizes).
+// The fused-suite kernel's params for one step (grid planned from host-known sizes), and its
+// prefill job's.
 FusedSuiteParams MakeFusedSuiteParams(const SuiteStep& s);
+FusedSuitePrefillParams MakeFusedSuitePrefillParams(const SuiteStep& s);
 
 template <class Backend>
 absl::Status RunFusedSuiteKernel(Backend& be, const SuiteStep& s) {
   const FusedSuiteParams p = MakeFusedSuiteParams(s);
-  DS_RETURN_IF_ERROR(CanImplementFusedSuite(p));
-  be.Launch(FusedSuiteKernel{p}, FusedSuiteKernel::Shape(p));
+  const FusedSuitePrefillParams pf = MakeFusedSuitePrefillParams(s);
+  DS_RETURN_IF_ERROR(CanImplementFusedSuite(p, pf));
+  LaunchFusedSuiteWith(p, pf, [&be](const auto& k, LaunchShape shape) { be.Launch(k, shape); });
   return be.status();
 }
 

@@ -165,31 +165,20 @@ absl::Status IndexerSchedule(Backend& be, const int32_t* seq_lens, const int32_t
 
 // split_indexer_prefill_chunks (host): greedy request chunks under the KV-row workspace and the
 // logits budget, then query slices of max(1, max_logits // N). Returns (request begin, request
-// end, query slice begin, query slice end), requests relative to the first prefill.
+// end, query slice begin, query slice end), requests relative to the first prefill. Each group is
+// NextPrefillGroup's (kernels/indexer_prefill.cuh), the step fused-suite runs on the device.
 inline std::vector<std::pair<std::pair<int32_t, int32_t>, std::pair<int32_t, int32_t>>> SplitIndexerPrefillChunks(
     const std::vector<int64_t>& seq_lens, const std::vector<int64_t>& query_lens,
     int64_t workspace = kIndexerPrefillWorkspace, int64_t max_logits = kIndexerMaxLogits) {
   std::vector<std::pair<std::pair<int32_t, int32_t>, std::pair<int32_t, int32_t>>> chunks;
   const int32_t n = static_cast<int32_t>(seq_lens.size());
-  int32_t end = 0;
-  while (end < n) {
-    const int32_t start = end;
-    int64_t m = 0, nn = 0;
-    while (end < n) {
-      const int64_t new_m = m + query_lens[end], new_n = nn + seq_lens[end];
-      if (new_n > workspace || new_m * new_n > max_logits) break;
-      m = new_m;
-      nn = new_n;
-      ++end;
-    }
-    if (end == start) {
-      m = query_lens[end];
-      nn = seq_lens[end];
-      ++end;
-    }
-    const int64_t max_q = nn > 0 ? std::max<int64_t>(1, max_logits / nn) : std::max<int64_t>(1, m);
-    for (int64_t q = 0; q < m; q += max_q)
-      chunks.push_back({{start, end}, {static_cast<int32_t>(q), static_cast<int32_t>(std::min(q + max_q, m))}});
+  const PrefillSizeArrays sizes{seq_lens.data(), query_lens.data()};
+  for (int32_t start = 0; start < n;) {
+    const PrefillGroup g = NextPrefillGroup(sizes, start, n, workspace, max_logits);
+    const int64_t max_q = PrefillSliceLen(g, max_logits);
+    for (int64_t q = 0; q < g.m; q += max_q)
+      chunks.push_back({{start, g.end}, {static_cast<int32_t>(q), static_cast<int32_t>(std::min(q + max_q, g.m))}});
+    start = g.end;
   }
   return chunks;
 }

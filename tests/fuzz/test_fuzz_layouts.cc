@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "kernels/reference/indexer_prefill_step.h"
 #include "kernels/suite/impl_registry.h"
 #include "nlohmann/json.hpp"
 #include "sim/studies/step_input.h"
@@ -119,6 +120,34 @@ TEST(FuzzLayouts, Replay) {
   for (size_t i = 0; i < steps.size(); ++i) std::printf("step %zu: %s", i, DescribeLayout(steps[i]).c_str());
   const std::string report = CheckStepsOnCpu(steps, consts);
   EXPECT_TRUE(report.empty()) << report;
+}
+
+// Budgets small enough that split_indexer_prefill_chunks makes many request groups and query
+// slices: every implementation, fused-suite's device-planned chunks included, still matches the
+// references on the seeded layouts (vLLM's host plan reads the host seq_lens bound, exact for
+// prefill rows, so no state may differ there).
+TEST(FuzzLayouts, SmallPrefillBudgetsPlanManyChunksInEveryImplementation) {
+  const uint64_t count = EnvU64("DSPARK_FUZZ_LAYOUTS", 2000) / 5;
+  const uint64_t base = EnvU64("DSPARK_FUZZ_LAYOUT_SEED", 1) + 7777;
+  ModelConsts consts;
+  consts.indexer_prefill_workspace = 3000;  // [KV rows]
+  consts.indexer_max_logits = 60000;        // [elements]
+  const LayoutProfile profile;
+  LayoutRunStats stats;
+  int64_t multi_chunk_steps = 0;
+  CrashNamesSeed crash_names_seed;
+  for (uint64_t i = 0; static_cast<uint64_t>(stats.steps) < count; ++i) {
+    const uint64_t seed = LayoutSeed(base, i);
+    g_current_seed = seed;
+    SeededChoices choices(seed);
+    const std::vector<CaseBatch> steps = DrawSteps(choices, profile, consts);
+    for (const CaseBatch& b : steps)
+      multi_chunk_steps += ref::IndexerPrefillStep(b.sizes, b.Inputs().device, 1, consts, 0).chunks > 1;
+    const std::string report = CheckStepsOnCpu(steps, consts, &stats);
+    ASSERT_TRUE(report.empty()) << absl::StrFormat("layout seed 0x%x (small prefill budgets)\n", seed) << report;
+  }
+  EXPECT_EQ(stats.runs, stats.steps * static_cast<int64_t>(NumImpls()));
+  if (count >= 100) EXPECT_GT(multi_chunk_steps, static_cast<int64_t>(count) / 20);
 }
 
 // The rules, on differences made by hand for implementations picked by their traits.

@@ -21,12 +21,7 @@ namespace {
 
 using suite_test::MustMake;
 using suite_test::OptionsFor;
-
-// Restores the CPU paths when a test ends, failed or not.
-struct PathsOff {
-  PathsOff() { CpuPathsEnabled() = false; }
-  ~PathsOff() { CpuPathsEnabled() = true; }
-};
+using suite_test::PathsOff;
 
 std::string Describe(const absl::StatusOr<SuiteRunResult>& r) {
   if (!r.ok()) return r.status().ToString();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "kernels/common/grid.h"
 #include "kernels/suite/cases.h"
 
 namespace dspark::suite_test {
@@ -61,6 +62,22 @@ inline std::vector<SuiteCaseParam> RandomizedCases() {
       out.push_back({std::string(SeedCaseName(c)) + "_seed" + std::to_string(seed), c, o});
     }
   return out;
+}
+
+// Runs every kernel thread by thread (EmulateGridPerThread) while alive; the CPU paths come back
+// when it goes, failed test or not.
+struct PathsOff {
+  PathsOff() { CpuPathsEnabled() = false; }
+  ~PathsOff() { CpuPathsEnabled() = true; }
+};
+
+// Default constants with split_indexer_prefill_chunks' budgets replaced (small ones plan many
+// request groups and query slices).
+inline ModelConsts PrefillBudgets(int64_t workspace, int64_t max_logits) {
+  ModelConsts c;
+  c.indexer_prefill_workspace = workspace;
+  c.indexer_max_logits = max_logits;
+  return c;
 }
 
 inline CaseBatch MustMake(SeedCase c, const CaseOptions& o) {
