@@ -15,6 +15,7 @@
 #include "kernels/suite/cases.h"
 #include "kernels/suite/gpu_suite.cuh"
 #include "kernels/suite/suite.h"
+#include "tests/common/gpu_suite_capacity.cuh"
 #include "tests/common/gpu_test_util.cuh"
 #include "tests/kernels/test_suite_util.h"
 
@@ -26,11 +27,7 @@ using suite_test::OptionsFor;
 using suite_test::PrefillBudgets;
 
 std::unique_ptr<GpuSuite> MakeSuite(const ModelConsts& consts) {
-  GpuSuiteCapacity c;
-  c.max_tokens = 4096;
-  c.max_reqs = 64;
-  c.max_bt_stride = 1700;
-  absl::StatusOr<std::unique_ptr<GpuSuite>> s = GpuSuite::Create(c, consts);
+  absl::StatusOr<std::unique_ptr<GpuSuite>> s = GpuSuite::Create(suite_test::TestCapacity(), consts);
   EXPECT_TRUE(s.ok()) << s.status();
   return s.ok() ? *std::move(s) : nullptr;
 }
