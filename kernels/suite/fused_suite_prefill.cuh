@@ -21,7 +21,10 @@
 //            in parallel), giving where its cells go (PrefillChunkPlace); thread 64 writes its
 //            gather length;
 //   phase 2  the block's threads write its cells of every chunk it is in.
-// The walk is O(i) steps over shared memory; a block's share is its own request's cells.
+// The walk is O(i) dependent steps over shared memory (global memory past kSharedQslCap
+// requests), so the job costs O(P^2) steps over P prefill requests: nothing at the seed's 16,
+// a few microseconds at a few hundred. A block's stores are its own request's cells, so a very
+// long prefill (tens of thousands of KV rows) is one block's loop.
 //
 // Where a request's cells go. A group of the plan (requests [first, last]) with KV rows G and
 // query tokens m gives `chunks` chunks of that group, each with cu_seq_lens [n + 1] (n requests),
