@@ -23,7 +23,7 @@ void CostCurves(const TimeModel& tm, const std::vector<int32_t>& capture_sizes, 
   std::vector<int32_t> sizes = capture_sizes;
   if (sizes.empty()) sizes = {1, max_num_batched_tokens};
   if (verify->empty())
-    for (int32_t n : sizes) verify->push_back({n, 1e-3 * tm.ForwardUs(false, n, n, n)});
+    for (int32_t n : sizes) verify->push_back({n, 1e-3 * tm.ForwardUs(false, n, n, n, 1)});
   if (draft->empty()) {
     int32_t last = 0;
     for (int32_t n : sizes) {
