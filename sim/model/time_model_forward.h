@@ -19,7 +19,7 @@
 // GB200's data sheet (sm_count: the B200's as commonly reported). floor_us and
 // compute_efficiency are fitted on seed 000's batch-1 512/128 table and SPEED-Bench
 // concurrency 1 only (scripts/fit_forward.py); row_latency_us_per_ctx_token is left at 0 there
-// (fitting it breaks the concurrency-1 TPOT reduction; README, "Serving figures").
+// (the concurrency-1 iteration's GPU time is fitted to the drafter instead).
 #pragma once
 
 #include <cstdint>
