@@ -105,9 +105,12 @@ struct SwaRow {
 };
 
 // Resolves row t. `qsl` is the boundaries to read (shared or global, see QslView).
+// The row of a padding token or of one whose slot is -1: no window, length 0.
+DS_HD_INLINE SwaRow SwaInvalidRow(const SwaParams& p) { return SwaRow{0, 0, p.block_table}; }
+
 DS_HD_INLINE SwaRow SwaResolveRow(const SwaParams& p, const int32_t* qsl, int32_t t) {
-  if (t >= qsl[p.num_reqs]) return SwaRow{0, 0, p.block_table};
-  if (p.slot_mapping != nullptr && p.slot_mapping[t] < 0) return SwaRow{0, 0, p.block_table};  // !is_valid
+  if (t >= qsl[p.num_reqs]) return SwaInvalidRow(p);
+  if (p.slot_mapping != nullptr && p.slot_mapping[t] < 0) return SwaInvalidRow(p);  // !is_valid
   if (p.noncausal_width > 0) {
     const int32_t r = RequestOfToken(p.token_to_req, qsl, p.num_reqs, t);
     const int32_t seq_len = p.seq_lens[r];

@@ -244,7 +244,7 @@ struct FusedSuiteKernelOf : FusedSuitePrefillPart<kWithPrefillJob> {
       // vLLM's is_valid_token (slot_mapping >= 0), causal and non-causal rows alike, from the
       // slot loaded with the boundaries in phase 0: SwaResolveRow's own check (swa.slot_mapping
       // set) would load it after the barrier, a second round trip before the block table's.
-      const SwaRow row = slot < 0 ? SwaRow{0, 0, p.block_table} : SwaResolveRow(swa, qsl, t);
+      const SwaRow row = slot < 0 ? SwaInvalidRow(swa) : SwaResolveRow(swa, qsl, t);
       SwaWriteRow(swa, t, row, lane, lanes);
       if (lane == 32 % lanes) p.token_to_req[t] = t < qsl[p.num_reqs] ? FindRequest(qsl, p.num_reqs, t) : 0;
     }
