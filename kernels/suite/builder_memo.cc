@@ -80,16 +80,9 @@ SuiteImage GroupImage(BuilderGroup g, const SuiteLayout& l, int32_t poison) {
     case BuilderGroup::kRing: full.ring_slots.assign(cap, poison); break;
     case BuilderGroup::kIndexerR1:
     case BuilderGroup::kIndexerR2: {
-      SuiteImage::Indexer& x = full.indexer[g == BuilderGroup::kIndexerR1 ? 0 : 1];
-      x.seq_out.assign(cap, poison);
-      x.bt_out.assign(static_cast<size_t>(std::max(l.bt_out_stride, 1)), poison);  // rows: GrowBtRows
-      x.decode_lens.assign(cap, poison);
-      x.indices.assign(cap, poison);
-      x.per_req.assign(cap, poison);
-      x.prefill_cu_seq_lens.assign(static_cast<size_t>(std::max(l.prefill_cu_len, 1)), poison);
-      x.prefill_token_to_seq.assign(static_cast<size_t>(std::max(l.prefill_rows, 1)), poison);
-      x.prefill_ks.assign(cap, poison);
-      x.prefill_ke.assign(cap, poison);
+      // bt_out: one row; GrowBtRows adds the rows the steps need.
+      full.indexer[g == BuilderGroup::kIndexerR1 ? 0 : 1].Fill(l, static_cast<size_t>(std::max(l.bt_out_stride, 1)),
+                                                                poison);
       if (g == BuilderGroup::kIndexerR2) {
         full.indexer_r2_slots.assign(cap, poison);
         full.indexer_r2_csl.assign(static_cast<size_t>(std::max(l.max_reqs, 1)), poison);

@@ -191,6 +191,8 @@ struct SuiteImage {
   struct Indexer {
     std::vector<int32_t> seq_out, bt_out, decode_lens, indices, per_req;
     std::vector<int32_t> prefill_cu_seq_lens, prefill_token_to_seq, prefill_ks, prefill_ke;
+    // Buffers of `layout`, every cell `poison`; bt_out holds `bt_cells` cells.
+    void Fill(const SuiteLayout& layout, size_t bt_cells, int32_t poison);
     bool operator==(const Indexer& o) const {
       return seq_out == o.seq_out && bt_out == o.bt_out && decode_lens == o.decode_lens && indices == o.indices &&
              per_req == o.per_req && prefill_cu_seq_lens == o.prefill_cu_seq_lens &&

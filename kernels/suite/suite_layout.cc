@@ -90,6 +90,19 @@ size_t SuiteStagingBytes(const SuiteLayout& l) {
 
 // ---------------------------------------------------------------- images
 
+void SuiteImage::Indexer::Fill(const SuiteLayout& l, size_t bt_cells, int32_t poison) {
+  const size_t cap = static_cast<size_t>(l.token_capacity);
+  seq_out.assign(cap, poison);
+  bt_out.assign(bt_cells, poison);
+  decode_lens.assign(cap, poison);
+  indices.assign(cap, poison);
+  per_req.assign(cap, poison);
+  prefill_cu_seq_lens.assign(static_cast<size_t>(std::max(l.prefill_cu_len, 1)), poison);
+  prefill_token_to_seq.assign(static_cast<size_t>(std::max(l.prefill_rows, 1)), poison);
+  prefill_ks.assign(cap, poison);
+  prefill_ke.assign(cap, poison);
+}
+
 SuiteImage SuiteImage::Filled(const SuiteLayout& l, int32_t poison) {
   const size_t cap = static_cast<size_t>(l.token_capacity);
   SuiteImage im;
@@ -101,17 +114,7 @@ SuiteImage SuiteImage::Filled(const SuiteLayout& l, int32_t poison) {
   im.mla_r1_slots.assign(cap, poison);
   im.mla_r2_slots.assign(cap, poison);
   im.ring_slots.assign(cap, poison);
-  for (Indexer& x : im.indexer) {
-    x.seq_out.assign(cap, poison);
-    x.bt_out.assign(cap * static_cast<size_t>(l.bt_out_stride), poison);
-    x.decode_lens.assign(cap, poison);
-    x.indices.assign(cap, poison);
-    x.per_req.assign(cap, poison);
-    x.prefill_cu_seq_lens.assign(static_cast<size_t>(std::max(l.prefill_cu_len, 1)), poison);
-    x.prefill_token_to_seq.assign(static_cast<size_t>(std::max(l.prefill_rows, 1)), poison);
-    x.prefill_ks.assign(cap, poison);
-    x.prefill_ke.assign(cap, poison);
-  }
+  for (Indexer& x : im.indexer) x.Fill(l, cap * static_cast<size_t>(l.bt_out_stride), poison);
   im.indexer_r2_slots.assign(cap, poison);
   im.indexer_r2_csl.assign(static_cast<size_t>(std::max(l.max_reqs, 1)), poison);
   im.seg_qsl.assign(static_cast<size_t>(l.max_segments) + 1, poison);
