@@ -32,8 +32,8 @@
 #include "sim/cli/command.h"
 #include "sim/exec/cuda_device.h"
 #include "sim/exec/gpu_timing.cuh"
-#include "sim/results/git_info.h"
 #include "sim/results/result_files.h"
+#include "sim/studies/gpu_result_meta.cuh"
 #include "sim/cli/microbench_rows.cuh"
 
 namespace dspark {
@@ -126,27 +126,16 @@ int MicrobenchMain(MicrobenchPlan& plan) {
                   : "no flush",
               cfg.reps, cfg.warmup);
 
-  const sim::GitRevision git = sim::ReadGitRevision();
   nlohmann::ordered_json out;
-  out["meta"] = {{"schema", "dspark-sim/microbench/v1"},
-                 {"argv", plan.argv},
-                 {"device", meta.device_name},
-                 {"compute_capability", absl::StrFormat("%d.%d", meta.cc_major, meta.cc_minor)},
-                 {"sm_count", meta.sm_count},
-                 {"l2_bytes", meta.l2_bytes},
-                 {"driver_version", meta.driver_version},
-                 {"cuda_driver_api_version", meta.cuda_driver_api},
-                 {"cuda_runtime_version", meta.cuda_runtime},
-                 {"date_utc", meta.date_utc},
-                 {"git_sha", git.sha},
-                 {"git_dirty", git.known ? nlohmann::json(git.dirty) : nlohmann::json(nullptr)},
+  out["meta"] = sim::ResultMeta("dspark-sim microbench", "dspark-sim/microbench", 1, plan.argv, cfg.device);
+  out["meta"].update(nlohmann::ordered_json{
                  {"l2_mode", cfg.l2},
                  {"flush_bytes", opt.l2 == timing::L2Mode::kCold ? flusher.bytes() : 0},
                  {"reps", cfg.reps},
                  {"warmup", cfg.warmup},
                  {"method",
                   "GPU time per call from CUDA events; graph rows: replay enqueued behind the flush; eager rows: "
-                  "sequence started after the flush completed; floor: one empty kernel, same method"}};
+                  "sequence started after the flush completed; floor: one empty kernel, same method"}});
   out["cases"] = nlohmann::ordered_json::array();
 
   const std::vector<RowSpec> rows = Rows();

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "sim/exec/gpu_timing.cuh"
-#include "sim/results/git_info.h"
+#include "sim/results/result_meta.h"
 
 namespace dspark::sim {
 
@@ -24,12 +24,7 @@ std::string ClockMhz(cudaDeviceAttr attr, int device) {
 nlohmann::ordered_json ResultMeta(const std::string& tool, const std::string& schema, int schema_version,
                                   const std::vector<std::string>& argv, int device) {
   const timing::GpuMeta m = timing::ReadGpuMeta(device);
-  const GitRevision rev = ReadGitRevision();
-  nlohmann::ordered_json meta;
-  meta["tool"] = tool;
-  meta["schema"] = schema;
-  meta["schema_version"] = schema_version;
-  meta["argv"] = argv;
+  nlohmann::ordered_json meta = ResultMeta({tool, schema, schema_version, argv, std::nullopt});
   meta["gpu"] = m.device_name;  // (one name key: the plots' titles join "device" and "gpu")
   meta["device_ordinal"] = device;
   meta["compute_capability"] = absl::StrFormat("%d.%d", m.cc_major, m.cc_minor);
@@ -42,8 +37,6 @@ nlohmann::ordered_json ResultMeta(const std::string& tool, const std::string& sc
                     {"memory_peak_mhz", ClockMhz(cudaDevAttrMemoryClockRate, device)},
                     {"current", "unknown (needs NVML; not read)"},
                     {"locked", "unknown"}};
-  meta["git_sha"] = rev.sha;
-  meta["git_dirty"] = rev.known ? nlohmann::ordered_json(rev.dirty) : nlohmann::ordered_json(nullptr);
   meta["date_utc"] = m.date_utc;
   return meta;
 }

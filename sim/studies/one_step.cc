@@ -8,7 +8,7 @@
 #include "kernels/common/status_macros.h"
 #include "kernels/suite/reference_fields.h"
 #include "kernels/suite/suite.h"
-#include "sim/results/git_info.h"
+#include "sim/results/result_meta.h"
 
 namespace dspark::sim {
 namespace {
@@ -95,10 +95,7 @@ absl::StatusOr<OneStepResult> RunOneStep(const StepInput& input, const std::vect
 
   OneStepResult result;
   ojson& j = result.report;
-  const GitRevision rev = ReadGitRevision();
-  j["meta"] = {{"schema", "dspark-step-result"}, {"schema_version", kStepResultSchemaVersion},
-               {"tool", "dspark-sim step"},      {"argv", argv},
-               {"git_sha", rev.sha},             {"git_dirty", rev.known ? ojson(rev.dirty) : ojson(nullptr)}};
+  j["meta"] = ResultMeta({"dspark-sim step", "dspark-step-result", kStepResultSchemaVersion, argv, std::nullopt});
   j["step"] = StepInputJson(input);
   j["host_view_stale"] = HostViewStale(in);
   j["reference"] = FieldsJson(ReferenceFields(want, in, layout, input.consts));

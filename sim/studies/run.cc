@@ -1,5 +1,5 @@
 #include "sim/studies/run.h"
-#include "sim/results/git_info.h"
+#include "sim/results/result_meta.h"
 
 #include <chrono>
 #include <cmath>
@@ -47,12 +47,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr int kSchemaVersion = 1;
-
-nlohmann::json GitInfo() {
-  const GitRevision rev = ReadGitRevision();
-  if (!rev.known) return {{"git_sha", "unknown"}, {"git_dirty", nullptr}};
-  return {{"git_sha", rev.sha}, {"git_dirty", rev.dirty}};
-}
 
 }  // namespace
 
@@ -106,8 +100,7 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   request.out_dir = config.out_dir;
   request.dump_dir = config.dump_steps;
   request.dump_limit = config.dump_steps_limit;
-  request.meta = {{"tool", "dspark-sim run --dump-steps"}, {"argv", config.argv}, {"seed", config.seed}};
-  request.meta.update(GitInfo());
+  request.meta = ResultMeta({"dspark-sim run --dump-steps", "", kSchemaVersion, config.argv, config.seed});
   std::vector<std::unique_ptr<StepExecutor>> executors;
   for (const ExecutorRegistration& registered : RegisteredExecutors()) {
     DS_ASSIGN_OR_RETURN(std::unique_ptr<StepExecutor> executor, registered.factory(request));
@@ -146,11 +139,7 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   result.steps = engine.steps();
   result.wall_s = wall_s;
   nlohmann::json& s = result.summary;
-  s["meta"] = {{"schema_version", kSchemaVersion},
-               {"tool", "dspark-sim run"},
-               {"argv", config.argv},
-               {"seed", config.seed}};
-  s["meta"].update(GitInfo());
+  s["meta"] = ResultMeta({"dspark-sim run", "", kSchemaVersion, config.argv, config.seed});
   s["status"] = run_status.ok() ? "ok" : "aborted";
   if (!run_status.ok()) {
     s["error"] = std::string(run_status.message());

@@ -14,7 +14,7 @@
 #include "sim/studies/config.h"
 #include "sim/engine/engine.h"
 #include "sim/workload/generators.h"
-#include "sim/results/git_info.h"
+#include "sim/results/result_meta.h"
 #include "sim/results/source_tree.h"
 #include "sim/observe/invariants.h"
 #include "sim/observe/metrics.h"
@@ -236,13 +236,7 @@ absl::StatusOr<SoakResult> RunSoak(const SoakOptions& o) {
 
 nlohmann::json SoakResult::ToJson(const SoakOptions& o) const {
   nlohmann::json j;
-  const GitRevision rev = ReadGitRevision();
-  j["meta"] = {{"schema_version", kSchemaVersion},
-               {"tool", "dspark-sim soak"},
-               {"argv", o.argv},
-               {"seed", o.seed},
-               {"git_sha", rev.known ? nlohmann::json(rev.sha) : nlohmann::json("unknown")},
-               {"git_dirty", rev.known ? nlohmann::json(rev.dirty) : nlohmann::json(nullptr)}};
+  j["meta"] = ResultMeta({"dspark-sim soak", "", kSchemaVersion, o.argv, o.seed});
   j["config"] = {{"steps", o.steps},
                  {"workload", o.workload},
                  {"batch_requests", o.batch_requests},

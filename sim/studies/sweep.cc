@@ -2,6 +2,7 @@
 // finished point (sweep.h).
 #include "sim/studies/sweep.h"
 #include "sim/studies/sweep_internal.h"
+#include "sim/results/result_meta.h"
 
 #include <algorithm>
 #include <chrono>
@@ -124,10 +125,9 @@ absl::StatusOr<SweepOutcome> RunSweep(const SweepConfig& config, std::FILE* prog
   if (config.resume && fs::exists(meta_path)) {
     DS_ASSIGN_OR_RETURN(meta_file, ReadJsonFile(meta_path));
   }
-  ojson meta = {{"schema_version", kSweepSchemaVersion}, {"tool", "dspark-sim sweep"},
-                {"argv", config.argv}, {"seed", config.seed}, {"executor", config.executor},
-                {"created_utc", UtcNow()}};
-  meta.update(GitInfo());
+  ojson meta = ResultMeta({"dspark-sim sweep", "", kSweepSchemaVersion, config.argv, config.seed});
+  meta["executor"] = config.executor;
+  meta["created_utc"] = UtcNow();
   if (!meta_file.contains("meta")) meta_file["meta"] = meta;
   std::vector<std::string> impls, modes;
   for (Impl impl : config.impls) impls.emplace_back(ImplKey(impl));

@@ -18,7 +18,6 @@ inline constexpr char kCsvName[] = "sweep.csv";
 inline constexpr char kMetaName[] = "sweep_meta.json";
 
 // {"git_sha", "git_dirty"} of the source tree, "unknown"/null when it is not a git checkout.
-nlohmann::ordered_json GitInfo();
 std::string UtcNow();  // e.g. "2026-12-01T12:00:00Z"
 
 // 0 "ok", 1 "skipped", 2 anything else (a lower rank wins in DedupeRows).

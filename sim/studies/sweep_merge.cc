@@ -2,6 +2,7 @@
 // whole (sweep.h).
 #include "sim/studies/sweep.h"
 #include "sim/studies/sweep_internal.h"
+#include "sim/results/result_meta.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -105,9 +106,8 @@ absl::StatusOr<MergeOutcome> MergeSweeps(const std::vector<std::string>& inputs,
   std::vector<ojson> kept_rows;
   for (size_t i : kept) kept_rows.push_back(rows[i]);
   DS_RETURN_IF_ERROR(WriteFileAtomically(out / kCsvName, SweepCsv(kept_rows)));
-  ojson meta = {{"schema_version", kSweepSchemaVersion}, {"tool", "dspark-sim sweep --merge"},
-                {"argv", argv}, {"created_utc", UtcNow()}};
-  meta.update(GitInfo());
+  ojson meta = ResultMeta({"dspark-sim sweep --merge", "", kSweepSchemaVersion, argv, std::nullopt});
+  meta["created_utc"] = UtcNow();
   ojson planned_list = ojson::array();
   std::vector<ojson> planned_sorted;
   for (const auto& [id, entry] : planned) planned_sorted.push_back(entry);

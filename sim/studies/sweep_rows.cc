@@ -13,7 +13,6 @@
 #include "absl/time/time.h"
 #include "kernels/common/status_macros.h"
 #include "sim/observe/serving_result.h"
-#include "sim/results/git_info.h"
 #include "sim/results/result_files.h"
 #include "sim/workload/input_file.h"
 
@@ -22,12 +21,6 @@ namespace fs = std::filesystem;
 using ojson = nlohmann::ordered_json;
 
 namespace sweep_internal {
-
-ojson GitInfo() {
-  const GitRevision rev = ReadGitRevision();
-  if (!rev.known) return {{"git_sha", "unknown"}, {"git_dirty", nullptr}};
-  return {{"git_sha", rev.sha}, {"git_dirty", rev.dirty}};
-}
 
 std::string UtcNow() { return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone()); }
 
