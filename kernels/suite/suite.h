@@ -290,6 +290,17 @@ class CpuSuite {
   // implementations may then be concurrent.
   void EnableDedup(std::vector<Impl> impls);
   absl::Status BeginStep(const BatchInputs& in, const SuiteReference& want);
+  // The same with only the reference's token map (ref::TokenToReq of in's device view), for a
+  // caller that computes the rest of the reference while the implementations run: then each
+  // implementation of a step is Emulate(impl, in), and once the reference is there,
+  // Compare(impl, in, want). Run(impl, in, &want) is both (and needs the other BeginStep).
+  absl::Status BeginStep(const BatchInputs& in, const std::vector<int32_t>& token_to_req);
+
+  // Run's two halves: emulate `impl`'s suite on `in` (its counters), then compare its outputs
+  // with `want` (the reference of `in` on layout()). Emulate calls of distinct implementations
+  // may be concurrent, and so may Compare calls, once every Emulate of the step has returned.
+  absl::StatusOr<OpCounters> Emulate(Impl impl, const BatchInputs& in);
+  std::vector<FieldMismatch> Compare(Impl impl, const BatchInputs& in, const SuiteReference& want);
 
   // The whole output buffers of `impl` after its last run; FailedPrecondition before any run.
   // With dedup, the fields of a shared builder are the shared buffer's (equal to the impl's own
