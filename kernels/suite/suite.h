@@ -223,11 +223,13 @@ struct SuiteReference {
   ref::SwaMetadata swa;  // causal rows; with in.causal false, lens [0, N_d) are the non-causal ones
   std::vector<int32_t> swa_noncausal_indices;  // [N_d, noncausal_width] with in.causal false, else empty
   std::vector<int32_t> swa_gather_lens;        // [R - nd] the SWA prefill gather lengths
-  std::vector<int64_t> mla_r1_slots, mla_r2_slots, ring_slots;  // [C]
-  ref::IndexerDecodeOut indexer;  // both ratios: same inputs
+  // The per-capacity fields hold [0, M) (M = qsl[R]); the rest up to C is -1 (SuiteRegion::tail).
+  // (MLA ratio 1 has no reference: vLLM hands out slot_mapping itself, nothing compares it.)
+  std::vector<int64_t> mla_r2_slots, ring_slots;  // [M]
+  ref::IndexerDecodeOut indexer;  // both ratios: same inputs; seq_out [N_d], 0 from there to C
   ref::IndexerPrefillChunks prefill[2];  // ratio 1, ratio 2: the step's prefill chunks
   std::vector<int32_t> indexer_r2_seq_out;  // [N_d] ratio 2's handed-out lengths, seq_out // 2
-  std::vector<int64_t> indexer_r2_slots;    // [C] ratio-2 compressed slots, slot_mapping not read
+  std::vector<int64_t> indexer_r2_slots;    // [M] ratio-2 compressed slots, slot_mapping not read
   std::vector<int32_t> indexer_r2_csl;      // [R] seq_lens // 2
   ref::PrefillSegments segments;
   std::vector<int32_t> seg_count;          // [1] segments.count
