@@ -4,7 +4,6 @@
 #include <cstring>
 #include <numeric>
 #include <optional>
-#include <type_traits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -254,20 +253,18 @@ class FieldDiff {
     for (++i; i < n; ++i) differ += want[i] != got[i];
     m_.count += differ;
   }
-  // got[0, n) against the constant v, element i at index first + i: blocks of 64 cells tested
-  // branch-free, the element loop only in a block that differs.
+  // got[0, n) against the constant v, element i at index first + i: memcmp against a block of
+  // v (one for all the per-capacity tails, -1 or 0), the element loop only in a block that differs.
   template <typename T>
   void CheckConst(int64_t first, T v, const T* got, int64_t n) {
-    using U = std::make_unsigned_t<T>;
-    constexpr int64_t kBlock = 64;
-    int64_t i = 0;
-    for (; i + kBlock <= n; i += kBlock) {
-      U differ = 0;
-      for (int64_t j = 0; j < kBlock; ++j) differ |= static_cast<U>(got[i + j]) ^ static_cast<U>(v);
-      if (differ == 0) continue;
-      for (int64_t j = 0; j < kBlock; ++j) Check(first + i + j, v, got[i + j]);
+    constexpr int64_t kBlock = 512;
+    T block[kBlock];
+    std::fill_n(block, std::min(n, kBlock), v);
+    for (int64_t i = 0; i < n; i += kBlock) {
+      const int64_t m = std::min(kBlock, n - i);
+      if (std::memcmp(got + i, block, static_cast<size_t>(m) * sizeof(T)) == 0) continue;
+      for (int64_t j = 0; j < m; ++j) Check(first + i + j, v, got[i + j]);
     }
-    for (; i < n; ++i) Check(first + i, v, got[i]);
   }
   int64_t count() const { return m_.count; }
   void AppendTo(std::vector<FieldMismatch>& out, MismatchKind kind) {
