@@ -51,10 +51,11 @@ struct IndexerDecodeParams {
   int32_t bt_width;                // W [blocks] columns copied per row
   int32_t bt_stride;               // [int32] row stride of block_table, >= W
   int32_t out_stride;              // [int32] row stride of bt_out, >= W
-  // [positions per entry] seq_out[t] for t < N_d is divided by this: 1 for vLLM's kernel (its
-  // ratio-2 builder divides afterwards, `seq_lens //= ratio`); the fused suite writes ratio 2's
-  // compressed lengths directly with 2.
-  int32_t seq_divisor = 1;
+  // [log2 positions per entry] seq_out[t] for t < N_d is floor-divided by 1 << seq_shift: 0 for
+  // vLLM's kernel (its ratio-2 builder divides afterwards, `seq_lens //= ratio`, a floor division
+  // like the shift); 1 writes ratio 2's compressed lengths directly. A shift, not a division: a
+  // runtime divisor costs ~25 instructions on the token row's critical warp.
+  int32_t seq_shift = 0;
 };
 
 inline constexpr int32_t kIndexerThreads = 128;   // [threads per block]
@@ -75,6 +76,8 @@ inline absl::Status CanImplementIndexerDecode(const IndexerDecodeParams& p) {
   if (p.capacity < p.num_decode_tokens)
     return absl::OutOfRangeError(absl::StrFormat(
         "indexer: capacity=%d must be >= num_decode_tokens=%d", p.capacity, p.num_decode_tokens));
+  if (p.seq_shift < 0 || p.seq_shift > 1)
+    return absl::InvalidArgumentError(absl::StrFormat("indexer: seq_shift=%d must be 0 or 1", p.seq_shift));
   if (p.bt_width < 0 || p.bt_stride < p.bt_width || p.out_stride < p.bt_width)
     return absl::InvalidArgumentError(absl::StrFormat(
         "indexer: bt_width=%d must be in [0, min(bt_stride=%d, out_stride=%d)]", p.bt_width, p.bt_stride,
@@ -95,7 +98,7 @@ inline absl::Status CanImplementIndexerDecode(const IndexerDecodeParams& p) {
 // `seq_r` is seq_lens[r] (ignored when !valid).
 DS_HD_INLINE void IndexerWriteTokenScalarsSeq(const IndexerDecodeParams& p, int32_t t, bool valid, int32_t r,
                                               int32_t s, int32_t e, int32_t actual, int32_t seq_r) {
-  p.seq_out[t] = valid ? (seq_r - (e - s) + (t - s) + 1) / p.seq_divisor : 0;
+  p.seq_out[t] = valid ? (seq_r - (e - s) + (t - s) + 1) >> p.seq_shift : 0;
   p.decode_lens[t] = 1;
   p.indices[t] = valid ? r : p.num_decodes + t - actual;
 }
@@ -107,25 +110,30 @@ DS_HD_INLINE void IndexerWriteTokenScalars(const IndexerDecodeParams& p, int32_t
 // [columns per lane] a lane stages before storing (IndexerCopyTokenRow).
 inline constexpr int32_t kIndexerStagedCols = 4;
 
-// Row t of bt_out, columns lane, lane + lanes, ...: consecutive lanes touch consecutive words.
-// Each lane loads kIndexerStagedCols columns before it stores any: a load-then-store loop would
-// wait one global round trip per column group (the store may alias the next load).
-DS_HD_INLINE void IndexerCopyTokenRow(const IndexerDecodeParams& p, int32_t t, bool valid, int32_t r,
-                                      int32_t lane, int32_t lanes) {
+// Row t of bt_out from `src` (a block-table row, or nullptr for zeros), columns lane,
+// lane + lanes, ...: consecutive lanes touch consecutive words. Each lane loads
+// kIndexerStagedCols columns before it stores any: a load-then-store loop would wait one global
+// round trip per column group (the store may alias the next load).
+DS_HD_INLINE void IndexerCopyRowFrom(const IndexerDecodeParams& p, int32_t t, const int32_t* src, int32_t lane,
+                                     int32_t lanes) {
   int32_t* dst = p.bt_out + static_cast<int64_t>(t) * p.out_stride;
-  const int32_t* src = p.block_table + static_cast<int64_t>(valid ? r : 0) * p.bt_stride;
   DS_NO_UNROLL
   for (int32_t base = lane; base < p.bt_width; base += kIndexerStagedCols * lanes) {
     int32_t v[kIndexerStagedCols];
     for (int32_t i = 0; i < kIndexerStagedCols; ++i) {
       const int32_t col = base + i * lanes;
-      v[i] = valid && col < p.bt_width ? src[col] : 0;
+      v[i] = src != nullptr && col < p.bt_width ? src[col] : 0;
     }
     for (int32_t i = 0; i < kIndexerStagedCols; ++i) {
       const int32_t col = base + i * lanes;
       if (col < p.bt_width) dst[col] = v[i];
     }
   }
+}
+// Row t of bt_out for request r (zeros when !valid).
+DS_HD_INLINE void IndexerCopyTokenRow(const IndexerDecodeParams& p, int32_t t, bool valid, int32_t r,
+                                      int32_t lane, int32_t lanes) {
+  IndexerCopyRowFrom(p, t, valid ? p.block_table + static_cast<int64_t>(r) * p.bt_stride : nullptr, lane, lanes);
 }
 
 // seq_out[N_d + chunk * 256, ...) = 0, clipped at capacity.
@@ -150,22 +158,37 @@ struct IndexerDecodeKernel {
     int32_t guess_seq;        // the guessed request's sequence length
   };
   IndexerDecodeParams p;
+  // ceil(2^32 * num_decodes / N_d) (at most 2^32), or 0 when the blocks do not guess
+  // (GuessMul). Computed once per launch on the host, so a token block's guess is a multiply and
+  // a shift instead of the ~20 instructions of a 32-bit division, twice (once per phase).
+  uint64_t guess_mul = 0;
+
+  // The kernel of a launch: `p` and its guess multiplier.
+  static IndexerDecodeKernel Make(const IndexerDecodeParams& p) { return IndexerDecodeKernel{p, GuessMul(p)}; }
+
+  // The guess of token row b is floor(b * num_decodes / N_d) (exact for uniform queries: with
+  // N_d = num_decodes * q it is b / q, the row's request). b * ceil(2^32 / q) >> 32 gives b / q
+  // exactly when b * q < 2^32 (decode: q <= 1 + K); anything else is a hint the search verifies. 0 (no guess)
+  // when the boundaries are not cached, the row does not fit the staging buffer, or N_d is out
+  // of that range.
+  static uint64_t GuessMul(const IndexerDecodeParams& p) {
+    if (p.num_decodes <= 0 || p.num_decodes > kSharedQslCap || p.num_decode_tokens < p.num_decodes ||
+        p.num_decode_tokens > (1 << 22) || p.bt_width > kGuessCols)
+      return 0;
+    const uint64_t n = static_cast<uint64_t>(p.num_decode_tokens);
+    return ((static_cast<uint64_t>(p.num_decodes) << 32) + n - 1) / n;
+  }
 
   static LaunchShape Shape(const IndexerDecodeParams& p) { return {IndexerDecodeGrid(p), kIndexerThreads}; }
 
   DS_HD bool UsesSharedQsl(int32_t block) const {
     return block < p.num_decode_tokens && p.num_decodes <= kSharedQslCap;
   }
-  // The guessed request of token row b (in proportion), or -1 when this block does not guess.
+  // The guessed request of token row b, or -1 when this block does not guess.
   DS_HD int32_t Guess(int32_t b) const {
-    if (!UsesSharedQsl(b) || p.num_decodes == 0 || p.bt_width > kGuessCols) return -1;
-    // A hint only (the search verifies it): 32-bit unsigned arithmetic, exact for b < 2^22 since
-    // num_decodes <= kSharedQslCap; a 64-bit division would add a subroutine to the code a cold
-    // launch fetches.
-    if (p.num_decode_tokens > (1 << 22)) return -1;
-    return MinI(static_cast<int32_t>(static_cast<uint32_t>(b) * static_cast<uint32_t>(p.num_decodes) /
-                                     static_cast<uint32_t>(p.num_decode_tokens)),
-                p.num_decodes - 1);
+    if (guess_mul == 0 || b >= p.num_decode_tokens) return -1;
+    // b < N_d <= 2^22 and guess_mul <= 2^32: the product fits 54 bits.
+    return MinI(static_cast<int32_t>((static_cast<uint64_t>(b) * guess_mul) >> 32), p.num_decodes - 1);
   }
 
   DS_HD void Phase(int phase, const ThreadCtx& c, Shared& s) const {
@@ -205,13 +228,10 @@ struct IndexerDecodeKernel {
       if (c.thread == 0)
         IndexerWriteTokenScalarsSeq(p, t, valid, r, s_r, e_r, actual,
                                     hit ? s.guess_seq : (valid ? p.seq_lens[r] : 0));
-      if (hit) {
-        int32_t* dst = p.bt_out + static_cast<int64_t>(t) * p.out_stride;
-        DS_NO_UNROLL
-        for (int32_t col = c.thread; col < p.bt_width; col += c.block_dim) dst[col] = s.row[col];
-      } else {
-        IndexerCopyTokenRow(p, t, valid, r, c.thread, c.block_dim);
-      }
+      // One copy loop for both cases, so a hit runs straight through: from the staged row on a
+      // hit, from the block table otherwise (a miss, or zeros for a padding row).
+      IndexerCopyRowFrom(p, t, hit ? s.row : (valid ? p.block_table + static_cast<int64_t>(r) * p.bt_stride : nullptr),
+                         c.thread, c.block_dim);
     }
     if (b < p.num_decodes && c.thread == 0) IndexerWritePerReq(p, qsl, b);
   }
@@ -237,12 +257,12 @@ struct IndexerDecodeKernel {
 
 #if defined(__CUDACC__)
 inline cudaError_t LaunchIndexerDecode(const IndexerDecodeParams& p, cudaStream_t stream) {
-  return LaunchFunctor(IndexerDecodeKernel{p}, IndexerDecodeKernel::Shape(p), stream);
+  return LaunchFunctor(IndexerDecodeKernel::Make(p), IndexerDecodeKernel::Shape(p), stream);
 }
 #endif
 
 inline void EmulateIndexerDecode(const IndexerDecodeParams& p) {
-  EmulateGrid(IndexerDecodeKernel{p}, IndexerDecodeKernel::Shape(p));
+  EmulateGrid(IndexerDecodeKernel::Make(p), IndexerDecodeKernel::Shape(p));
 }
 
 }  // namespace dspark

@@ -88,7 +88,7 @@ absl::Status IndexerFused(Backend& be, const IndexerArgs& a) {
   DS_RETURN_IF_ERROR(ValidateIndexerArgs(a, /*reads_host=*/false));
   const IndexerDecodeParams p = ToIndexerDecodeParams(a);
   const LaunchShape shape = IndexerDecodeKernel::Shape(p);
-  if (shape.grid > 0) be.Launch(IndexerDecodeKernel{p}, shape);
+  if (shape.grid > 0) be.Launch(IndexerDecodeKernel::Make(p), shape);
   return be.status();
 }
 

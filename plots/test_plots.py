@@ -170,9 +170,9 @@ class ReadabilityTest(PlotTestCase):
     def setUp(self):
         super().setUp()
         sys.path.insert(0, HERE)
-        import plot_all  # noqa: E402
+        import plot_common  # noqa: E402
         import results_io  # noqa: E402
-        self.plot_all, self.rio = plot_all, results_io
+        self.plot_common, self.rio = plot_common, results_io
 
     def test_a_log_axis_under_a_factor_of_two_still_has_four_labels(self):
         import matplotlib.pyplot as plt
@@ -180,7 +180,7 @@ class ReadabilityTest(PlotTestCase):
             fig, ax = plt.subplots()
             ax.plot([1, 2], [lo, hi])
             ax.set_yscale("log")
-            self.plot_all._label_log_axis(ax)
+            self.plot_common.label_log_axis(ax)
             fig.canvas.draw()
             ymin, ymax = ax.get_ylim()
             labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text() and ymin <= t.get_position()[1] <= ymax]
@@ -225,11 +225,11 @@ class AtomicWriteTest(PlotTestCase):
     def setUp(self):
         super().setUp()
         sys.path.insert(0, HERE)
-        import plot_all  # noqa: E402
-        self.plot_all = plot_all
+        import plot_common  # noqa: E402
+        self.plot_common = plot_common
 
     def test_a_write_replaces_the_file_and_leaves_no_temporary(self):
-        out = self.plot_all.Output(os.path.join(self.tmp, "out"))
+        out = self.plot_common.Output(os.path.join(self.tmp, "out"))
         out.text("t.md", "old\n")
         out.text("t.md", "new\n")
         with open(os.path.join(out.out_dir, "t.md"), encoding="utf-8") as f:
@@ -241,7 +241,7 @@ class AtomicWriteTest(PlotTestCase):
         with open(path, "w", encoding="utf-8") as f:
             f.write("old\n")
         with self.assertRaises(RuntimeError):
-            with self.plot_all.replaced_whole(path) as tmp:
+            with self.plot_common.replaced_whole(path) as tmp:
                 with open(tmp, "w", encoding="utf-8") as f:
                     f.write("half")
                 raise RuntimeError("killed mid-write")

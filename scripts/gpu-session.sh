@@ -40,8 +40,11 @@ for stage in "${stages[@]}"; do
       OUT="$o" SANITIZE_TIMEOUT=$(left ${SANITIZE_TIMEOUT:-200}) scripts/gpu-sanitize.sh > "$o/sanitize.txt" 2>&1
       stamp "sanitize rc=$?"; cat "$o"/sanitize/summary.txt 2>/dev/null | tail -30 ;;
     fuzz)
-      (cd build-gpu && DSPARK_FUZZ_GPU_LAYOUTS=${DSPARK_FUZZ_GPU_LAYOUTS:-1000000} DSPARK_FUZZ_GPU_SECONDS=$(left 300) \
-        timeout $(left 310) ./dspark_tests --gtest_filter='FuzzLayoutsGpu.SeededLayouts*' > "$o/fuzz_gpu.log" 2>&1)
+      # ~2,800 layouts/s on the H200 (the driver's launch rate: ~229 launches per layout), so a
+      # million takes ~360 s: FUZZ_SECONDS (default 400) bounds it.
+      fz=${FUZZ_SECONDS:-400}
+      (cd build-gpu && DSPARK_FUZZ_GPU_LAYOUTS=${DSPARK_FUZZ_GPU_LAYOUTS:-1000000} DSPARK_FUZZ_GPU_SECONDS=$(left "$fz") \
+        timeout $(left $((fz + 10))) ./dspark_tests --gtest_filter='FuzzLayoutsGpu.SeededLayouts*' > "$o/fuzz_gpu.log" 2>&1)
       stamp "fuzz rc=$?"; grep -vE "^\[ +(RUN|OK) " "$o/fuzz_gpu.log" | tail -12 ;;
     bench)
       timeout $(left 240) build-gpu/dspark-sim bench --out "$o/bench" --full-run > "$o/bench.txt" 2>&1; stamp "bench rc=$?"

@@ -5,7 +5,7 @@
 //
 //   prefill          every request prefills a fresh prompt (no context), nd = 0
 //   chunked_prefill  every request prefills its next chunk after a long context (up to ~99000)
-//   mixed            the first half decode one token, the second half prefill a chunk
+//   mixed            all but the last request decode one token, the last prefills a chunk
 //   decode           every request decodes one token (no speculation)
 //   verify           DSpark verification: every request carries 1 + K tokens
 //   adaptive_verify  DSpark adaptive verification: request r carries 1 + k_r tokens, k_r from a

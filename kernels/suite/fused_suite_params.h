@@ -81,10 +81,10 @@ DS_HD_INLINE RingSlotParams SuiteRingParams(const FusedSuiteParams& p, const int
                         p.num_reqs,        p.capacity, p.bt_stride,   p.ring_capacity};
 }
 DS_HD_INLINE IndexerDecodeParams SuiteIndexerParams(const FusedSuiteParams& p, int32_t k, const int32_t* seq_lens) {
-  // Ratio 2 (k = 1) writes its compressed lengths, seq // 2, as vLLM's ratio-2 builder hands out.
+  // Ratio 2 (k = 1) writes its compressed lengths, seq // 2 (seq_shift 1), as vLLM's ratio-2 builder hands out.
   return IndexerDecodeParams{p.query_start_loc, seq_lens,          p.block_table, p.seq_out[k],  p.bt_out[k],
                              p.decode_lens[k],  p.indices[k],      p.per_req[k],  p.num_decodes, p.num_decode_tokens,
-                             p.capacity,        p.bt_width,        p.bt_stride,   p.out_stride,  k + 1};
+                             p.capacity,        p.bt_width,        p.bt_stride,   p.out_stride,  k};
 }
 DS_HD_INLINE PrefillSegmentParams SuiteSegmentParams(const FusedSuiteParams& p, int32_t max_segments) {
   return PrefillSegmentParams{p.query_start_loc, p.seq_lens,    p.seg_qsl,    p.seg_seq_lens,  p.seg_count,

@@ -122,7 +122,7 @@ absl::Status IndexerDecodeFused(Backend& be, const SuiteStep& s, const IndexerOu
   const IndexerDecodeParams p = ToIndexerDecodeParams(suite_internal::SuiteIndexerArgs(s, o));
   DS_RETURN_IF_ERROR(CanImplementIndexerDecode(p));
   const LaunchShape shape = IndexerDecodeKernel::Shape(p);
-  if (shape.grid > 0) be.Launch(IndexerDecodeKernel{p}, shape);
+  if (shape.grid > 0) be.Launch(IndexerDecodeKernel::Make(p), shape);
   return be.status();
 }
 

@@ -31,6 +31,7 @@
 #include "sim/exec/cuda_device.h"
 #include "sim/exec/gpu_executor.cuh"
 #include "sim/exec/gpu_timing.cuh"
+#include "sim/studies/gpu_result_meta.cuh"
 #include "sim/studies/metadata_bench.cuh"
 #include "sim/results/result_files.h"
 #include "sim/results/source_tree.h"

@@ -35,6 +35,8 @@
 #include "sim/cli/cli_registry.h"
 #include "sim/cli/command.h"
 #include "sim/exec/cuda_device.h"
+#include "sim/studies/calibration_fit.cuh"
+#include "sim/studies/gpu_result_meta.cuh"
 #include "sim/studies/metadata_bench.cuh"
 #include "sim/results/result_files.h"
 #include "sim/model/time_model.h"

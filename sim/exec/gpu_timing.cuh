@@ -14,7 +14,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <ctime>
@@ -22,6 +21,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -165,14 +165,11 @@ inline std::vector<double> TimeSamples(const std::function<void(cudaStream_t)>& 
   };
   for (int i = 0; i < opt.warmup; ++i) sample();
   SampleStopping stopping(opt.Criterion());
-  std::vector<double> samples;
-  const auto t0 = std::chrono::steady_clock::now();
-  while (!stopping.done()) {
-    samples.push_back(sample());
-    stopping.Add(samples.back(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
+  // A failing CUDA call throws (CUDA_CHECK), so the loop itself never returns an error.
+  absl::StatusOr<std::vector<double>> samples = SampleUntilStopped(
+      opt.Criterion(), [&]() -> absl::StatusOr<double> { return sample(); }, &stopping);
   if (outcome != nullptr) *outcome = {stopping.reason(), stopping.relative_std_error()};
-  return samples;
+  return *std::move(samples);
 }
 
 inline std::vector<double> TimeGraph(const CudaGraph& graph, cudaStream_t stream, L2Flusher& flusher,

@@ -65,9 +65,9 @@ class SampleStopping {
 
 // The sampling loop of a timing method: calls `sample` (returning one sample [µs], or an error)
 // until `criterion` stops, feeding each sample and the loop's wall time so far to the rule.
-// `stopping` (optional) receives the final state (reason, noise). The CUPTI samples
-// (sim/studies/metadata_bench.cu) run through it; sim/exec/gpu_timing.cuh's TimeSamples runs the
-// same loop over event samples.
+// `stopping` (optional) receives the final state (reason, noise). The one loop of every timed
+// row: the CUDA-event samples (sim/exec/gpu_timing.cuh's TimeSamples) and the CUPTI samples
+// (sim/studies/metadata_bench.cu) both run through it.
 template <class Sample>
 absl::StatusOr<std::vector<double>> SampleUntilStopped(const StoppingCriterion& criterion, Sample&& sample,
                                                        SampleStopping* stopping = nullptr) {

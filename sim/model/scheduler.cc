@@ -15,7 +15,10 @@ namespace {
 // otherwise vLLM's source of them re-created from the forward model: graph timings of dummy
 // batches at every capture size (context of one token per query token, no metadata: the
 // builders run outside the model graphs), verify keyed by tokens and draft by requests
-// (K query tokens each). Units: ms.
+// (K query tokens each). Units: ms. The dummy tokens are all alike (CudaGraphManager.
+// capture_graph runs on the input buffers as they are before any request, and
+// prepare_inputs_to_capture sets seq_lens = 1, so each token attends to itself alone): the
+// router sends every one to the same k experts, hence routed_tokens = 1.
 void CostCurves(const TimeModel& tm, const std::vector<int32_t>& capture_sizes, int32_t k,
                 int32_t max_num_batched_tokens, CostCurve* draft, CostCurve* verify) {
   *draft = tm.params().draft_curve_ms;
@@ -23,7 +26,7 @@ void CostCurves(const TimeModel& tm, const std::vector<int32_t>& capture_sizes, 
   std::vector<int32_t> sizes = capture_sizes;
   if (sizes.empty()) sizes = {1, max_num_batched_tokens};
   if (verify->empty())
-    for (int32_t n : sizes) verify->push_back({n, 1e-3 * tm.ForwardUs(false, n, n, n)});
+    for (int32_t n : sizes) verify->push_back({n, 1e-3 * tm.ForwardUs(false, n, n, n, 1)});
   if (draft->empty()) {
     int32_t last = 0;
     for (int32_t n : sizes) {

@@ -103,10 +103,11 @@ class TimeModel {
   StepWork Work(const StepPlan& plan, Impl impl, bool spec_mode) const;
 
   // The forward part alone.
+  // `routed_tokens`: RooflineTerms' (< 0: every token is routed on its own).
   double ForwardUs(bool draft_step, int32_t num_tokens, int64_t sum_seq_lens,
-                   double attn_pairs) const {
+                   double attn_pairs, int32_t routed_tokens = -1) const {
     if (!draft_step && p_.target_roofline_on)
-      return RooflineTerms(p_.target_roofline, num_tokens, sum_seq_lens, attn_pairs).total_us();
+      return RooflineTerms(p_.target_roofline, num_tokens, sum_seq_lens, attn_pairs, routed_tokens).total_us();
     const ForwardCoeffs& c = draft_step ? p_.drafter : p_.target;
     return c.fixed_us + c.per_token_us * num_tokens + c.per_ctx_token_us * sum_seq_lens +
            c.per_attn_pair_us * attn_pairs;

@@ -9,7 +9,7 @@
 namespace dspark::sim {
 
 ForwardTerms RooflineTerms(const RooflineForward& r, int32_t num_tokens, int64_t sum_seq_lens,
-                           double attn_pairs) {
+                           double attn_pairs, int32_t routed_tokens) {
   ForwardTerms t;
   t.floor_us = r.floor_us;
   const double n = std::max(0, num_tokens);
@@ -19,7 +19,8 @@ ForwardTerms RooflineTerms(const RooflineForward& r, int32_t num_tokens, int64_t
   const double e = std::max(1, r.routed_experts);
   const double k = std::min<double>(r.experts_per_token, e);
   // Expected distinct experts hit by n tokens routed independently, k of E each.
-  t.experts_touched = e * (1.0 - std::pow(1.0 - k / e, n)) + r.shared_experts;
+  const double routed = routed_tokens < 0 ? n : std::min<double>(n, routed_tokens);
+  t.experts_touched = e * (1.0 - std::pow(1.0 - k / e, routed)) + r.shared_experts;
   const double expert_read = t.experts_touched * r.expert_params * r.expert_bytes_per_param / (tp * bw);
   const double expert_math = 2.0 * n * (k + r.shared_experts) * r.expert_params / (tp * flops);
   t.moe_us = r.moe_layers * std::max(expert_read, expert_math);

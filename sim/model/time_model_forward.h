@@ -19,7 +19,7 @@
 // GB200's data sheet (sm_count: the B200's as commonly reported). floor_us and
 // compute_efficiency are fitted on seed 000's batch-1 512/128 table and SPEED-Bench
 // concurrency 1 only (scripts/fit_forward.py); row_latency_us_per_ctx_token is left at 0 there
-// (fitting it breaks the concurrency-1 TPOT reduction; README, "Serving figures").
+// (the concurrency-1 iteration's GPU time is fitted to the drafter instead).
 #pragma once
 
 #include <cstdint>
@@ -62,8 +62,11 @@ struct ForwardTerms {
   double total_us() const { return floor_us + moe_us + dense_us + kv_us + rows_us; }
 };
 
+// `routed_tokens` is the number of tokens with distinct hidden states, which the router sends to
+// independent experts: num_tokens in a real step (< 0 means that), 1 in vLLM's CUDA-graph
+// capture, whose dummy tokens are all alike (scheduler.cc, CostCurves).
 ForwardTerms RooflineTerms(const RooflineForward& r, int32_t num_tokens, int64_t sum_seq_lens,
-                           double attn_pairs);
+                           double attn_pairs, int32_t routed_tokens = -1);
 
 // Reads `forward.target_roofline` (every key optional over `r`'s values; unknown keys are errors).
 absl::Status ReadRoofline(const std::string& path, const nlohmann::json& obj, RooflineForward* r);

@@ -1,5 +1,4 @@
 #include "sim/studies/metadata_bench.cuh"
-#include "sim/results/git_info.h"
 
 #include <algorithm>
 #include <chrono>
@@ -330,86 +329,6 @@ nlohmann::ordered_json MetadataRowJson(const MetadataRow& r) {
   j["reads_host_boundaries"] = ReadsHostBoundaries(r.impl);
   j["check"] = r.check;
   return j;
-}
-
-namespace {
-
-bool DecodeLike(SeedCase c) {
-  return c == SeedCase::kDecode || c == SeedCase::kVerify || c == SeedCase::kAdaptiveVerify ||
-         c == SeedCase::kDraft || c == SeedCase::kAdaptiveDraft;
-}
-
-}  // namespace
-
-nlohmann::ordered_json FitCalibration(const std::vector<CalibrationPoint>& points, const std::vector<Impl>& impls,
-                                      const std::vector<SeedCase>& cases) {
-  nlohmann::ordered_json metadata = nlohmann::ordered_json::object();
-  for (Impl impl : impls) {
-    nlohmann::ordered_json entry;
-    nlohmann::ordered_json gpu = nlohmann::ordered_json::object();
-    double sxy = 0, sxx = 0;
-    for (SeedCase c : cases) {
-      const CalibrationPoint* ref = nullptr;
-      for (const CalibrationPoint& p : points)
-        if (p.impl == impl && p.seed_case == c && p.batch == kCalibrationReferenceBatch) ref = &p;
-      if (ref == nullptr) continue;
-      gpu[BenchCaseName(c)] = ref->gpu_us;
-      if (!DecodeLike(c)) continue;
-      for (const CalibrationPoint& p : points) {
-        if (p.impl != impl || p.seed_case != c || p.batch <= kCalibrationReferenceBatch ||
-            p.num_tokens <= kCalibrationReferenceTokens)
-          continue;
-        const double x = p.num_tokens - kCalibrationReferenceTokens, y = p.gpu_us - ref->gpu_us;
-        sxy += x * y;
-        sxx += x * x;
-      }
-    }
-    entry["gpu_us"] = gpu;
-    if (sxx > 0) entry["gpu_us_per_token"] = std::max(0.0, sxy / sxx);
-    entry["serializes_host"] = ReadsHostBoundaries(impl);
-    metadata[std::string(ImplName(impl))] = std::move(entry);
-  }
-  return metadata;
-}
-
-namespace {
-
-std::string ClockMhz(cudaDeviceAttr attr, int device) {
-  int khz = 0;
-  if (cudaDeviceGetAttribute(&khz, attr, device) != cudaSuccess || khz <= 0) {
-    (void)cudaGetLastError();
-    return "unknown";
-  }
-  return absl::StrFormat("%d", khz / 1000);
-}
-
-}  // namespace
-
-nlohmann::ordered_json ResultMeta(const std::string& tool, const std::string& schema, int schema_version,
-                                  const std::vector<std::string>& argv, int device) {
-  const timing::GpuMeta m = timing::ReadGpuMeta(device);
-  const GitRevision rev = ReadGitRevision();
-  nlohmann::ordered_json meta;
-  meta["tool"] = tool;
-  meta["schema"] = schema;
-  meta["schema_version"] = schema_version;
-  meta["argv"] = argv;
-  meta["gpu"] = m.device_name;  // (one name key: the plots' titles join "device" and "gpu")
-  meta["device_ordinal"] = device;
-  meta["compute_capability"] = absl::StrFormat("%d.%d", m.cc_major, m.cc_minor);
-  meta["sm_count"] = m.sm_count;
-  meta["l2_bytes"] = m.l2_bytes;
-  meta["driver"] = m.driver_version;
-  meta["cuda_driver_api"] = m.cuda_driver_api;
-  meta["cuda_runtime"] = m.cuda_runtime;
-  meta["clocks"] = {{"sm_peak_mhz", ClockMhz(cudaDevAttrClockRate, device)},
-                    {"memory_peak_mhz", ClockMhz(cudaDevAttrMemoryClockRate, device)},
-                    {"current", "unknown (needs NVML; not read)"},
-                    {"locked", "unknown"}};
-  meta["git_sha"] = rev.sha;
-  meta["git_dirty"] = rev.known ? nlohmann::ordered_json(rev.dirty) : nlohmann::ordered_json(nullptr);
-  meta["date_utc"] = m.date_utc;
-  return meta;
 }
 
 }  // namespace dspark::sim

@@ -137,9 +137,9 @@ TEST(CpuPathsLone, IndexerDecodeEqualsPerThread) {
     ExpectSameBuffers(out, [&](std::vector<std::vector<int32_t>>& b) {
       IndexerDecodeParams p{s.qsl.data(), s.seq_lens.data(), s.block_table.data(), b[0].data(), b[1].data(),
                             b[2].data(),  b[3].data(),       b[4].data(),          nd,          n_d,
-                            s.z.capacity, s.z.bt_width,      s.z.bt_stride,        out_stride,  1 + trial % 2};
+                            s.z.capacity, s.z.bt_width,      s.z.bt_stride,        out_stride,  trial % 2};
       EXPECT_TRUE(CanImplementIndexerDecode(p).ok()) << CanImplementIndexerDecode(p);
-      return IndexerDecodeKernel{p};
+      return IndexerDecodeKernel::Make(p);
     }, "trial " + std::to_string(trial));
   }
 }

@@ -24,6 +24,7 @@
 #include "kernels/suite/gpu_compare.cuh"
 #include "kernels/suite/gpu_suite.cuh"
 #include "kernels/suite/regions.h"
+#include "tests/common/gpu_suite_capacity.cuh"
 #include "tests/common/gpu_test_util.cuh"
 #include "tests/kernels/test_suite_util.h"
 
@@ -33,6 +34,7 @@ namespace {
 using suite_test::MustMake;
 using suite_test::RandomizedCases;
 using suite_test::SuiteCaseParam;
+using suite_test::TestCapacity;
 
 TEST(RegionCompareGpu, CountsEqualTheCpuReferenceOnRandomTasks) {
   DS_REQUIRE_GPU();
@@ -140,14 +142,6 @@ TEST(RegionCompareGpu, CountsEqualTheCpuReferenceOnRandomTasks) {
     ASSERT_EQ(gpu.size(), cpu.size());
     for (size_t i = 0; i < cpu.size(); ++i) EXPECT_EQ(static_cast<int64_t>(gpu[i]), cpu[i]) << "count " << i;
   }
-}
-
-GpuSuiteCapacity TestCapacity() {
-  GpuSuiteCapacity c;
-  c.max_tokens = 4096;
-  c.max_reqs = 64;
-  c.max_bt_stride = 1700;
-  return c;
 }
 
 struct Harness {

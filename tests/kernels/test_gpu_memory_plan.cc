@@ -74,7 +74,7 @@ Expected CountBuffers(int32_t T, int32_t R, int32_t S, const ModelConsts& m) {
   e.step_inputs = Up256(Up256(Up256(4 * (r + 1)) + 4 * r) + 8 * t);
   e.block_table = 4 * r * s;
   e.arange = 4 * std::max<uint64_t>(t, w);
-  // The scratch arena's sizing rule (kernels/suite/suite.cc), in int32 cells then bytes.
+  // The scratch arena's sizing rule (kernels/suite/suite_layout.cc), in int32 cells then bytes.
   e.scratch = 4 * (6 * t * w + 3 * t * s + 2 * r * s + 64 * t + 16 * r + 8 * seg) + 32 * t + 65536;
   // One implementation: token_to_req, swa_lens [T]; swa_indices [T, W]; mla_r1, mla_r2, ring and
   // the indexer's ratio-2 slots int64 [T]; its compressed_seq_lens [R]; per indexer seq_out,

@@ -13,6 +13,7 @@
 #include "kernels/suite/cases.h"
 #include "kernels/suite/gpu_suite.cuh"
 #include "kernels/suite/suite.h"
+#include "tests/common/gpu_suite_capacity.cuh"
 #include "tests/common/gpu_test_util.cuh"
 #include "tests/kernels/test_suite_util.h"
 
@@ -23,14 +24,7 @@ using suite_test::MustMake;
 using suite_test::OptionsFor;
 using suite_test::RandomizedCases;
 using suite_test::SuiteCaseParam;
-
-GpuSuiteCapacity TestCapacity() {
-  GpuSuiteCapacity c;
-  c.max_tokens = 4096;
-  c.max_reqs = 64;
-  c.max_bt_stride = 1700;
-  return c;
-}
+using suite_test::TestCapacity;
 
 std::unique_ptr<GpuSuite> MakeSuite() {
   absl::StatusOr<std::unique_ptr<GpuSuite>> s = GpuSuite::Create(TestCapacity());

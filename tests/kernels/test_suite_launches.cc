@@ -71,7 +71,7 @@ TEST(SuiteLaunchCounts, EveryCase) {
       // prefill chunk (chunked prefill: long contexts make several chunks).
       {"prefill", {35, 32, 39, 32, 1}},
       {"chunked_prefill", {110, 107, 114, 107, 1}},
-      {"mixed", {110, 107, 114, 56, 1}},
+      {"mixed", {96, 93, 100, 41, 1}},
       {"decode", {73, 70, 77, 19, 1}},
       {"verify", {72, 69, 76, 19, 1}},
       {"adaptive_verify", {79, 76, 83, 19, 1}},

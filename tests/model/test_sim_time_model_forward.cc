@@ -45,6 +45,17 @@ TEST(RooflineForward, ExpertsTouchedFollowIndependentTopKRouting) {
   EXPECT_DOUBLE_EQ(RooflineTerms(shared, 1, 0, 0).experts_touched, 3.0);
 }
 
+// vLLM's graph-capture dummy tokens are all alike: one routing for every token, so k experts
+// whatever N, while the math still counts every token.
+TEST(RooflineForward, AlikeTokensTouchOnlyKExperts) {
+  const RooflineForward r = Toy();
+  EXPECT_DOUBLE_EQ(RooflineTerms(r, 64, 0, 0, 1).experts_touched, 2.0);
+  EXPECT_DOUBLE_EQ(RooflineTerms(r, 64, 0, 0, 2).experts_touched, 3.0);
+  EXPECT_DOUBLE_EQ(RooflineTerms(r, 1, 0, 0, 64).experts_touched, 2.0);  // at most num_tokens
+  EXPECT_DOUBLE_EQ(RooflineTerms(r, 64, 0, 0, -1).experts_touched, RooflineTerms(r, 64, 0, 0).experts_touched);
+  EXPECT_LT(RooflineTerms(r, 64, 0, 0, 1).moe_us, RooflineTerms(r, 64, 0, 0).moe_us + 1e-12);
+}
+
 TEST(RooflineForward, MoeIsTheMaxOfWeightReadsAndMath) {
   const RooflineForward r = Toy();
   // 1 token: reads 2 experts = 2e6 bytes = 2 us; math 2 * 1 * 2 * 1e6 = 4e6 FLOP = 4 us.

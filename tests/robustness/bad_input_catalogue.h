@@ -1,6 +1,6 @@
 // The bad-input catalogue's case type and builders (README.md "Bad-input catalogue"), shared by
 // the file that runs and renders the cases (test_bad_input_catalogue.cc) and the files that
-// add cases to it (bad_input_cases_*.cc).
+// hold the cases (bad_input_cases_*.cc).
 #pragma once
 
 #include <functional>
@@ -71,6 +71,14 @@ inline const std::string kMooncakeLf =
 inline const std::string kJsonlLf =
     "{\"id\": 0, \"arrival_s\": 0.0, \"prompt_len\": 374, \"output_len\": 44}\n"
     "{\"id\": 1, \"arrival_s\": 4.5, \"prompt_len\": 396, \"output_len\": 109}\n";
+
+// The first row of each base alone: a file to append one bad row to (it is then row 3, line 2 in
+// the JSON formats).
+inline const std::string kAzureOneRow = kAzureHeader + "2023-11-16 18:15:46.0000000,374,44\n";
+inline const std::string kVidurOneRow = kVidurHeader + "0.0,374,44\n";
+inline const std::string kBurstOneRow = kBurstHeader + "5,ChatGPT,374,44,418,Conversation log\n";
+inline const std::string kMooncakeOneRow = "{\"timestamp\": 0, \"input_length\": 374, \"output_length\": 44}\n";
+inline const std::string kJsonlOneRow = "{\"prompt_len\": 374, \"output_len\": 44}\n";
 
 // What every base (and each of its accepted variants) parses to.
 inline const std::vector<RequestSpec> kBase = {{0, 0.0, 374, 44, {}}, {1, 4.5, 396, 109, {}}};
@@ -175,8 +183,11 @@ inline const std::string kHeaderExpected =
     "Request tokens,Response tokens,Total tokens,Log Type (burstgpt), or JSON objects "
     "(mooncake, jsonl), got ";
 
-// Cases of unbounded and special inputs, numeric options that size memory and vLLM's
-// conventions (tests/bad_input_cases_io.cc), appended to the table after the others.
+// The table's cases, in its order: trace files (bad_input_cases_trace.cc); what `run` is given
+// (bad_input_cases_run.cc); unbounded and special inputs, numeric options that size memory and
+// vLLM's conventions (bad_input_cases_io.cc).
+std::vector<Case> TraceCases();
+std::vector<Case> RunCases();
 std::vector<Case> InputCases();
 
 }  // namespace dspark::sim::catalogue

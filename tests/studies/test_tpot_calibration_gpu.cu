@@ -14,7 +14,7 @@
 #include "sim/exec/gpu_executor.cuh"
 #include "sim/model/acceptance.h"
 #include "sim/model/time_model.h"
-#include "sim/studies/metadata_bench.cuh"
+#include "sim/studies/calibration_fit.cuh"
 #include "sim/studies/tpot_loop.cuh"
 #include "tests/common/gpu_test_util.cuh"
 
