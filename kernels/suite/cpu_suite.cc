@@ -113,6 +113,12 @@ void CpuSuite::EnableDedup(std::vector<Impl> impls) {
 }
 
 absl::Status CpuSuite::BeginStep(const BatchInputs& in, const SuiteReference& want) {
+  DS_RETURN_IF_ERROR(BeginStep(in, want.token_to_req));
+  state_->step_want = &want;
+  return absl::OkStatus();
+}
+
+absl::Status CpuSuite::BeginStep(const BatchInputs& in, const std::vector<int32_t>& token_to_req) {
   State& st = *state_;
   if (st.memo == nullptr) return absl::FailedPreconditionError("CpuSuite::BeginStep: dedup is not enabled");
   // Shared buffers hold every sharer's history only if each ran every step.
@@ -125,22 +131,33 @@ absl::Status CpuSuite::BeginStep(const BatchInputs& in, const SuiteReference& wa
   DS_RETURN_IF_ERROR(Prepare(in.sizes));
   std::fill(st.runs_in_step.begin(), st.runs_in_step.end(), 0);
   st.step_in = &in;
-  st.step_want = &want;
+  st.step_want = nullptr;
   st.step_begun = true;
   st.last_decode_tokens = in.sizes.num_decode_tokens;
   // The device truth's map over [0, qsl[R]): what the SWA and ring kernels read of a map.
   const int32_t mapped = std::clamp(in.device.query_start_loc[in.sizes.num_reqs], 0,
-                                    static_cast<int32_t>(want.token_to_req.size()));
-  st.memo->BeginStep(want.token_to_req.data(), mapped);
+                                    static_cast<int32_t>(token_to_req.size()));
+  st.memo->BeginStep(token_to_req.data(), mapped);
   return absl::OkStatus();
 }
 
 absl::StatusOr<SuiteRunResult> CpuSuite::Run(Impl impl, const BatchInputs& in, const SuiteReference* want) {
   State& st = *state_;
+  if (st.memo != nullptr && st.step_want != want)
+    return absl::FailedPreconditionError("CpuSuite: with dedup, Run(impl, in, &want) follows BeginStep(in, want)");
+  SuiteRunResult result;
+  DS_ASSIGN_OR_RETURN(result.counters, Emulate(impl, in));
+  result.mismatches = want != nullptr ? Compare(impl, in, *want)
+                                      : CompareSuite(impl, in, st.layout, st.consts, st.effective[Slot(impl)]);
+  return result;
+}
+
+absl::StatusOr<OpCounters> CpuSuite::Emulate(Impl impl, const BatchInputs& in) {
+  State& st = *state_;
   BuilderMemo* memo = st.memo.get();
   if (memo != nullptr) {
-    if (!st.step_begun || st.step_in != &in || st.step_want != want)
-      return absl::FailedPreconditionError("CpuSuite: with dedup, Run(impl, in, &want) follows BeginStep(in, want)");
+    if (!st.step_begun || st.step_in != &in)
+      return absl::FailedPreconditionError("CpuSuite: with dedup, a run of `in` follows BeginStep(in, ...)");
     if (std::find(st.dedup_impls.begin(), st.dedup_impls.end(), impl) == st.dedup_impls.end())
       return absl::FailedPreconditionError(
           absl::StrCat("CpuSuite: impl ", std::string(ImplName(impl)), " is not one of the deduplicated set"));
@@ -168,14 +185,14 @@ absl::StatusOr<SuiteRunResult> CpuSuite::Run(Impl impl, const BatchInputs& in, c
   effective = step.out;
   step.memo = BuilderMemoSession{memo, &effective};
   DS_RETURN_IF_ERROR(RunSuite(be, impl, step));
+  return be.counters();
+}
 
-  SuiteRunResult result;
-  result.counters = be.counters();
-  result.mismatches =
-      want != nullptr
-          ? CompareSuite(impl, in, *want, st.layout, st.consts, effective, memo != nullptr ? &memo->compare() : nullptr)
-          : CompareSuite(impl, in, st.layout, st.consts, effective);
-  return result;
+std::vector<FieldMismatch> CpuSuite::Compare(Impl impl, const BatchInputs& in, const SuiteReference& want) {
+  State& st = *state_;
+  BuilderMemo* memo = st.memo.get();
+  return CompareSuite(impl, in, want, st.layout, st.consts, st.effective[Slot(impl)],
+                      memo != nullptr ? &memo->compare() : nullptr);
 }
 
 }  // namespace dspark

@@ -12,14 +12,20 @@ namespace {
 
 uint64_t AlignUp(uint64_t v) { return (v + kCheckPackAlign - 1) / kCheckPackAlign * kCheckPackAlign; }
 
-// The length of w[0, cells) less its longest suffix equal to its last cell (`tail`): blocks of
-// 64 cells compared branch-free first (the per-capacity fields' tails are ~16k cells a step).
+// The length of the region's reference less its longest suffix equal to its last cell (`tail`):
+// the cells from GivenCells() on are r.tail already (not stored); the stored ones are tested in
+// blocks of 64 cells branch-free first.
 template <class T>
-int64_t DenseCells(const T* w, int64_t cells, int64_t& tail) {
+int64_t DenseCells(const SuiteRegion& r, const T* w, int64_t& tail) {
+  const int64_t cells = std::max<int64_t>(r.Cells(), 0);
   if (cells <= 0) return 0;
-  const T t = w[cells - 1];
+  int64_t d = r.GivenCells();
+  if (d <= 0) {
+    tail = r.tail;
+    return 0;
+  }
+  const T t = d < cells ? static_cast<T>(r.tail) : w[cells - 1];
   tail = t;
-  int64_t d = cells;
   constexpr int64_t kBlock = 64;
   using U = std::make_unsigned_t<T>;
   while (d >= kBlock) {
@@ -39,8 +45,7 @@ WantPack PlanWantPack(const std::vector<SuiteRegion>& regions) {
   WantPack pack;
   for (const SuiteRegion& r : regions) {
     PackedWant p;
-    const int64_t cells = std::max<int64_t>(r.Cells(), 0);
-    const int64_t dense = r.int64_field ? DenseCells(r.want64, cells, p.tail) : DenseCells(r.want32, cells, p.tail);
+    const int64_t dense = r.int64_field ? DenseCells(r, r.want64, p.tail) : DenseCells(r, r.want32, p.tail);
     p.dense_cells = dense;
     p.offset = pack.bytes;
     pack.bytes = AlignUp(pack.bytes + static_cast<uint64_t>(dense * ElemBytes(r)));
@@ -153,8 +158,13 @@ void WriteMirrorFills(const std::vector<SuiteRegion>& regions, const MirrorPlan&
     auto* dst = static_cast<uint8_t*>(const_cast<void*>(RegionBuffer(r, plan.view))) + r.got_offset * e;
     const auto* want = r.int64_field ? reinterpret_cast<const uint8_t*>(r.want64)
                                      : reinterpret_cast<const uint8_t*>(r.want32);
-    if (r.got_stride == r.cols) {
-      std::memcpy(dst, want, static_cast<size_t>(r.Cells() * e));
+    if (r.got_stride == r.cols) {  // the stored cells, then the tail (SuiteRegion::tail)
+      const int64_t given = r.GivenCells();
+      std::memcpy(dst, want, static_cast<size_t>(given * e));
+      if (r.int64_field)
+        std::fill_n(reinterpret_cast<int64_t*>(dst) + given, r.Cells() - given, r.tail);
+      else
+        std::fill_n(reinterpret_cast<int32_t*>(dst) + given, r.Cells() - given, static_cast<int32_t>(r.tail));
       continue;
     }
     for (int64_t row = 0; row < r.rows; ++row)

@@ -21,10 +21,13 @@ std::vector<ReferenceField> ReferenceFields(const SuiteReference& ref, const Bat
   std::vector<ReferenceField> out;
   for (const SuiteRegion& r : SuiteRegions(ref, in, layout, consts)) {
     ReferenceField f = FieldOf(r);
-    if (r.int64_field)
-      f.i64.assign(r.want64, r.want64 + r.Cells());
-    else
-      f.i32.assign(r.want32, r.want32 + r.Cells());
+    if (r.int64_field) {
+      f.i64.assign(r.want64, r.want64 + r.GivenCells());
+      f.i64.resize(static_cast<size_t>(r.Cells()), r.tail);
+    } else {
+      f.i32.assign(r.want32, r.want32 + r.GivenCells());
+      f.i32.resize(static_cast<size_t>(r.Cells()), static_cast<int32_t>(r.tail));
+    }
     out.push_back(std::move(f));
   }
   return out;

@@ -40,6 +40,13 @@ SuiteRegion Indexer(const char* builder, const char* field, int k, int64_t rows,
   return r;
 }
 
+// A per-capacity field: the reference stores `given` cells, the rest up to the capacity are `tail`.
+SuiteRegion WithTail(SuiteRegion r, size_t given, int64_t tail) {
+  r.want_cells = static_cast<int64_t>(given);
+  r.tail = tail;
+  return r;
+}
+
 }  // namespace
 
 std::vector<SuiteRegion> SuiteRegions(const SuiteReference& ref, const BatchInputs& in, const SuiteLayout& layout,
@@ -78,15 +85,18 @@ std::vector<SuiteRegion> SuiteRegions(const SuiteReference& ref, const BatchInpu
     out.push_back(g);
   }
   // MLA ratio 1 has no output of its own in vLLM (it hands out slot_mapping and the token map).
-  out.push_back(I64("mla_r2", "compressed_slots", C, ref.mla_r2_slots.data(), &SuiteOutputs::mla_r2_slots));
-  out.push_back(I64("mla_r2", "ring_slots", C, ref.ring_slots.data(), &SuiteOutputs::ring_slots));
+  out.push_back(WithTail(I64("mla_r2", "compressed_slots", C, ref.mla_r2_slots.data(), &SuiteOutputs::mla_r2_slots),
+                         ref.mla_r2_slots.size(), -1));
+  out.push_back(WithTail(I64("mla_r2", "ring_slots", C, ref.ring_slots.data(), &SuiteOutputs::ring_slots),
+                         ref.ring_slots.size(), -1));
   // With no decode request the decode metadata is absent (vLLM builds it under
   // `if num_decodes > 0`).
   for (int k = 0; k < 2 && nd > 0; ++k) {
     const char* b = k == 0 ? "indexer_r1" : "indexer_r2";
     // Ratio 2 hands out [0, N_d) of its compressed lengths, seq // 2 (vLLM's `seq_lens //= ratio`
     // or expanded_seq_lens_buffer); ratio 1 its whole buffer, zero from N_d.
-    out.push_back(k == 0 ? Indexer(b, "seq_out", k, C, ref.indexer.seq_out.data(), &IndexerOutputs::seq_out)
+    out.push_back(k == 0 ? WithTail(Indexer(b, "seq_out", k, C, ref.indexer.seq_out.data(), &IndexerOutputs::seq_out),
+                                    ref.indexer.seq_out.size(), 0)
                          : Indexer(b, "seq_out", k, n_d, ref.indexer_r2_seq_out.data(), &IndexerOutputs::seq_out));
     SuiteRegion bt = Indexer(b, "bt_out", k, n_d, ref.indexer.bt_rows.data(), &IndexerOutputs::bt_out);
     bt.cols = z.bt_width;
@@ -113,7 +123,9 @@ std::vector<SuiteRegion> SuiteRegions(const SuiteReference& ref, const BatchInpu
     add("prefill_ke", c.ke, &IndexerOutputs::prefill_ke);
   }
   // The indexer's ratio-2 inputs, built in every step before the decode / prefill split.
-  out.push_back(I64("indexer_r2", "compressed_slots", C, ref.indexer_r2_slots.data(), &SuiteOutputs::indexer_r2_slots));
+  out.push_back(WithTail(
+      I64("indexer_r2", "compressed_slots", C, ref.indexer_r2_slots.data(), &SuiteOutputs::indexer_r2_slots),
+      ref.indexer_r2_slots.size(), -1));
   out.push_back(I32("indexer_r2", "compressed_seq_lens", z.num_reqs, ref.indexer_r2_csl.data(),
                     &SuiteOutputs::indexer_r2_csl));
   if (z.num_decodes < z.num_reqs) {  // with no prefills the segment fields are absent (#57207)

@@ -6,6 +6,7 @@
 // prefill, as in vLLM) has no row.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,9 +23,14 @@ struct SuiteRegion {
   int64_t rows = 0;     // [rows, cols] the defined extent; a 1-D field has cols == 1
   int64_t cols = 1;
   bool matrix = false;  // dumped as [rows, cols] (else [rows])
-  // The reference, dense row-major over [rows, cols] (points into the SuiteReference).
+  // The reference, dense row-major over [rows, cols] (points into the SuiteReference): cells
+  // [0, GivenCells()) are stored there; every cell from want_cells on equals `tail` (the
+  // per-capacity fields past the step's tokens, -1 slots and 0 lengths, whose reference is not
+  // materialized up to the capacity: the cost of a step follows its tokens).
   const int32_t* want32 = nullptr;
   const int64_t* want64 = nullptr;
+  int64_t want_cells = -1;  // -1: every cell is stored
+  int64_t tail = 0;
   // Where the implementation's buffer of the field is in a SuiteOutputs, and its row stride.
   int32_t* SuiteOutputs::*got32 = nullptr;
   int64_t* SuiteOutputs::*got64 = nullptr;
@@ -40,6 +46,11 @@ struct SuiteRegion {
   bool prefill_metadata = false;
 
   int64_t Cells() const { return rows * cols; }
+  int64_t GivenCells() const { return want_cells < 0 ? Cells() : std::min(want_cells, Cells()); }
+  int64_t Want(int64_t cell) const {
+    if (cell >= GivenCells()) return tail;
+    return int64_field ? want64[cell] : want32[cell];
+  }
 };
 
 // Every field's region of the step `in` (layout: the persistent buffers' geometry), pointing

@@ -225,11 +225,13 @@ struct SuiteReference {
   ref::SwaMetadata swa;  // causal rows; with in.causal false, lens [0, N_d) are the non-causal ones
   std::vector<int32_t> swa_noncausal_indices;  // [N_d, noncausal_width] with in.causal false, else empty
   std::vector<int32_t> swa_gather_lens;        // [R - nd] the SWA prefill gather lengths
-  std::vector<int64_t> mla_r1_slots, mla_r2_slots, ring_slots;  // [C]
-  ref::IndexerDecodeOut indexer;  // both ratios: same inputs
+  // The per-capacity fields hold [0, M) (M = qsl[R]); the rest up to C is -1 (SuiteRegion::tail).
+  // (MLA ratio 1 has no reference: vLLM hands out slot_mapping itself, nothing compares it.)
+  std::vector<int64_t> mla_r2_slots, ring_slots;  // [M]
+  ref::IndexerDecodeOut indexer;  // both ratios: same inputs; seq_out [N_d], 0 from there to C
   ref::IndexerPrefillChunks prefill[2];  // ratio 1, ratio 2: the step's prefill chunks
   std::vector<int32_t> indexer_r2_seq_out;  // [N_d] ratio 2's handed-out lengths, seq_out // 2
-  std::vector<int64_t> indexer_r2_slots;    // [C] ratio-2 compressed slots, slot_mapping not read
+  std::vector<int64_t> indexer_r2_slots;    // [M] ratio-2 compressed slots, slot_mapping not read
   std::vector<int32_t> indexer_r2_csl;      // [R] seq_lens // 2
   ref::PrefillSegments segments;
   std::vector<int32_t> seg_count;          // [1] segments.count
@@ -292,6 +294,17 @@ class CpuSuite {
   // implementations may then be concurrent.
   void EnableDedup(std::vector<Impl> impls);
   absl::Status BeginStep(const BatchInputs& in, const SuiteReference& want);
+  // The same with only the reference's token map (ref::TokenToReq of in's device view), for a
+  // caller that computes the rest of the reference while the implementations run: then each
+  // implementation of a step is Emulate(impl, in), and once the reference is there,
+  // Compare(impl, in, want). Run(impl, in, &want) is both (and needs the other BeginStep).
+  absl::Status BeginStep(const BatchInputs& in, const std::vector<int32_t>& token_to_req);
+
+  // Run's two halves: emulate `impl`'s suite on `in` (its counters), then compare its outputs
+  // with `want` (the reference of `in` on layout()). Emulate calls of distinct implementations
+  // may be concurrent, and so may Compare calls, once every Emulate of the step has returned.
+  absl::StatusOr<OpCounters> Emulate(Impl impl, const BatchInputs& in);
+  std::vector<FieldMismatch> Compare(Impl impl, const BatchInputs& in, const SuiteReference& want);
 
   // The whole output buffers of `impl` after its last run; FailedPrecondition before any run.
   // With dedup, the fields of a shared builder are the shared buffer's (equal to the impl's own

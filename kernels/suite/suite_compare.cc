@@ -52,15 +52,20 @@ SuiteReference ComputeSuiteReference(const BatchInputs& in, const SuiteLayout& l
     r.swa_noncausal_indices = std::move(nc.indices);
   }
   r.swa_gather_lens = ref::SwaPrefillGatherLens(z, d, consts.swa_window);
-  r.mla_r1_slots = ref::CompressedSlots(z, d, 1, consts.mla_block_size);
-  r.mla_r2_slots = ref::CompressedSlots(z, d, 2, consts.mla_block_size);
-  r.ring_slots = ref::RingSlots(z, d, CompressorRingCapacity(consts.spec_k));
+  // The per-capacity fields up to the last cell their references can write (the slots: tokens
+  // t < max qsl, qsl[R] for a valid one; the lengths: t < N_d); the rest up to C is their fill
+  // value (SuiteRegion::tail), so a step's reference costs its tokens, not its capacity.
+  BatchSizes mapped = z;
+  mapped.capacity = std::clamp(*std::max_element(d.query_start_loc, d.query_start_loc + z.num_reqs + 1), 0,
+                               z.capacity);
+  r.mla_r2_slots = ref::CompressedSlots(mapped, d, 2, consts.mla_block_size);
+  r.ring_slots = ref::RingSlots(mapped, d, CompressorRingCapacity(consts.spec_k));
   r.indexer = ref::IndexerDecode(d.query_start_loc, d.seq_lens, d.block_table, z.bt_stride, z.bt_width, z.num_decodes,
-                                 z.num_decode_tokens, z.capacity);
+                                 z.num_decode_tokens, z.num_decode_tokens);
   for (int k = 0; k < 2; ++k) r.prefill[k] = ref::IndexerPrefillStep(z, d, k + 1, consts, layout.prefill_rows);
   r.indexer_r2_seq_out.resize(static_cast<size_t>(std::max(z.num_decode_tokens, 0)));
   for (size_t t = 0; t < r.indexer_r2_seq_out.size(); ++t) r.indexer_r2_seq_out[t] = r.indexer.seq_out[t] / 2;
-  r.indexer_r2_slots = ref::CompressedSlots(z, d, 2, consts.mla_block_size, /*read_slot_mapping=*/false);
+  r.indexer_r2_slots = ref::CompressedSlots(mapped, d, 2, consts.mla_block_size, /*read_slot_mapping=*/false);
   r.indexer_r2_csl.resize(static_cast<size_t>(std::max(z.num_reqs, 0)));
   for (size_t i = 0; i < r.indexer_r2_csl.size(); ++i) r.indexer_r2_csl[i] = d.seq_lens[i] / 2;
   r.segments = ref::Segments(z, d, in.fp8_prefill, consts.prefill_segment, layout.max_segments);
@@ -110,6 +115,19 @@ class FieldDiff {
     for (++i; i < n; ++i) differ += want[i] != got[i];
     m_.count += differ;
   }
+  // got[0, n) against the constant v, element i at index first + i: memcmp against a block of
+  // v (one for all the per-capacity tails, -1 or 0), the element loop only in a block that differs.
+  template <typename T>
+  void CheckConst(int64_t first, T v, const T* got, int64_t n) {
+    constexpr int64_t kBlock = 512;
+    T block[kBlock];
+    std::fill_n(block, std::min(n, kBlock), v);
+    for (int64_t i = 0; i < n; i += kBlock) {
+      const int64_t m = std::min(kBlock, n - i);
+      if (std::memcmp(got + i, block, static_cast<size_t>(m) * sizeof(T)) == 0) continue;
+      for (int64_t j = 0; j < m; ++j) Check(first + i + j, v, got[i + j]);
+    }
+  }
   int64_t count() const { return m_.count; }
   void AppendTo(std::vector<FieldMismatch>& out, MismatchKind kind) {
     if (m_.count == 0) return;
@@ -138,8 +156,10 @@ void CompareRegion(const SuiteRegion& r, const T* want, const T* got, FieldDiff&
   if (memo != nullptr && memo->KnownEqual(key)) return;
   const int64_t before = diff.count() + pad.count();
   if (r.got_stride == r.cols && r.padding_rows_from < 0) {
-    diff.CheckSpan(r.got_offset, want, got, r.Cells());
-  } else {
+    const int64_t given = r.GivenCells();
+    diff.CheckSpan(r.got_offset, want, got, given);
+    diff.CheckConst(r.got_offset + given, static_cast<T>(r.tail), got + given, r.Cells() - given);
+  } else {  // (a matrix: every cell given)
     for (int64_t row = 0; row < r.rows; ++row) {
       const T* w = want + row * r.cols;
       const T* g = got + row * r.got_stride;

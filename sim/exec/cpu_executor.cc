@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "kernels/common/status_macros.h"
+#include "kernels/reference/token_map.h"
 #include "sim/exec/check_memory.h"
 #include "sim/exec/executor_registry.h"
 
@@ -20,6 +21,21 @@ CpuExecutor::CpuExecutor(std::vector<Impl> impls, ModelConsts consts, int32_t jo
   dedup_ = dedup;
 }
 
+namespace {
+
+// f()'s result, or ResourceExhausted where it ran out of host memory past the pre-flight
+// (CheckCpuCheckMemory): an error, not a crash.
+template <typename T, typename F>
+absl::StatusOr<T> OrOutOfMemory(F&& f) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError("out of host memory in the metadata check");
+  }
+}
+
+}  // namespace
+
 absl::Status CpuExecutor::Execute(const StepPlan& plan, const StepArrays& arrays) {
   if (impls_.empty()) return absl::OkStatus();
   const BatchInputs inputs = ToBatchInputs(plan, arrays);
@@ -31,19 +47,45 @@ absl::Status CpuExecutor::Execute(const StepPlan& plan, const StepArrays& arrays
   // One suite for every implementation (each its own buffers and backend) and one reference per
   // step, shared by every implementation: it is built from the device view and the layout.
   if (absl::Status s = suite_.Prepare(inputs.sizes); !s.ok()) return in_step(s);
-  const SuiteReference want = ComputeSuiteReference(inputs, suite_.layout(), consts_);
-  if (dedup_)
-    if (absl::Status s = suite_.BeginStep(inputs, want); !s.ok()) return in_step(s);
-  // Each implementation runs on any of the pool's threads; the results are then read in the
-  // implementations' order, so counts and the first error do not depend on --jobs.
+  const int32_t n = static_cast<int32_t>(impls_.size());
+  SuiteReference want;
   std::vector<absl::StatusOr<SuiteRunResult>> results(impls_.size(), absl::UnknownError("not run"));
-  pool_.Run(static_cast<int32_t>(impls_.size()), [&](int32_t i) {
-    try {
-      results[i] = suite_.Run(impls_[i], inputs, &want);
-    } catch (const std::bad_alloc&) {  // past the pre-flight (CheckCpuCheckMemory): an error, not a crash
-      results[i] = absl::ResourceExhaustedError("out of host memory in the metadata check");
-    }
-  });
+  if (!dedup_) {  // each implementation on its own: the reference first, then run and compare
+    want = ComputeSuiteReference(inputs, suite_.layout(), consts_);
+    pool_.Run(n, [&](int32_t i) {
+      results[i] = OrOutOfMemory<SuiteRunResult>([&] { return suite_.Run(impls_[i], inputs, &want); });
+    });
+  } else {
+    // The reference is computed on the pool while the implementations run (only its token map is
+    // needed before), then every implementation is compared: the step's work in n + 1 items.
+    // Item order (which thread takes what, never the results): the first implementation leads
+    // most shared builders, so it goes first, with the reference next to it; the others, last
+    // first (in `all` fused-suite, which shares none, then those that mostly read the memo).
+    token_map_ = ref::TokenToReq(inputs.device.query_start_loc, inputs.sizes.num_reqs, inputs.sizes.num_tokens);
+    if (absl::Status s = suite_.BeginStep(inputs, token_map_); !s.ok()) return in_step(s);
+    std::vector<absl::StatusOr<OpCounters>> counters(impls_.size(), absl::UnknownError("not run"));
+    absl::StatusOr<bool> want_made = absl::UnknownError("not run");
+    pool_.Run(n + 1, [&](int32_t item) {
+      if (item == 1) {
+        want_made = OrOutOfMemory<bool>([&] {
+          want = ComputeSuiteReference(inputs, suite_.layout(), consts_);
+          return true;
+        });
+        return;
+      }
+      const int32_t i = item == 0 ? 0 : n + 1 - item;  // 0, (reference), n - 1, n - 2, ..., 1
+      counters[i] = OrOutOfMemory<OpCounters>([&] { return suite_.Emulate(impls_[i], inputs); });
+    });
+    if (!want_made.ok()) return in_step(want_made.status());
+    pool_.Run(n, [&](int32_t i) {
+      if (!counters[i].ok()) {
+        results[i] = counters[i].status();
+        return;
+      }
+      results[i] = OrOutOfMemory<SuiteRunResult>(
+          [&] { return SuiteRunResult{*counters[i], suite_.Compare(impls_[i], inputs, want)}; });
+    });
+  }
   for (size_t i = 0; i < impls_.size(); ++i) {
     const Impl impl = impls_[i];
     absl::StatusOr<SuiteRunResult>& result = results[i];

@@ -52,6 +52,7 @@ class CpuExecutor : public StepExecutor {
   ModelConsts consts_;
   CpuSuite suite_;
   bool dedup_ = true;
+  std::vector<int32_t> token_map_;  // the step's reference token map, read by the builder memo
   std::map<Impl, ImplStats> stats_;
   WorkerPool pool_;
 };

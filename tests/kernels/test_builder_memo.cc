@@ -91,6 +91,46 @@ TEST(BuilderMemo, DedupOnAndOffAgreeAcrossStepsOfEveryCase) {
   EXPECT_EQ(steps, 6 * static_cast<int64_t>(std::size(kAllSeedCases)));
 }
 
+// The executor's split (CpuExecutor): every implementation emulated first (the reference
+// computed meanwhile, only its token map given to BeginStep), then every one compared: the same
+// mismatches and counters as Run, step after step on the same buffers.
+TEST(BuilderMemo, EmulateAllThenCompareAllEqualsRun) {
+  CpuSuite run, split;
+  run.EnableDedup(AllImpls());
+  split.EnableDedup(AllImpls());
+  int64_t mismatching = 0;
+  for (uint64_t seed : {7, 8, 9}) {
+    for (SeedCase c : kAllSeedCases) {
+      const CaseBatch batch = MustMake(c, OptionsFor(seed));
+      CaseBatch b_run = batch, b_split = batch;
+      const BatchInputs in_run = b_run.Inputs(), in_split = b_split.Inputs();
+      ASSERT_TRUE(run.Prepare(in_run.sizes).ok());
+      ASSERT_TRUE(split.Prepare(in_split.sizes).ok());
+      const SuiteReference want_run = ComputeSuiteReference(in_run, run.layout(), ModelConsts{});
+      ASSERT_TRUE(run.BeginStep(in_run, want_run).ok());
+      const SuiteReference want_split = ComputeSuiteReference(in_split, split.layout(), ModelConsts{});
+      ASSERT_TRUE(split.BeginStep(in_split, want_split.token_to_req).ok());
+      std::vector<OpCounters> counters;
+      for (Impl impl : AllImpls()) {
+        const absl::StatusOr<OpCounters> emulated = split.Emulate(impl, in_split);
+        ASSERT_TRUE(emulated.ok()) << emulated.status();
+        counters.push_back(*emulated);
+      }
+      for (size_t i = 0; i < AllImpls().size(); ++i) {
+        const Impl impl = AllImpls()[i];
+        const std::string name = std::string(ImplName(impl)) + " on " + batch.name;
+        const absl::StatusOr<SuiteRunResult> r = run.Run(impl, in_run, &want_run);
+        ASSERT_TRUE(r.ok()) << name << ": " << r.status();
+        const std::vector<FieldMismatch> ms = split.Compare(impl, in_split, want_split);
+        EXPECT_EQ(Kinds(r->mismatches), Kinds(ms)) << name;
+        EXPECT_EQ(Counters(r->counters), Counters(counters[i])) << name;
+        mismatching += !ms.empty();
+      }
+    }
+  }
+  EXPECT_GT(mismatching, 0) << "no stale-host or residue difference: the comparison was not exercised";
+}
+
 // The shared buffers carry every sharer's history only if each runs every step.
 TEST(BuilderMemo, EveryImplementationRunsOncePerStep) {
   CpuSuite suite;

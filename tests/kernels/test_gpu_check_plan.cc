@@ -137,10 +137,10 @@ TEST_P(GpuCheckPlan, PackRoundTripsEveryReferenceCell) {
           got = v;
         }
       }
-      ASSERT_EQ(got, r.int64_field ? r.want64[c] : r.want32[c]) << "cell " << c;
+      ASSERT_EQ(got, r.Want(c)) << "cell " << c;
     }
     if (w.dense_cells > 0 && w.dense_cells < r.Cells())
-      EXPECT_NE(r.int64_field ? r.want64[w.dense_cells - 1] : r.want32[w.dense_cells - 1], w.tail)
+      EXPECT_NE(r.Want(w.dense_cells - 1), w.tail)
           << "the tail is the longest constant suffix";
     packed_cells += w.dense_cells;
     cells += r.Cells();
