@@ -100,7 +100,10 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   request.out_dir = config.out_dir;
   request.dump_dir = config.dump_steps;
   request.dump_limit = config.dump_steps_limit;
-  request.meta = ResultMeta({"dspark-sim run --dump-steps", "", kSchemaVersion, config.argv, config.seed});
+  // Read once (ReadGitRevision runs git twice): the step dumps' meta differs only in its tool.
+  const nlohmann::ordered_json meta = ResultMeta({"dspark-sim run", "", kSchemaVersion, config.argv, config.seed});
+  request.meta = meta;
+  request.meta["tool"] = "dspark-sim run --dump-steps";
   std::vector<std::unique_ptr<StepExecutor>> executors;
   for (const ExecutorRegistration& registered : RegisteredExecutors()) {
     DS_ASSIGN_OR_RETURN(std::unique_ptr<StepExecutor> executor, registered.factory(request));
@@ -139,7 +142,7 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   result.steps = engine.steps();
   result.wall_s = wall_s;
   nlohmann::json& s = result.summary;
-  s["meta"] = ResultMeta({"dspark-sim run", "", kSchemaVersion, config.argv, config.seed});
+  s["meta"] = meta;
   s["status"] = run_status.ok() ? "ok" : "aborted";
   if (!run_status.ok()) {
     s["error"] = std::string(run_status.message());
