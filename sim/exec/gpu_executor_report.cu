@@ -51,6 +51,7 @@ nlohmann::json GpuExecutor::Summary() const {
       "padding_residue / bug count differing cells (a bug stops the run).";
   out["device"] = st.device_meta;
   out["l2"] = st.options.cold_l2 ? "cold" : "warm";
+  out["flush_bytes"] = st.flusher ? st.flusher->bytes() : 0;
   out["steps"] = st.steps;
   out["checked"] = st.options.check;
   out["topb_on_device"] = {{"launches", st.topb_launches},
