@@ -46,7 +46,9 @@ ojson Targets(const MetadataSection& m, std::string* md);
 
 // ---- (b) TPOT table (bench_tpot.cu)
 
-absl::StatusOr<ojson> RunTpot(const BenchConfig& cfg, std::string* md, std::FILE* progress);
+// `metadata_rows`: bench.json's "metadata" of this run (empty without the section); the table's
+// composition takes its graph-method µs in place of the calibration's (sim/studies/tpot_loop_model.h).
+absl::StatusOr<ojson> RunTpot(const BenchConfig& cfg, const ojson& metadata_rows, std::string* md, std::FILE* progress);
 
 // ---- (c) full run (bench_run.cu)
 

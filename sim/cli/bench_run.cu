@@ -269,7 +269,7 @@ absl::StatusOr<BenchOutcome> RunBench(const BenchConfig& cfg) {
     j["targets"] = Targets(m, &md);
   }
   if (cfg.tpot) {
-    DS_ASSIGN_OR_RETURN(ojson t, RunTpot(cfg, &md, progress));
+    DS_ASSIGN_OR_RETURN(ojson t, RunTpot(cfg, j["metadata"], &md, progress));
     j["tpot"] = t["rows"];
     j["tpot_setup"] = t["setup"];
   }
@@ -293,8 +293,10 @@ absl::StatusOr<BenchOutcome> RunBench(const BenchConfig& cfg) {
     DS_RETURN_IF_ERROR(WriteFileAtomically(
         out / "bench_tpot.csv",
         Csv(j["meta"], j["tpot"],
-            {"mode", "impl", "tpot_ms", "ttft_ms", "itl_ms", "output_tok_s", "samples", "tpot_ms_p10", "tpot_ms_p90",
-             "reduction_vs_chain_pct", "mean_acceptance_length", "steps", "host_us_per_step",
+            {"mode", "impl", "tpot_ms", "reduction_vs_before_pct", "reduction_vs_chain_pct", "composed_samples",
+             "loop_tpot_ms", "loop_composed_tpot_ms", "loop_minus_composed_us", "loop_reduction_vs_before_pct",
+             "ttft_ms", "itl_ms", "output_tok_s", "samples", "tpot_ms_p10", "tpot_ms_p90",
+             "mean_acceptance_length", "steps", "host_us_per_step",
              "forward_standin_us_per_step", "launches_per_step", "impl_host_syncs_per_step",
              "staging_syncs_per_step", "late_captures"})));
   absl::StrAppendFormat(&md, "wrote %s/bench.json%s%s\n", cfg.out_dir, cfg.metadata ? ", bench_metadata.csv" : "",

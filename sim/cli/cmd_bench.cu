@@ -66,7 +66,8 @@ po::options_description BenchOptions() {
     ("seed", po::value<uint64_t>()->default_value(1), "seed of the case batches and of the TPOT runs")
     ("no-metadata", po::bool_switch(), "skip the metadata table")
     ("no-tpot", po::bool_switch(), "skip the TPOT table")
-    ("tpot-samples", po::value<int>()->default_value(4), "single-request TPOT runs per (mode, implementation), interleaved across implementations")
+    ("tpot-samples", po::value<int>()->default_value(4), "single-request GPU TPOT-loop runs per (mode, implementation), interleaved across implementations (the check of the table)")
+    ("tpot-model-samples", po::value<int>()->default_value(1000), "single-request schedules per (mode, implementation) of the batch-1 table's composition (CPU engine clock, this run's measured metadata µs)")
     ("tpot-modes", po::value<std::string>()->default_value("none,dspark,adaptive"), "comma list of none, dspark, adaptive")
     ("host-standin", po::value<std::string>()->default_value("model"), "TPOT loop host time: model (spin for the time model's scheduling and metadata host time, as a Python engine spends it) or off (only this program's real host work)")
     ("calibration", po::value<std::string>(), "time model of the TPOT loop (forward stand-in and host terms); default workloads/calibration_h200.json when present, else the built-in defaults")
@@ -88,6 +89,8 @@ absl::Status BenchConfig::Validate() const {
   if (cases.empty()) return absl::InvalidArgumentError("--cases: expected at least one case");
   if (batch < 1 || batch > 1024) return absl::InvalidArgumentError(absl::StrFormat("--batch=%d: need 1..1024", batch));
   if (tpot_samples < 1) return absl::InvalidArgumentError(absl::StrFormat("--tpot-samples=%d: need >= 1", tpot_samples));
+  if (tpot_model_samples < 1 || tpot_model_samples > 100000)
+    return absl::InvalidArgumentError(absl::StrFormat("--tpot-model-samples=%d: need 1..100000", tpot_model_samples));
   if (tpot && tpot_modes.empty()) return absl::InvalidArgumentError("--tpot-modes: expected at least one mode");
   if (full_run_requests < 1)
     return absl::InvalidArgumentError(absl::StrFormat("--full-run-requests=%d: need >= 1", full_run_requests));
@@ -133,6 +136,7 @@ absl::StatusOr<BenchConfig> ParseBenchArgs(int argc, char** argv, std::string* h
   c.metadata = !vm["no-metadata"].as<bool>();
   c.tpot = !vm["no-tpot"].as<bool>();
   c.tpot_samples = vm["tpot-samples"].as<int>();
+  c.tpot_model_samples = vm["tpot-model-samples"].as<int>();
   c.tpot_modes.clear();
   for (absl::string_view m : absl::StrSplit(vm["tpot-modes"].as<std::string>(), ',', absl::SkipEmpty())) {
     auto mode = ParseSpecMode(absl::StripAsciiWhitespace(m));

@@ -7,10 +7,14 @@
 //      same case and method, launches per suite, the three kinds of difference from the
 //      reference, and the empty-kernel floor of each method measured beside every case.
 //  (b) Batch-1 TPOT table: batch1-512 (512 in / 128 out, repeated-prompt acceptance) in modes
-//      none / dspark / adaptive, per implementation, from the TPOT loop (sim/studies/tpot_loop.cuh):
-//      --tpot-samples single-request runs per (mode, implementation), interleaved across the
-//      implementations; TPOT / TTFT / ITL are medians over the samples of each run's mean,
-//      throughput is all output tokens over all run durations.
+//      none / dspark / adaptive, per implementation. tpot_ms is the time model's one composition
+//      (sim/studies/tpot_loop_model.h, the CPU model's figure) over --tpot-model-samples
+//      single-request schedules, with this run's measured metadata µs (section (a), graph
+//      method) in place of the calibration's. The GPU TPOT loop (sim/studies/tpot_loop.cuh)
+//      runs --tpot-samples of those schedules on the device, interleaved across the
+//      implementations, as the check: loop_tpot_ms (median over the samples of each run's mean)
+//      beside loop_composed_tpot_ms (the composition's median over the same samples); TTFT /
+//      ITL are the loop's medians, throughput all its output tokens over all run durations.
 //  (c) --full-run: a speed-8k workload with adaptive verification through the GPU executor
 //      (`run --executor gpu`), reporting stale-host divergence, padding residue and bugs per
 //      implementation.
@@ -61,7 +65,8 @@ struct BenchConfig {
   uint64_t seed = 1;
   bool metadata = true;
   bool tpot = true;
-  int tpot_samples = 4;  // single-request runs per (mode, implementation)
+  int tpot_samples = 4;  // single-request runs per (mode, implementation) of the GPU TPOT loop (the check)
+  int tpot_model_samples = 1000;  // single-request runs per (mode, implementation) of the table's composition (CPU)
   std::vector<SpecMode> tpot_modes = {SpecMode::kNone, SpecMode::kDSpark, SpecMode::kAdaptive};
   bool model_host = true;   // TPOT loop host stand-in
   std::string calibration;  // time model of the TPOT loop; empty: workloads/calibration.json if present

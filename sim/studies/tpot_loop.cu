@@ -55,8 +55,8 @@ absl::StatusOr<double> MeasureForwardStandIn(double duration_us, cudaStream_t st
 }
 
 struct TpotLoop::State {
-  std::array<std::unique_ptr<GpuSuite>, 2> suites;
-  std::array<std::unique_ptr<DeviceTopB>, 2> topb;
+  std::array<std::unique_ptr<GpuSuite>, kTpotLoopSuites> suites;
+  std::array<std::unique_ptr<DeviceTopB>, kTpotLoopSuites> topb;
   int32_t max_reqs = 0;
 };
 
@@ -67,7 +67,7 @@ absl::StatusOr<std::unique_ptr<TpotLoop>> TpotLoop::Create(const GpuSuiteCapacit
   DS_RETURN_IF_ERROR(RequireCudaDeviceToMeasure("the TPOT loop"));
   auto st = std::make_unique<State>();
   st->max_reqs = capacity.max_reqs;
-  for (int s = 0; s < 2; ++s) {
+  for (int s = 0; s < kTpotLoopSuites; ++s) {
     DS_ASSIGN_OR_RETURN(st->suites[s], GpuSuite::Create(capacity, consts));
     DS_ASSIGN_OR_RETURN(st->topb[s], DeviceTopB::Create(capacity.max_reqs));
   }
@@ -101,16 +101,16 @@ absl::StatusOr<TpotLoopResult> TpotLoop::Run(const TpotLoopOptions& opt, const s
                                                   SpecModeName(opt.scheduler.mode), step, what, s.message()));
   };
 
-  // ---- Warm-up: the same schedule, no forward work; every graph captured on both suites.
+  // ---- Warm-up: the same schedule, no forward work; every graph captured on every suite.
   if (opt.warm_up) {
     Scheduler sched(opt.scheduler, workload, acceptance, time_model, opt.seed);
     EventLog log;
     sched.set_events(&log);
     ClientSlots client(opt.concurrency, workload.size());
     client.SubmitAvailable([&](int32_t req) { sched.Submit(req); });
-    std::array<std::set<int>, 2> eager_cases;
-    std::array<bool, 2> topb_loaded{};
-    for (int s = 0; s < 2; ++s) {
+    std::array<std::set<int>, kTpotLoopSuites> eager_cases;
+    std::array<bool, kTpotLoopSuites> topb_loaded{};
+    for (int s = 0; s < kTpotLoopSuites; ++s) {
       DS_RETURN_IF_ERROR(LaunchForwardStandIn(1.0, st.suites[s]->stream()));
       CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st.suites[s]->stream()));
     }
@@ -126,7 +126,7 @@ absl::StatusOr<TpotLoopResult> TpotLoop::Run(const TpotLoopOptions& opt, const s
       if (!arrays.ok()) return fail(step, "warm-up step arrays", arrays.status());
       const BatchInputs in = StagedInputs(plan, **arrays);
       const bool graph = GraphCapturable(impl) && plan.graph_padded;
-      for (int s = 0; s < 2; ++s) {
+      for (int s = 0; s < kTpotLoopSuites; ++s) {
         GpuSuite& suite = *st.suites[s];
         if (absl::Status r = suite.Stage(in); !r.ok()) return fail(step, "warm-up GpuSuite::Stage", r);
         if ((*arrays)->topb.present && !topb_loaded[s]) {
@@ -207,7 +207,7 @@ absl::StatusOr<TpotLoopResult> TpotLoop::Run(const TpotLoopOptions& opt, const s
     if (opt.model_host) SpinUntil(After(t_step, work.host_pre_us));
     const Clock::time_point t_builders = Clock::now();
 
-    const int s = static_cast<int>(step % 2);
+    const int s = static_cast<int>(step % kTpotLoopSuites);
     GpuSuite& suite = *st.suites[s];
     cudaStream_t stream = suite.stream();
     if (absl::Status r = suite.Stage(in); !r.ok()) return fail(step, "GpuSuite::Stage", r);
@@ -234,12 +234,17 @@ absl::StatusOr<TpotLoopResult> TpotLoop::Run(const TpotLoopOptions& opt, const s
     const OpCounters& c = suite.last_counters(impl);
     res.impl_host_syncs += c.host_syncs;
     launches += c.Launches();
+    const int32_t eager = work.launches + work.extra_launches;
+    // The launch gaps of those eager kernels follow the metadata on the GPU, while the host
+    // dispatches them (the engine clock's per-launch GPU share): hidden behind a host-bound
+    // step's dispatch, serial in a GPU-bound one.
+    const double gaps_us = opt.model_host ? eager * engine.gpu_gap_us_per_launch : 0.0;
+    if (gaps_us > 0)
+      if (absl::Status r = LaunchForwardStandIn(gaps_us, stream); !r.ok()) return fail(step, "launch gaps", r);
     // A Python engine dispatches each eager launch of the builders (and of compact_batch) at
     // dispatch_us_per_launch: the host is busy until then, whatever the C++ launches took.
-    const int32_t eager = work.launches + work.extra_launches;
     if (opt.model_host) SpinUntil(After(t_builders, eager * engine.dispatch_us_per_launch + engine.graph_launch_us));
-    // The launch gaps of those eager kernels ride on the forward stand-in.
-    const double forward_us = work.forward_us + (opt.model_host ? eager * engine.gpu_gap_us_per_launch : 0.0);
+    const double forward_us = work.forward_us;
     if (absl::Status r = LaunchForwardStandIn(forward_us, stream); !r.ok()) return fail(step, "forward stand-in", r);
     auto done = clock.Record(step, stream);
     if (!done.ok()) return fail(step, "step event", done.status());
@@ -252,7 +257,7 @@ absl::StatusOr<TpotLoopResult> TpotLoop::Run(const TpotLoopOptions& opt, const s
       SpinUntil(After(Clock::now(), engine.sync_us + engine.stage_launches * engine.dispatch_us_per_launch));
       last_draft_step = step;
     }
-    forward_us_sum += forward_us;
+    forward_us_sum += forward_us + gaps_us;
     const double host_us = std::chrono::duration<double, std::micro>(Clock::now() - t_step).count();
     host_us_sum += host_us;
     plan.gpu_us = forward_us;

@@ -11,17 +11,22 @@
 //      spin up to the time model's pre-builder host time of the step (sched + per request +
 //      DSpark + adaptive budget: what a Python engine spends there), counted from the step's
 //      start;
-//   2. GpuSuite::Stage into suite i % 2 (two suites, as an engine double-buffers its pinned
-//      input staging: Stage waits only for step i - 2). The suite's stream then waits for step
-//      i - 1's forward (an event), so the device runs the steps strictly in order;
+//   2. GpuSuite::Stage into suite i % kTpotLoopSuites (Stage synchronizes its suite's stream, so
+//      it waits for step i - 4: with DSpark's draft steps that is the target step two engine
+//      steps back, which the batch queue waits for anyway; with two suites it was the previous
+//      engine step's, which took away the host's head start during a prefill, 1 point of the
+//      batch-1 DSpark reduction). The suite's stream then waits for step i - 1's forward (an
+//      event), so the device runs the steps strictly in order;
 //   3. adaptive verification: the top-B allocation kernel rewrites the staged host qsl;
 //   4. the metadata: a graph replay when the step is padded and the implementation is
 //      graph-capturable, else the eager suite (chain / cached: GpuSuite::Run synchronizes the
 //      stream first, i.e. waits for step i - 1's forward, as a host-boundary path must);
-//      then, with model_host, a host spin until the Python dispatch of its eager launches (and
-//      compact_batch's) plus the graph launch would be done;
+//      then, with model_host, a spin kernel of the eager launches' GPU gaps (launches x
+//      gpu_gap_us_per_launch, behind the metadata as the engine clock puts them) and a host spin
+//      until the Python dispatch of its eager launches (and compact_batch's) plus the graph
+//      launch would be done;
 //   5. the forward stand-in kernel (forward_us of the time model, plus adaptive_gpu_us on
-//      adaptive steps, plus the eager launches' GPU gaps), then an event marking the step's
+//      adaptive steps), then an event marking the step's
 //      outputs; an adaptive draft step then syncs on the previous draft step's event
 //      (stage_confidences) and spins its sync and ops;
 //   6. Scheduler::Commit: the step's outcome is simulated, so the host may plan step i + 1
@@ -32,7 +37,7 @@
 // request is submitted at that host time (closed loop at `concurrency`).
 //
 // Before the timed loop the same workload is scheduled once without forward work, staging every
-// step into both suites and capturing every graph the run will need, so no capture falls inside
+// step into every suite and capturing every graph the run will need, so no capture falls inside
 // the timing (late_captures counts any that still do).
 #pragma once
 
@@ -89,7 +94,9 @@ struct TpotLoopResult {
   double launches_per_step = 0;
 };
 
-// Two GpuSuites and their top-B allocators, reused across runs (graphs persist per key).
+inline constexpr int kTpotLoopSuites = 4;
+
+// kTpotLoopSuites GpuSuites and their top-B allocators, reused across runs (graphs persist per key).
 class TpotLoop {
  public:
   static absl::StatusOr<std::unique_ptr<TpotLoop>> Create(const GpuSuiteCapacity& capacity,

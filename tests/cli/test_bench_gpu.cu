@@ -28,6 +28,7 @@ TEST(Bench, TinyRunWritesEveryKeyOfTheSchema) {
   cfg.impls = {Impl::kChain, Impl::kFused, Impl::kFusedSuite};
   cfg.cases = {SeedCase::kDecode, SeedCase::kAdaptiveVerify};
   cfg.tpot_samples = 1;
+  cfg.tpot_model_samples = 2;
   cfg.tpot_modes = {SpecMode::kDSpark};
   auto out = RunBench(cfg);
   ASSERT_TRUE(out.ok()) << out.status();
@@ -79,10 +80,13 @@ TEST(Bench, TinyRunWritesEveryKeyOfTheSchema) {
   EXPECT_GT(chain_stale, 0) << "chain must diverge on the stale adaptive-verification boundaries";
   ASSERT_EQ(j["tpot"].size(), 3u);
   for (const nlohmann::json& e : j["tpot"]) {
-    for (const char* key : {"mode", "impl", "tpot_ms", "ttft_ms", "itl_ms", "output_tok_s"})
+    for (const char* key : {"mode", "impl", "tpot_ms", "ttft_ms", "itl_ms", "output_tok_s", "loop_tpot_ms",
+                            "loop_composed_tpot_ms", "loop_minus_composed_us", "metadata_source"})
       ASSERT_TRUE(e.contains(key)) << key << " in " << e.dump();
     EXPECT_EQ(e["mode"], "dspark");
     EXPECT_GT(e["tpot_ms"].get<double>(), 0.0);
+    EXPECT_GT(e["loop_tpot_ms"].get<double>(), 0.0);
+    EXPECT_EQ(e["composed_samples"].get<int64_t>(), 2);
     EXPECT_EQ(e["late_captures"].get<int64_t>(), 0);
   }
   EXPECT_TRUE(std::filesystem::exists(dir / "bench_metadata.csv"));
