@@ -287,7 +287,8 @@ struct FusedSuiteKernelOf : FusedSuitePrefillPart<kWithPrefillJob> {
   // items in a loop, with the boundaries loaded once (every block loads the same values): a
   // token by one lane of one, a slot per token, a row chunk by the threads that own a column of
   // it (the row's request found once), the tails by one lane of one, the prefill blocks by
-  // PrefillJobCpu (the plan walked once for all). The roles write disjoint cells, so their order does not matter.
+  // PrefillJobCpu (the plan walked once for all). The roles write disjoint cells, so their order
+  // does not matter.
   void CpuRun(LaunchShape) const {
     PrefillSegmentsCpu(SuiteSegmentParams(p, p.seg_bound));
     Shared smem;

@@ -103,7 +103,8 @@ DS_HD_INLINE int PrefillPlanRounds(int32_t n) {
 }
 inline constexpr int kPrefillPlanSteps = 6;       // the plan's phases besides the rounds: scan 3, next 1, reduce 2
 inline constexpr int kPrefillPlanMaxRounds = 11;  // PrefillPlanRounds(kPrefillPlanCap)
-static_assert((1 << kPrefillPlanMaxRounds) >= kPrefillPlanCap + 1 && (1 << (kPrefillPlanMaxRounds - 1)) < kPrefillPlanCap + 1,
+static_assert((1 << kPrefillPlanMaxRounds) >= kPrefillPlanCap + 1 &&
+                  (1 << (kPrefillPlanMaxRounds - 1)) < kPrefillPlanCap + 1,
               "kPrefillPlanMaxRounds is the cap's round count");
 
 // The block's plan over the prefill requests of a step. Phases are the plan's own, from 0.

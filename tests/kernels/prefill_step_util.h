@@ -121,7 +121,8 @@ struct ManyPrefillCase {
   std::string what;
 };
 inline ManyPrefillCase ManyPrefillStep(std::mt19937_64& rng, int iter) {
-  const int32_t n = iter == 0 ? kSharedQslCap + 40 : iter == 1 ? kSharedQslCap - 3 : 1 + Below(rng, 400);
+  // Iteration 1: at most 6 decodes and 2 padding requests, so R <= kSharedQslCap (the plan's mode).
+  const int32_t n = iter == 0 ? kSharedQslCap + 40 : iter == 1 ? kSharedQslCap - 8 : 1 + Below(rng, 400);
   const int64_t workspace = iter == 2 ? int64_t{1} << 33 : std::vector<int64_t>{60, 900, 4000}[Below(rng, 3)];
   const int64_t max_logits = std::vector<int64_t>{300, 30000, 2000000}[Below(rng, 3)];
   ManyPrefillCase c;
@@ -130,12 +131,14 @@ inline ManyPrefillCase ManyPrefillStep(std::mt19937_64& rng, int iter) {
     c.consts.indexer_max_logits = max_logits;
   }
   std::vector<Req> decodes;
-  for (int32_t i = Below(rng, 3) * Below(rng, 4); i > 0; --i) decodes.push_back({1 + Below(rng, 3), 8 + Below(rng, 200)});
+  for (int32_t i = Below(rng, 3) * Below(rng, 4); i > 0; --i)
+    decodes.push_back({1 + Below(rng, 3), 8 + Below(rng, 200)});
   const int32_t scale = static_cast<int32_t>(std::min<int64_t>(c.consts.indexer_prefill_workspace, 4000));
   const std::vector<Req> prefills = RandomPrefills(rng, n, iter % 3, scale);
   c.batch = HandStep(decodes, prefills, Below(rng, 3), Below(rng, 9));
   c.what = "iteration " + std::to_string(iter) + " prefills " + std::to_string(n) + " workspace " +
-           std::to_string(c.consts.indexer_prefill_workspace) + " max_logits " + std::to_string(c.consts.indexer_max_logits);
+           std::to_string(c.consts.indexer_prefill_workspace) + " max_logits " +
+           std::to_string(c.consts.indexer_max_logits);
   return c;
 }
 

@@ -3,8 +3,8 @@
 // and the CPU emulation's buffers, eager and replayed from a captured graph of one node, with the
 // default budgets and with budgets small enough for many chunks and query slices; a step without
 // prefills still captures one node. Steps of many prefill requests (the blocks' in-block plan, and
-// past kSharedQslCap the walk) equal the reference and the CPU emulation too. Skips without a device (the CPU tests run the same bodies:
-// tests/kernels/test_fused_suite_prefill.cc).
+// past kSharedQslCap the walk) equal the reference and the CPU emulation too. Skips without a
+// device (the CPU tests run the same bodies: tests/kernels/test_fused_suite_prefill*.cc).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -85,7 +85,8 @@ TEST(FusedSuitePrefillPlan, EveryBlocksPlaceEqualsTheSequentialWalk) {
     const int32_t n = iter < static_cast<int>(fixed_n.size()) ? fixed_n[iter] : 1 + Below(rng, kPrefillPlanCap);
     const int64_t workspace = std::vector<int64_t>{1, 40, 700, 3000, 9000}[Below(rng, 5)];
     const int64_t max_logits = std::vector<int64_t>{1, 500, 20000, 400000, int64_t{1} << 40}[Below(rng, 5)];
-    const Sizes z = MakeSizes(rng, RandomPrefills(rng, n, iter % 3, static_cast<int32_t>(std::max<int64_t>(workspace, 8))));
+    const int32_t scale = static_cast<int32_t>(std::max<int64_t>(workspace, 8));
+    const Sizes z = MakeSizes(rng, RandomPrefills(rng, n, iter % 3, scale));
     const PrefillPlanBlock plan{z.qsl.data(), z.seq_lens.data(), z.nd, n, workspace, max_logits};
     // The walk's groups at ratio 1; the blocks checked: the first and last of a sample of groups, some others.
     const PrefillDeviceSizes sz1{z.qsl.data(), z.seq_lens.data(), z.nd, 1};
@@ -110,8 +111,8 @@ TEST(FusedSuitePrefillPlan, EveryBlocksPlaceEqualsTheSequentialWalk) {
       RunPlan(plan, own, *s);
       ASSERT_EQ(s->planned, 1) << "iteration " << iter;
       for (int k = 0; k < 2; ++k) {
-        const PrefillChunkPlace want = PlacePrefillRequest(PrefillDeviceSizes{z.qsl.data(), z.seq_lens.data(), z.nd, k + 1},
-                                                           n, own, workspace, max_logits);
+        const PrefillDeviceSizes sz{z.qsl.data(), z.seq_lens.data(), z.nd, k + 1};
+        const PrefillChunkPlace want = PlacePrefillRequest(sz, n, own, workspace, max_logits);
         const PrefillChunkPlace got = plan.Place(*s, k, own);
         ASSERT_TRUE(Same(got, want)) << "iteration " << iter << " n " << n << " own " << own << " ratio " << k + 1
                                      << " workspace " << workspace << " max_logits " << max_logits << "\n got  "
@@ -165,7 +166,8 @@ void ExpectExactBothWays(const CaseBatch& b, const ModelConsts& consts, const st
     ASSERT_TRUE(rs.ok()) << what << ": " << rs.status();
     EXPECT_TRUE(rs->mismatches.empty()) << what << " (thread by thread)\n" << DescribeMismatches(rs->mismatches);
   }
-  EXPECT_TRUE(*slow.Image(Impl::kFusedSuite) == *fast.Image(Impl::kFusedSuite)) << what << ": the CPU path changed a cell";
+  EXPECT_TRUE(*slow.Image(Impl::kFusedSuite) == *fast.Image(Impl::kFusedSuite))
+      << what << ": the CPU path changed a cell";
 }
 
 // Steps of many prefill requests (suite_test::ManyPrefillStep: a few hundred, and past
@@ -180,6 +182,7 @@ TEST(FusedSuitePrefill, ManyPrefillRequestsMatchReferenceAndPerThreadEmulation) 
     ASSERT_LE(c.batch.sizes.capacity, suite_test::kManyPrefillMaxTokens) << c.what;
     ASSERT_LE(c.batch.sizes.num_reqs, suite_test::kManyPrefillMaxReqs) << c.what;
     ASSERT_LE(c.batch.sizes.bt_stride, suite_test::kManyPrefillMaxBtStride) << c.what;
+    if (iter <= 1) ASSERT_EQ(c.batch.sizes.num_reqs > kSharedQslCap, iter == 0) << c.what << ": the mode meant";
     ExpectExactBothWays(c.batch, c.consts, c.what);
     chunks += ref::IndexerPrefillStep(c.batch.sizes, c.batch.Inputs().device, 1, c.consts, INT64_MAX).chunks;
   }
