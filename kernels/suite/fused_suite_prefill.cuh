@@ -23,9 +23,12 @@
 //            length in the first;
 //   last     the block's threads write its cells of every chunk it is in.
 // The plan needs the boundaries in shared memory (R <= kSharedQslCap) and a workspace of at most
-// INT32_MAX (host-known, so PrefillJobPhases picks the mode); otherwise thread 0 walks the plan up
-// to request i at ratio 1 and thread 32 at ratio 2 (PlacePrefillRequest, O(i) dependent steps over
-// global memory), in phase 1, and phase 2 writes. A block's stores are its own request's cells,
+// INT32_MAX, and runs past kPrefillWalkMax prefill requests (host-known: PrefillJobPhases picks the
+// mode). Otherwise thread 0 walks the plan up to request i at ratio 1 and thread 32 at ratio 2
+// (PlacePrefillRequest, O(i) dependent steps; over global memory past kSharedQslCap), in phase 1,
+// and phase 2 writes: the job's three phases of before, kept for the seed's steps (at most 16
+// prefills; one beside the decodes in the mixed case), where the walk is short and the plan's
+// PrefillPlanRounds(n) + 6 phases would be longer. Where the two cross on an H200 is not measured. A block's stores are its own request's cells,
 // so a very long prefill (tens of thousands of KV rows) is one block's loop. The CPU path
 // (PrefillJobCpu) walks the plan once for all blocks.
 //
@@ -110,8 +113,10 @@ DS_HD_INLINE void WritePrefillChunkCells(const FusedSuiteParams& p, const FusedS
 }
 
 // The job's phases for a block: the load, the plan's and the write; or the load, the walk and the write.
+inline constexpr int32_t kPrefillWalkMax = 16;  // [prefill requests] the most the walk places alone
 DS_HD_INLINE bool PrefillPlannedInBlock(const FusedSuiteParams& p, const FusedSuitePrefillParams& q) {
-  return p.num_reqs <= kSharedQslCap && q.workspace <= INT32_MAX;
+  return p.num_reqs <= kSharedQslCap && q.workspace <= INT32_MAX &&
+         p.num_reqs - p.num_decodes > kPrefillWalkMax;
 }
 DS_HD_INLINE int PrefillJobPhases(const FusedSuiteParams& p, const FusedSuitePrefillParams& q) {
   return PrefillPlannedInBlock(p, q) ? 2 + kPrefillPlanSteps + PrefillPlanRounds(p.num_reqs - p.num_decodes) : 3;

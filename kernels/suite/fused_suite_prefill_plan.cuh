@@ -28,7 +28,8 @@
 // preconditions), the block falls back to the walk, so the places are the walk's for every input.
 // The kernel uses the plan when the boundaries are in shared memory (R <= kSharedQslCap) and the
 // workspace is at most INT32_MAX (then m x rows never overflows, m < 2^32, and no test
-// evaluated here but not by the walk can be wrong); otherwise the job runs the walk.
+// evaluated here but not by the walk can be wrong), past kPrefillWalkMax prefill requests;
+// otherwise the job runs the walk (PrefillPlannedInBlock, kernels/suite/fused_suite_prefill.cuh).
 #pragma once
 
 #include <cstdint>
