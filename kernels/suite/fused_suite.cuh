@@ -42,7 +42,7 @@
 //                  int64 slot buffers [N, C) = -1, seg_seq_lens[seg_bound, max_segments) = 0,
 //                  seg_qsl[seg_bound + 1, max_segments] = qsl[R] - qsl[nd].
 //   prefill blocks one per prefill request, R - nd of them: SWA's prefill gather lengths and both
-//                  indexers' prefill chunks, the plan walked on the device
+//                  indexers' prefill chunks, the plan formed by each block
 //                  (kernels/suite/fused_suite_prefill.cuh). They exist only in the kernel's
 //                  prefill variant, FusedSuiteKernelOf<true>, which the launcher picks when the
 //                  step has prefill requests (R > nd, which the host knows). A step without them
@@ -80,6 +80,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/batch.h"
 #include "kernels/common/grid.h"
@@ -114,9 +115,10 @@ struct FusedSuiteKernelOf : FusedSuitePrefillPart<kWithPrefillJob> {
   static constexpr int32_t kColsPerThread = 4;
   static constexpr int32_t kRowChunk = kThreads * kColsPerThread;  // [columns] per row block
   static constexpr int32_t kTailChunk = 256;  // [entries] of each tail region per tail block: one per thread
-  static constexpr int kPhases = kPrefillSegmentPhases;
-  static_assert(kThreads == kPrefillSegmentThreads, "block 0 runs the segmentation with every thread");
-  static_assert(kPrefillJobPhases <= kPhases && kThreads > 64, "the prefill blocks' phases and lanes 0, 32, 64");
+  static constexpr int kPhases = kWithPrefillJob ? kPrefillJobMaxPhases : kPrefillSegmentPhases;
+  static_assert(kThreads == kPrefillSegmentThreads && kPrefillJobMaxPhases >= kPrefillSegmentPhases,
+                "block 0 runs the segmentation with every thread");
+  static_assert(kThreads == kPrefillPlanThreads && kThreads > 64, "a prefill block plans with every thread");
   static constexpr int32_t kSlotJobs = 4;
   static_assert(kLanesPerToken >= 97, "lanes 32, 33, 64, 65, 96 of a token carry the scalar outputs");
 
@@ -126,7 +128,7 @@ struct FusedSuiteKernelOf : FusedSuitePrefillPart<kWithPrefillJob> {
     union {
       int64_t slot[kThreads];  // slot_mapping of the block's tokens (slot blocks: one per thread;
                                //   token blocks: one per token), loaded in phase 0
-      PrefillChunkPlace place[2];  // prefill blocks: where their request's cells go, per ratio
+      std::conditional_t<kWithPrefillJob, PrefillJobShared, NoShared> pj;  // prefill blocks: their plan
     };
   };
   struct Shared {
@@ -144,13 +146,13 @@ struct FusedSuiteKernelOf : FusedSuitePrefillPart<kWithPrefillJob> {
   }
 
   // Block 0 runs the segmentation's phases; the tail blocks store only (phase 0); the prefill
-  // blocks load, plan and write (kPrefillJobPhases); the others load in phase 0 and write in
+  // blocks load, plan and write (PrefillJobPhases); the others load in phase 0 and write in
   // phase 1.
   DS_HD int PhasesOf(int32_t block) const {
-    if (block == 0) return HasPrefills() ? kPhases : 1;
+    if (block == 0) return HasPrefills() ? kPrefillSegmentPhases : 1;
     if constexpr (kWithPrefillJob) {
       const int32_t b = block - 1 - (p.token_blocks + p.slot_blocks + p.row_blocks);
-      return b < 0 ? 2 : b < p.tail_blocks ? 1 : kPrefillJobPhases;
+      return b < 0 ? 2 : b < p.tail_blocks ? 1 : PrefillJobPhases(p, this->pf);
     } else {
       return block - 1 < p.token_blocks + p.slot_blocks + p.row_blocks ? 2 : 1;
     }
@@ -208,8 +210,8 @@ struct FusedSuiteKernelOf : FusedSuitePrefillPart<kWithPrefillJob> {
       LoadBoundaries(p.num_reqs, /*with_seq_lens=*/true, thread, s);
       return;
     }
-    PrefillJobPhase(p, this->pf, phase, own, thread, kThreads, CachesBoundaries() ? s.qsl : p.query_start_loc,
-                    CachesBoundaries() ? s.seq_lens : p.seq_lens, s.place);
+    PrefillJobPhase(p, this->pf, phase, own, thread, CachesBoundaries() ? s.qsl : p.query_start_loc,
+                    CachesBoundaries() ? s.seq_lens : p.seq_lens, s.pj);
   }
 
   DS_HD bool CachesBoundaries() const { return p.num_reqs <= kSharedQslCap; }
@@ -284,8 +286,9 @@ struct FusedSuiteKernelOf : FusedSuitePrefillPart<kWithPrefillJob> {
   // CPU path: block 0 as the segmentation's CPU path (PrefillSegmentsCpu); the other roles'
   // items in a loop, with the boundaries loaded once (every block loads the same values): a
   // token by one lane of one, a slot per token, a row chunk by the threads that own a column of
-  // it (the row's request found once), the tails by one lane of one, a prefill block's phases by
-  // one lane of one. The roles write disjoint cells, so their order does not matter.
+  // it (the row's request found once), the tails by one lane of one, the prefill blocks by
+  // PrefillJobCpu (the plan walked once for all). The roles write disjoint cells, so their order
+  // does not matter.
   void CpuRun(LaunchShape) const {
     PrefillSegmentsCpu(SuiteSegmentParams(p, p.seg_bound));
     Shared smem;
@@ -302,13 +305,9 @@ struct FusedSuiteKernelOf : FusedSuitePrefillPart<kWithPrefillJob> {
         for (int32_t th = 0; th < MinI(kThreads, p.bt_width - chunk * kRowChunk); ++th) CopyRowChunkOf(t, r, chunk, th);
     }
     for (int32_t j = 0; j < p.tail_blocks; ++j) WriteTail(j, 0, 1);
-    if constexpr (kWithPrefillJob) {
-      const int32_t* qsl = CachesBoundaries() ? s.qsl : p.query_start_loc;
-      const int32_t* seq_lens = CachesBoundaries() ? s.seq_lens : p.seq_lens;
-      for (int32_t own = 0; own < p.prefill_blocks; ++own)
-        for (int phase = 1; phase < kPrefillJobPhases; ++phase)
-          PrefillJobPhase(p, this->pf, phase, own, 0, 1, qsl, seq_lens, s.place);
-    }
+    if constexpr (kWithPrefillJob)
+      PrefillJobCpu(p, this->pf, CachesBoundaries() ? s.qsl : p.query_start_loc,
+                    CachesBoundaries() ? s.seq_lens : p.seq_lens);
   }
 
   // The request whose block-table row decode token t copies, or -1 for a padding row.

@@ -17,14 +17,20 @@
 //
 // Block i of the job owns prefill request i (request nd + i), for both ratios:
 //   phase 0  the boundaries and sequence lengths into shared memory (the kernel's LoadBoundaries);
-//   phase 1  thread 0 walks the plan up to request i at ratio 1, thread 32 at ratio 2 (two warps,
-//            in parallel), giving where its cells go (PrefillChunkPlace); thread 64 writes its
-//            gather length;
-//   phase 2  the block's threads write its cells of every chunk it is in.
-// The walk is O(i) dependent steps over shared memory (global memory past kSharedQslCap
-// requests), so the job costs O(P^2) steps over P prefill requests: nothing at the seed's 16,
-// a few microseconds at a few hundred. A block's stores are its own request's cells, so a very
-// long prefill (tens of thousands of KV rows) is one block's loop.
+//   then     the block's 256 threads form the greedy plan together and find where its cells go
+//            (PrefillChunkPlace, kernels/suite/fused_suite_prefill_plan.cuh): O(n log n) work,
+//            PrefillPlanRounds(n) + 6 barrier phases over shared memory; thread 64 writes its gather
+//            length in the first;
+//   last     the block's threads write its cells of every chunk it is in.
+// The plan needs the boundaries in shared memory (R <= kSharedQslCap) and a workspace of at most
+// INT32_MAX, and runs past kPrefillWalkMax prefill requests (host-known: PrefillJobPhases picks the
+// mode). Otherwise thread 0 walks the plan up to request i at ratio 1 and thread 32 at ratio 2
+// (PlacePrefillRequest, O(i) dependent steps; over global memory past kSharedQslCap), in phase 1,
+// and phase 2 writes: the job's three phases of before, kept for the seed's steps (at most 16
+// prefills; one beside the decodes in the mixed case), where the walk is short and the plan's
+// PrefillPlanRounds(n) + 6 phases would be longer. Where the two cross on an H200 is not measured. A block's stores are its own request's cells,
+// so a very long prefill (tens of thousands of KV rows) is one block's loop. The CPU path
+// (PrefillJobCpu) walks the plan once for all blocks.
 //
 // Where a request's cells go. A group of the plan (requests [first, last]) with KV rows G and
 // query tokens m gives `chunks` chunks of that group, each with cu_seq_lens [n + 1] (n requests),
@@ -40,33 +46,10 @@
 #include "kernels/common/hd.h"
 #include "kernels/indexer_prefill.cuh"
 #include "kernels/suite/fused_suite_params.h"
+#include "kernels/suite/fused_suite_prefill_plan.cuh"
 #include "kernels/swa.cuh"
 
 namespace dspark {
-
-inline constexpr int kPrefillJobPhases = 3;
-
-// The device view of the step's prefill requests [nd, R) as the plan reads them at `ratio`.
-struct PrefillDeviceSizes {
-  const int32_t* qsl;       // [R + 1] (shared or global)
-  const int32_t* seq_lens;  // [R]
-  int32_t nd;
-  int32_t ratio;
-  DS_HD int64_t Rows(int32_t i) const { return seq_lens[nd + i] / ratio; }  // the csl
-  DS_HD int64_t Query(int32_t i) const { return int64_t{qsl[nd + i + 1]} - qsl[nd + i]; }
-};
-
-// Where prefill request `own`'s cells of one ratio go.
-struct PrefillChunkPlace {
-  int32_t first, last;     // [prefill requests] its group
-  int32_t row_in_group;    // KV rows of the group's requests before it: its ks and cu entry
-  int32_t query_in_group;  // query tokens of the group's requests before it
-  int64_t chunks;          // chunks of the group kept (0: no KV rows, dropped as vLLM drops them; or no query)
-  int64_t group_rows;      // the group's KV rows, each chunk's cu_seq_lens[n]
-  int64_t cu_at;           // [entries] where the group's first chunk's cu_seq_lens start
-  int64_t rows_at;         // [rows] its token_to_seq (past prefill_rows: not kept)
-  int64_t query_at;        // [entries] the group's first ks / ke
-};
 
 // The plan walked from request 0 to `own` (< n): the groups before own's, each kept chunk
 // advancing the three tensors' ends as build_prefill_chunk_metadata's outputs are concatenated.
@@ -76,7 +59,7 @@ DS_HD_INLINE PrefillChunkPlace PlacePrefillRequest(const PrefillDeviceSizes& sz,
   DS_NO_UNROLL
   for (int32_t first = 0; first < n;) {
     const PrefillGroup g = NextPrefillGroup(sz, first, n, workspace, max_logits);
-    const int64_t chunks = g.rows != 0 && g.m > 0 ? CeilDiv64(g.m, PrefillSliceLen(g, max_logits)) : 0;
+    const int64_t chunks = PrefillGroupChunks(g, max_logits);
     if (own < g.end) {
       at.first = first;
       at.last = g.end - 1;
@@ -129,27 +112,86 @@ DS_HD_INLINE void WritePrefillChunkCells(const FusedSuiteParams& p, const FusedS
   }
 }
 
-// Phases 1 and 2 of the job's block for prefill request `own` (phase 0 is the kernel's boundary
-// load); `qsl` / `seq_lens` are where the block reads them, `place` is block-shared [2].
+// The job's phases for a block: the load, the plan's and the write; or the load, the walk and the write.
+inline constexpr int32_t kPrefillWalkMax = 16;  // [prefill requests] the most the walk places alone
+DS_HD_INLINE bool PrefillPlannedInBlock(const FusedSuiteParams& p, const FusedSuitePrefillParams& q) {
+  return p.num_reqs <= kSharedQslCap && q.workspace <= INT32_MAX &&
+         p.num_reqs - p.num_decodes > kPrefillWalkMax;
+}
+DS_HD_INLINE int PrefillJobPhases(const FusedSuiteParams& p, const FusedSuitePrefillParams& q) {
+  return PrefillPlannedInBlock(p, q) ? 2 + kPrefillPlanSteps + PrefillPlanRounds(p.num_reqs - p.num_decodes) : 3;
+}
+inline constexpr int kPrefillJobMaxPhases = 2 + kPrefillPlanSteps + kPrefillPlanMaxRounds;
+
+// Phases 1 .. PrefillJobPhases - 1 of the job's block for prefill request `own` (phase 0 is the
+// kernel's boundary load), on `thread` of kPrefillPlanThreads; `qsl` / `seq_lens` are where the
+// block reads them.
 DS_HD_INLINE void PrefillJobPhase(const FusedSuiteParams& p, const FusedSuitePrefillParams& q, int phase, int32_t own,
-                                  int32_t thread, int32_t threads, const int32_t* qsl, const int32_t* seq_lens,
-                                  PrefillChunkPlace* place) {
+                                  int32_t thread, const int32_t* qsl, const int32_t* seq_lens, PrefillJobShared& s) {
   const int32_t n = p.num_reqs - p.num_decodes;
-  if (phase == 1) {
-    DS_NO_UNROLL
-    for (int k = 0; k < 2; ++k)
-      if (thread == (32 * k) % threads)
-        place[k] = PlacePrefillRequest(PrefillDeviceSizes{qsl, seq_lens, p.num_decodes, k + 1}, n, own,
-                                       q.workspace, q.max_logits);
-    if (thread == 64 % threads) {
-      const int32_t r = p.num_decodes + own;
-      q.swa_gather_lens[own] = SwaPrefillGatherLen(qsl[r + 1] - qsl[r], seq_lens[r], p.window);
+  const bool planned = PrefillPlannedInBlock(p, q);
+  const int last = PrefillJobPhases(p, q) - 1;
+  if (phase == 1 && thread == 64) {
+    const int32_t r = p.num_decodes + own;
+    q.swa_gather_lens[own] = SwaPrefillGatherLen(qsl[r + 1] - qsl[r], seq_lens[r], p.window);
+  }
+  const PrefillPlanBlock plan{qsl, seq_lens, p.num_decodes, n, q.workspace, q.max_logits};
+  if (phase < last) {
+    if (planned) plan.Phase(phase - 1, own, thread, s);
+    // The walk: the plan's mode when the sizes break its monotone test (its last step's phase).
+    if (phase == last - 1 && (!planned || s.planned == 0))
+      DS_NO_UNROLL
+      for (int k = 0; k < 2; ++k)
+        if (thread == 32 * k)
+          s.place[k] = PlacePrefillRequest(PrefillDeviceSizes{qsl, seq_lens, p.num_decodes, k + 1}, n, own,
+                                           q.workspace, q.max_logits);
+    return;
+  }
+  const bool from_plan = planned && s.planned != 0;
+  DS_NO_UNROLL
+  for (int k = 0; k < 2; ++k)
+    WritePrefillChunkCells(p, q, PrefillDeviceSizes{qsl, seq_lens, p.num_decodes, k + 1}, k, own,
+                           from_plan ? plan.Place(s, k, own) : s.place[k], thread, kPrefillPlanThreads);
+}
+
+// The job on the CPU, every block's cells: the plan walked once per ratio, in step with the
+// requests (O(n) plan steps in all), each request's cells written in its block's order.
+inline void PrefillJobCpu(const FusedSuiteParams& p, const FusedSuitePrefillParams& q, const int32_t* qsl,
+                          const int32_t* seq_lens) {
+  struct Cursor {
+    PrefillChunkPlace at{};
+    int32_t end = 0;  // [prefill requests] the group's end
+    int64_t m = 0;    // its query tokens
+  };
+  const int32_t n = p.num_reqs - p.num_decodes;
+  Cursor cursor[2];
+  for (int32_t own = 0; own < n; ++own) {
+    const int32_t r = p.num_decodes + own;
+    q.swa_gather_lens[own] = SwaPrefillGatherLen(qsl[r + 1] - qsl[r], seq_lens[r], p.window);
+    for (int k = 0; k < 2; ++k) {
+      const PrefillDeviceSizes sz{qsl, seq_lens, p.num_decodes, k + 1};
+      Cursor& c = cursor[k];
+      PrefillChunkPlace& at = c.at;
+      if (own < c.end) {  // as PlacePrefillRequest's sums over the group's requests before own
+        at.row_in_group += static_cast<int32_t>(sz.Rows(own - 1));
+        at.query_in_group += static_cast<int32_t>(sz.Query(own - 1));
+      } else {  // the next group, past the one before as PlacePrefillRequest advances
+        at.cu_at += at.chunks * (at.last - at.first + 2);
+        at.rows_at += at.chunks * at.group_rows;
+        if (at.chunks > 0) at.query_at += c.m;
+        const PrefillGroup g = NextPrefillGroup(sz, own, n, q.workspace, q.max_logits);
+        at.first = own;
+        at.last = g.end - 1;
+        at.row_in_group = 0;
+        at.query_in_group = 0;
+        at.chunks = PrefillGroupChunks(g, q.max_logits);
+        at.group_rows = g.rows;
+        c.end = g.end;
+        c.m = g.m;
+      }
     }
-  } else if (phase == 2) {
-    DS_NO_UNROLL
     for (int k = 0; k < 2; ++k)
-      WritePrefillChunkCells(p, q, PrefillDeviceSizes{qsl, seq_lens, p.num_decodes, k + 1}, k, own, place[k], thread,
-                             threads);
+      WritePrefillChunkCells(p, q, PrefillDeviceSizes{qsl, seq_lens, p.num_decodes, k + 1}, k, own, cursor[k].at, 0, 1);
   }
 }
 

@@ -22,6 +22,7 @@
 #include "kernels/suite/fused_suite_launch.cuh"
 #include "kernels/suite/suite.h"
 #include "kernels/suite/suite_impls.h"
+#include "tests/kernels/prefill_step_util.h"
 #include "tests/kernels/test_suite_util.h"
 
 namespace dspark {
@@ -31,41 +32,8 @@ using suite_test::MustMake;
 using suite_test::OptionsFor;
 using suite_test::PrefillBudgets;
 using suite_test::PathsOff;
-
-// A step by hand: decode requests (q, seq_len), then prefill requests, then `pad_reqs`
-// zero-length requests; N = M + pad_tokens. Block tables cover every position.
-struct Req {
-  int32_t q, seq;
-};
-CaseBatch HandStep(const std::vector<Req>& decodes, const std::vector<Req>& prefills, int32_t pad_reqs = 0,
-                   int32_t pad_tokens = 0) {
-  CaseBatch b;
-  b.name = "hand";
-  std::vector<Req> all = decodes;
-  all.insert(all.end(), prefills.begin(), prefills.end());
-  for (int32_t i = 0; i < pad_reqs; ++i) all.push_back({0, 0});
-  const int32_t R = static_cast<int32_t>(all.size());
-  b.qsl.assign(static_cast<size_t>(R) + 1, 0);
-  int32_t longest = 1;
-  for (int32_t r = 0; r < R; ++r) {
-    b.qsl[r + 1] = b.qsl[r] + all[r].q;
-    b.seq_lens.push_back(all[r].seq);
-    longest = std::max(longest, all[r].seq);
-  }
-  BatchSizes& z = b.sizes;
-  z.num_reqs = R;
-  z.num_decodes = static_cast<int32_t>(decodes.size());
-  z.num_decode_tokens = b.qsl[z.num_decodes];
-  z.num_tokens = b.qsl[R] + pad_tokens;
-  z.capacity = z.num_tokens + 5;
-  z.bt_width = CeilDiv(longest, 64) + 1;
-  z.bt_stride = z.bt_width + 2;
-  for (int32_t i = 0; i < R * z.bt_stride; ++i) b.block_table.push_back(1 + (i * 7919) % 4093);
-  for (int32_t t = 0; t < z.num_tokens; ++t) b.slot_mapping.push_back(t < b.qsl[R] ? 64 + t : -1);
-  b.host_qsl = b.qsl;
-  b.host_seq_lens = b.seq_lens;
-  return b;
-}
+using suite_test::HandStep;
+using suite_test::Req;
 
 // Runs fused-suite on `b` and expects every region, prefill metadata included, equal to the
 // reference, from one kernel launch. Returns the reference.

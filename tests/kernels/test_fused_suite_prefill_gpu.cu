@@ -2,13 +2,15 @@
 // prefill_gather_lens and both indexers' prefill chunks from its one launch equal the reference
 // and the CPU emulation's buffers, eager and replayed from a captured graph of one node, with the
 // default budgets and with budgets small enough for many chunks and query slices; a step without
-// prefills still captures one node. Skips without a device (the CPU tests run the same bodies:
-// tests/kernels/test_fused_suite_prefill.cc).
+// prefills still captures one node. Steps of many prefill requests (the blocks' in-block plan, and
+// past kSharedQslCap the walk) equal the reference and the CPU emulation too. Skips without a
+// device (the CPU tests run the same bodies: tests/kernels/test_fused_suite_prefill*.cc).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,7 @@
 #include "kernels/suite/suite.h"
 #include "tests/common/gpu_suite_capacity.cuh"
 #include "tests/common/gpu_test_util.cuh"
+#include "tests/kernels/prefill_step_util.h"
 #include "tests/kernels/test_suite_util.h"
 
 namespace dspark {
@@ -103,6 +106,54 @@ TEST(FusedSuitePrefillGpu, PrefillRegionsEqualReferenceEagerAndReplayed) {
     }
   }
   EXPECT_GT(multi_chunk, 0);
+}
+
+// Steps of many prefill requests, the CPU test's (suite_test::ManyPrefillStep, as
+// FusedSuitePrefill.ManyPrefillRequestsMatchReferenceAndPerThreadEmulation runs them): a few
+// hundred, just under kSharedQslCap (the in-block plan's longest chains), past it (the walk's
+// mode), a workspace past INT32_MAX (the walk's mode too); every region equals the reference and
+// the CPU emulation's prefill cells, eager and replayed.
+TEST(FusedSuitePrefillGpu, ManyPrefillRequestsEqualReferenceEagerAndReplayed) {
+  DS_REQUIRE_GPU();
+  std::mt19937_64 rng(suite_test::kManyPrefillSeed);
+  GpuSuiteCapacity capacity;
+  capacity.max_tokens = suite_test::kManyPrefillMaxTokens;
+  capacity.max_reqs = suite_test::kManyPrefillMaxReqs;
+  capacity.max_bt_stride = suite_test::kManyPrefillMaxBtStride;
+  for (int iter = 0; iter < suite_test::kManyPrefillSteps; ++iter) {
+    const suite_test::ManyPrefillCase c = suite_test::ManyPrefillStep(rng, iter);
+    const CaseBatch& b = c.batch;
+    const ModelConsts& consts = c.consts;
+    const std::string& what = c.what;
+    ASSERT_LE(b.sizes.capacity, capacity.max_tokens) << what;
+    ASSERT_LE(b.sizes.num_reqs, capacity.max_reqs) << what;
+    ASSERT_LE(b.sizes.bt_stride, capacity.max_bt_stride) << what;
+    absl::StatusOr<std::unique_ptr<GpuSuite>> made = GpuSuite::Create(capacity, consts);
+    ASSERT_TRUE(made.ok()) << made.status();
+    GpuSuite& gpu = **made;
+    ASSERT_TRUE(gpu.Stage(b.Inputs()).ok()) << what;
+    CpuSuite cpu(consts);
+    ASSERT_TRUE(cpu.Prepare(b.sizes).ok());
+    const SuiteReference want = ComputeSuiteReference(b.Inputs(), gpu.layout(), consts);
+    ASSERT_TRUE(cpu.Run(Impl::kFusedSuite, b.Inputs()).ok()) << what;
+    const absl::StatusOr<SuiteImage> cpu_image = cpu.Image(Impl::kFusedSuite);
+    ASSERT_TRUE(cpu_image.ok());
+    for (bool replay : {false, true}) {
+      SCOPED_TRACE(what + (replay ? " replayed" : " eager"));
+      if (replay) {
+        ASSERT_TRUE(gpu.Capture(Impl::kFusedSuite).ok());
+        ASSERT_TRUE(gpu.Replay(Impl::kFusedSuite).ok());
+      } else {
+        ASSERT_TRUE(gpu.Run(Impl::kFusedSuite).ok());
+      }
+      const absl::StatusOr<SuiteRunResult> r = gpu.Download(Impl::kFusedSuite);
+      ASSERT_TRUE(r.ok()) << r.status();
+      EXPECT_TRUE(r->mismatches.empty()) << DescribeMismatches(r->mismatches);
+      const absl::StatusOr<SuiteImage> image = gpu.DownloadImage(Impl::kFusedSuite);
+      ASSERT_TRUE(image.ok());
+      ExpectSamePrefillCells(*image, *cpu_image, want, what);
+    }
+  }
 }
 
 }  // namespace
