@@ -1,16 +1,9 @@
 // A fixed set of threads that runs the items [0, n) of one task at a time (the caller's thread
 // takes items too), for the checked run's --jobs. Which thread runs an item never matters: each
 // item writes only its own slot, and the caller reads the slots in item order afterwards.
-//
-// A checked step is ~100 us of work, so waking a sleeping thread per task (a futex wake and a
-// reschedule, 5-50 us) was a large part of a step's wall time. A waiting thread (a worker for
-// the next task, the caller for the workers to finish) therefore spins for kSpin first, then
-// blocks as before: between the steps of a run the workers never sleep, and an idle pool costs
-// no CPU once the spin has run out.
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -35,9 +28,6 @@ class WorkerPool {
   // The machine's cores (std::thread::hardware_concurrency), at least 1: --jobs's default.
   static int32_t DefaultJobs();
 
-  // How long a waiting thread spins before it blocks.
-  static constexpr std::chrono::microseconds kSpin{30};
-
  private:
   void Work();
   void TakeItems();
@@ -48,9 +38,9 @@ class WorkerPool {
   const std::function<void(int32_t)>* fn_ = nullptr;
   int32_t n_ = 0;
   std::atomic<int32_t> next_{0};
-  std::atomic<int32_t> busy_{0};         // workers inside the current task
-  std::atomic<uint64_t> generation_{0};  // tasks started
-  std::atomic<bool> stop_{false};
+  int32_t busy_ = 0;         // workers inside the current task
+  uint64_t generation_ = 0;  // tasks started
+  bool stop_ = false;
 };
 
 }  // namespace dspark::sim
