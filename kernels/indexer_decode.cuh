@@ -130,10 +130,14 @@ DS_HD_INLINE void IndexerCopyRowFrom(const IndexerDecodeParams& p, int32_t t, co
     }
   }
 }
+// The block-table row token row t copies: request r's, or nullptr (zeros) when !valid.
+DS_HD_INLINE const int32_t* IndexerRowSource(const IndexerDecodeParams& p, bool valid, int32_t r) {
+  return valid ? p.block_table + static_cast<int64_t>(r) * p.bt_stride : nullptr;
+}
 // Row t of bt_out for request r (zeros when !valid).
 DS_HD_INLINE void IndexerCopyTokenRow(const IndexerDecodeParams& p, int32_t t, bool valid, int32_t r,
                                       int32_t lane, int32_t lanes) {
-  IndexerCopyRowFrom(p, t, valid ? p.block_table + static_cast<int64_t>(r) * p.bt_stride : nullptr, lane, lanes);
+  IndexerCopyRowFrom(p, t, IndexerRowSource(p, valid, r), lane, lanes);
 }
 
 // seq_out[N_d + chunk * 256, ...) = 0, clipped at capacity.
@@ -230,8 +234,7 @@ struct IndexerDecodeKernel {
                                     hit ? s.guess_seq : (valid ? p.seq_lens[r] : 0));
       // One copy loop for both cases, so a hit runs straight through: from the staged row on a
       // hit, from the block table otherwise (a miss, or zeros for a padding row).
-      IndexerCopyRowFrom(p, t, hit ? s.row : (valid ? p.block_table + static_cast<int64_t>(r) * p.bt_stride : nullptr),
-                         c.thread, c.block_dim);
+      IndexerCopyRowFrom(p, t, hit ? s.row : IndexerRowSource(p, valid, r), c.thread, c.block_dim);
     }
     if (b < p.num_decodes && c.thread == 0) IndexerWritePerReq(p, qsl, b);
   }

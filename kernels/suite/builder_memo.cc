@@ -70,17 +70,17 @@ SuiteImage GroupImage(BuilderGroup g, const SuiteLayout& l, int32_t poison) {
   SuiteImage full = SuiteImage::Filled(SuiteLayout{}, poison);  // every field empty
   const size_t cap = static_cast<size_t>(l.token_capacity);
   switch (g) {
-    case BuilderGroup::kSwa:
+    case BuilderGroup::kSwa:  // the row matrices: one row; GrowRows adds the rows the steps need
       full.swa_lens.assign(cap, poison);
-      full.swa_indices.assign(cap * static_cast<size_t>(l.window), poison);
-      full.swa_indices_noncausal.assign(cap * static_cast<size_t>(l.noncausal_width), poison);
+      full.swa_indices.assign(static_cast<size_t>(std::max(l.window, 1)), poison);
+      full.swa_indices_noncausal.assign(static_cast<size_t>(std::max(l.noncausal_width, 1)), poison);
       full.swa_gather_lens.assign(static_cast<size_t>(std::max(l.max_reqs, 1)), poison);
       break;
     case BuilderGroup::kMlaR2: full.mla_r2_slots.assign(cap, poison); break;
     case BuilderGroup::kRing: full.ring_slots.assign(cap, poison); break;
     case BuilderGroup::kIndexerR1:
     case BuilderGroup::kIndexerR2: {
-      // bt_out: one row; GrowBtRows adds the rows the steps need.
+      // bt_out: one row; GrowRows adds the rows the steps need.
       full.indexer[g == BuilderGroup::kIndexerR1 ? 0 : 1].Fill(l, static_cast<size_t>(std::max(l.bt_out_stride, 1)),
                                                                 poison);
       if (g == BuilderGroup::kIndexerR2) {
@@ -152,7 +152,7 @@ absl::Status BuilderMemo::Run(CpuBackend& be, const SuiteStep& s, BuilderGroup g
   if (lead) {
     auto buf = buffers_.find(key);
     if (buf == buffers_.end()) buf = buffers_.emplace(key, GroupImage(g, layout_, poison_)).first;
-    GrowBtRows(&buf->second, s.in->sizes.num_decode_tokens, layout_.bt_out_stride, poison_);
+    GrowRows(&buf->second, RowsOf(s.in->sizes), layout_.bt_out_stride, layout_, poison_);
     e.out = buf->second.View();
     lock.unlock();
     SuiteStep shared = s;

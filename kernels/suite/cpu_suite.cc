@@ -41,6 +41,7 @@ struct CpuSuite::State {
   std::vector<int32_t> runs_in_step = std::vector<int32_t>(NumImpls(), 0);
   bool step_begun = false;
   int32_t last_decode_tokens = 0;  // N_d of the step begun last
+  int32_t last_tokens = 0;         // N of the step begun last
 };
 
 CpuSuite::CpuSuite(const ModelConsts& consts) : state_(std::make_unique<State>()) { state_->consts = consts; }
@@ -53,23 +54,27 @@ absl::StatusOr<SuiteImage> CpuSuite::Image(Impl impl) const {
   const auto& b = st.buffers[Slot(impl)];
   if (!b.has_value())
     return absl::FailedPreconditionError(absl::StrCat("CpuSuite: impl ", std::string(ImplName(impl)), " has not run yet"));
-  if (st.memo == nullptr) return *b;
-  // The fields of shared builders: where the last run left them.
+  // The row buffers grow with the steps (kernels/suite/bt_rows.h); an image has the layout's.
   SuiteImage image = *b;
+  GrowToLayout(&image, st.layout, kPoison);
+  if (st.memo == nullptr) return image;
+  // The fields of shared builders: where the last run left them.
   const SuiteOutputs& e = st.effective[Slot(impl)];
   const auto copy = [](auto* src, auto& dst) { std::copy(src, src + dst.size(), dst.begin()); };
   copy(e.swa_lens, image.swa_lens);
-  copy(e.swa_indices, image.swa_indices);
-  copy(e.swa_indices_noncausal, image.swa_indices_noncausal);
+  // Rows [0, N) / [0, N_d) of the last step: a shared buffer may hold more or fewer rows.
+  const auto copy_rows = [](const int32_t* src, std::vector<int32_t>& dst, int64_t rows, int32_t width) {
+    const size_t n = std::min(dst.size(), static_cast<size_t>(std::max<int64_t>(rows, 0)) * static_cast<size_t>(width));
+    std::copy(src, src + n, dst.begin());
+  };
+  copy_rows(e.swa_indices, image.swa_indices, st.last_tokens, st.layout.window);
+  copy_rows(e.swa_indices_noncausal, image.swa_indices_noncausal, st.last_decode_tokens, st.layout.noncausal_width);
   copy(e.swa_gather_lens, image.swa_gather_lens);
   copy(e.mla_r2_slots, image.mla_r2_slots);
   copy(e.ring_slots, image.ring_slots);
   for (int k = 0; k < 2; ++k) {
     copy(e.indexer[k].seq_out, image.indexer[k].seq_out);
-    // Rows [0, N_d) of the last step: the shared buffer may hold more or fewer rows than this one.
-    const size_t bt = std::min(image.indexer[k].bt_out.size(),
-                               static_cast<size_t>(st.last_decode_tokens) * static_cast<size_t>(st.layout.bt_out_stride));
-    std::copy(e.indexer[k].bt_out, e.indexer[k].bt_out + bt, image.indexer[k].bt_out.begin());
+    copy_rows(e.indexer[k].bt_out, image.indexer[k].bt_out, st.last_decode_tokens, st.layout.bt_out_stride);
     copy(e.indexer[k].decode_lens, image.indexer[k].decode_lens);
     copy(e.indexer[k].indices, image.indexer[k].indices);
     copy(e.indexer[k].per_req, image.indexer[k].per_req);
@@ -134,6 +139,7 @@ absl::Status CpuSuite::BeginStep(const BatchInputs& in, const std::vector<int32_
   st.step_want = nullptr;
   st.step_begun = true;
   st.last_decode_tokens = in.sizes.num_decode_tokens;
+  st.last_tokens = in.sizes.num_tokens;
   // The device truth's map over [0, qsl[R]): what the SWA and ring kernels read of a map.
   const int32_t mapped = std::clamp(in.device.query_start_loc[in.sizes.num_reqs], 0,
                                     static_cast<int32_t>(token_to_req.size()));
@@ -166,9 +172,9 @@ absl::StatusOr<OpCounters> CpuSuite::Emulate(Impl impl, const BatchInputs& in) {
     DS_RETURN_IF_ERROR(Prepare(in.sizes));
   }
   auto& buffers = st.buffers[Slot(impl)];
-  // bt_out rows as the steps need them (kernels/suite/bt_rows.h).
+  // The row buffers' rows as the steps need them (kernels/suite/bt_rows.h).
   if (!buffers.has_value()) buffers = FilledWithOneBtRow(st.layout, kPoison);
-  GrowBtRows(&*buffers, in.sizes.num_decode_tokens, st.layout.bt_out_stride, kPoison);
+  GrowRows(&*buffers, RowsOf(in.sizes), st.layout.bt_out_stride, st.layout, kPoison);
   std::unique_ptr<CpuBackend>& backend = st.backends[Slot(impl)];
   if (backend == nullptr || !backend->status().ok()) backend = std::make_unique<CpuBackend>(MaxWorkspaceBytes(st.layout));
   CpuBackend& be = *backend;

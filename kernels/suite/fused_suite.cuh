@@ -285,10 +285,10 @@ struct FusedSuiteKernelOf : FusedSuitePrefillPart<kWithPrefillJob> {
 
   // CPU path: block 0 as the segmentation's CPU path (PrefillSegmentsCpu); the other roles'
   // items in a loop, with the boundaries loaded once (every block loads the same values): a
-  // token by one lane of one, a slot per token, a row chunk by the threads that own a column of
-  // it (the row's request found once), the tails by one lane of one, the prefill blocks by
-  // PrefillJobCpu (the plan walked once for all). The roles write disjoint cells, so their order
-  // does not matter.
+  // token by one lane of one, a slot per token, a decode row per ratio by IndexerCopyRowFrom (its
+  // request found once), the tails by one lane of one, the prefill blocks by PrefillJobCpu (the
+  // plan walked once for all). The roles write disjoint cells, so their order does not matter
+  // (tests/kernels/test_cpu_paths.cc).
   void CpuRun(LaunchShape) const {
     PrefillSegmentsCpu(SuiteSegmentParams(p, p.seg_bound));
     Shared smem;
@@ -300,9 +300,13 @@ struct FusedSuiteKernelOf : FusedSuitePrefillPart<kWithPrefillJob> {
       for (int32_t t = 0; t < MinI(p.num_tokens, p.slot_chunks * kThreads); ++t)
         WriteSlot(job, t, job < 2 ? SlotOf(t) : -1, s);
     for (int32_t t = 0; t < p.num_decode_tokens; ++t) {
+      // The row blocks' cells (CopyRowChunkOf's are IndexerCopyTokenRow's): each ratio's row by
+      // the indexer's copy, one lane of one, columns in order instead of a call per 4 columns.
       const int32_t r = RowRequest(t, s);
-      for (int32_t chunk = 0; chunk < p.row_chunks; ++chunk)
-        for (int32_t th = 0; th < MinI(kThreads, p.bt_width - chunk * kRowChunk); ++th) CopyRowChunkOf(t, r, chunk, th);
+      for (int32_t k = 0; k < 2 && p.row_chunks > 0; ++k) {
+        const IndexerDecodeParams ratio = SuiteIndexerParams(p, k, p.seq_lens);
+        IndexerCopyRowFrom(ratio, t, IndexerRowSource(ratio, r >= 0, r), 0, 1);
+      }
     }
     for (int32_t j = 0; j < p.tail_blocks; ++j) WriteTail(j, 0, 1);
     if constexpr (kWithPrefillJob)

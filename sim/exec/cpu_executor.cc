@@ -1,7 +1,14 @@
 #include "sim/exec/cpu_executor.h"
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
 #include <new>
+#include <thread>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <nlohmann/json.hpp>
 
@@ -13,9 +20,30 @@
 
 namespace dspark::sim {
 
+namespace {
+
+// A checked step allocates and frees its reference and host plans (vectors up to megabytes)
+// every step. glibc would return such blocks to the system (mmap, or the heap trimmed) and fault
+// them in again the next step: a third of the default workload's CPU time was page faults. Both
+// thresholds pinned high keep the freed blocks for the next step (RSS: the peak step's, which
+// the check holds anyway). Process-wide; the run's results do not depend on it.
+void KeepFreedBlocks() {
+#if defined(__GLIBC__)
+  static const bool once = [] {
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's ceiling (DEFAULT_MMAP_THRESHOLD_MAX, 64-bit)
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    return true;
+  }();
+  static_cast<void>(once);
+#endif
+}
+
+}  // namespace
+
 CpuExecutor::CpuExecutor(std::vector<Impl> impls, ModelConsts consts, int32_t jobs, bool dedup)
     : impls_(std::move(impls)), consts_(consts), suite_(consts),
       pool_(std::min<int32_t>(std::max(jobs, 1), static_cast<int32_t>(impls_.size()))) {
+  KeepFreedBlocks();
   for (Impl impl : impls_) stats_[impl] = ImplStats{};
   if (dedup) suite_.EnableDedup(impls_);
   dedup_ = dedup;
@@ -56,35 +84,56 @@ absl::Status CpuExecutor::Execute(const StepPlan& plan, const StepArrays& arrays
       results[i] = OrOutOfMemory<SuiteRunResult>([&] { return suite_.Run(impls_[i], inputs, &want); });
     });
   } else {
-    // The reference is computed on the pool while the implementations run (only its token map is
-    // needed before), then every implementation is compared: the step's work in n + 1 items.
-    // Item order (which thread takes what, never the results): the first implementation leads
-    // most shared builders, so it goes first, with the reference next to it; the others, last
-    // first (in `all` fused-suite, which shares none, then those that mostly read the memo).
+    // One task of 2n + 1 items. Items [0, n + 1): the reference is computed while the
+    // implementations run (only its token map is needed before). Items [n + 1, 2n + 1): each
+    // implementation compared, once the reference and its own emulation are done (its buffers,
+    // and the shared builders' it reads, are final then: a sharer's emulation returns only after
+    // the leader's builder has). Items are taken in index order, so a compare waits only on
+    // items that running threads already hold. Item order (which thread takes what, never the
+    // results): the first implementation leads most shared builders, so it goes first, with the
+    // reference next to it; the others, last first (in `all` fused-suite, which shares none,
+    // then those that mostly read the memo); the compares in the same order.
     token_map_ = ref::TokenToReq(inputs.device.query_start_loc, inputs.sizes.num_reqs, inputs.sizes.num_tokens);
     if (absl::Status s = suite_.BeginStep(inputs, token_map_); !s.ok()) return in_step(s);
     std::vector<absl::StatusOr<OpCounters>> counters(impls_.size(), absl::UnknownError("not run"));
     absl::StatusOr<bool> want_made = absl::UnknownError("not run");
-    pool_.Run(n + 1, [&](int32_t item) {
+    std::atomic<bool> want_ready{false};
+    const std::unique_ptr<std::atomic<bool>[]> emulated(new std::atomic<bool>[impls_.size()]);
+    for (int32_t i = 0; i < n; ++i) emulated[i] = false;
+    const auto await = [](const std::atomic<bool>& flag) {
+      for (int32_t spins = 0; !flag.load(std::memory_order_acquire); ++spins) {
+        if ((spins & 63) == 63) std::this_thread::yield();
+      }
+    };
+    const auto impl_of = [n](int32_t j) { return j == 0 ? 0 : n - j; };  // 0, n - 1, n - 2, ..., 1
+    pool_.Run(2 * n + 1, [&](int32_t item) {
       if (item == 1) {
         want_made = OrOutOfMemory<bool>([&] {
           want = ComputeSuiteReference(inputs, suite_.layout(), consts_);
           return true;
         });
+        want_ready.store(true, std::memory_order_release);
         return;
       }
-      const int32_t i = item == 0 ? 0 : n + 1 - item;  // 0, (reference), n - 1, n - 2, ..., 1
-      counters[i] = OrOutOfMemory<OpCounters>([&] { return suite_.Emulate(impls_[i], inputs); });
+      if (item <= n) {
+        const int32_t i = impl_of(item == 0 ? 0 : item - 1);
+        counters[i] = OrOutOfMemory<OpCounters>([&] { return suite_.Emulate(impls_[i], inputs); });
+        emulated[i].store(true, std::memory_order_release);
+        return;
+      }
+      const int32_t i = impl_of(item - n - 1);
+      await(want_ready);
+      await(emulated[i]);
+      if (!want_made.ok()) {
+        results[i] = want_made.status();
+      } else if (!counters[i].ok()) {
+        results[i] = counters[i].status();
+      } else {
+        results[i] = OrOutOfMemory<SuiteRunResult>(
+            [&] { return SuiteRunResult{*counters[i], suite_.Compare(impls_[i], inputs, want)}; });
+      }
     });
     if (!want_made.ok()) return in_step(want_made.status());
-    pool_.Run(n, [&](int32_t i) {
-      if (!counters[i].ok()) {
-        results[i] = counters[i].status();
-        return;
-      }
-      results[i] = OrOutOfMemory<SuiteRunResult>(
-          [&] { return SuiteRunResult{*counters[i], suite_.Compare(impls_[i], inputs, want)}; });
-    });
   }
   for (size_t i = 0; i < impls_.size(); ++i) {
     const Impl impl = impls_[i];

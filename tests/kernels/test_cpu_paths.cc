@@ -13,6 +13,7 @@
 
 #include "kernels/ops.cuh"
 #include "kernels/suite/cases.h"
+#include "kernels/suite/fused_suite.cuh"
 #include "kernels/suite/suite.h"
 #include "tests/kernels/test_suite_util.h"
 
@@ -57,6 +58,43 @@ TEST(CpuPaths, WholeBuffersEqualPerThreadEmulationAcrossSteps) {
     }
   }
   EXPECT_EQ(steps, 9 * static_cast<int64_t>(std::size(kAllSeedCases)));
+}
+
+// The fused suite's decode rows (its CPU path copies them with IndexerCopyRowFrom, the GPU
+// blocks with CopyRowChunkOf in chunks of kRowChunk columns): block tables from one column to
+// past two chunks, strided, with padding rows and stale host views, every cell of every buffer
+// byte-identical to the per-thread emulation, step after step on the same buffers.
+TEST(CpuPaths, FusedSuiteRowsOfEveryWidthEqualPerThreadEmulation) {
+  CpuSuite fast, slow;
+  int64_t wide = 0, padded = 0;
+  for (int32_t width : {1, 3, 255, 256, 257, 1023, 1024, 1025, 2049, 2500}) {
+    for (SeedCase c : {SeedCase::kDecode, SeedCase::kVerify, SeedCase::kAdaptiveDraft, SeedCase::kMixed}) {
+      CaseOptions o = OptionsFor(static_cast<uint64_t>(width) % 7 + 1);
+      o.max_context = 2000;
+      o.min_bt_width = width;
+      o.bt_stride_slack = width % 5;
+      o.pad_to_capture_size = true;
+      o.padding_reqs = width % 3;
+      CaseBatch batch = MustMake(c, o);
+      CaseBatch b_fast = batch, b_slow = batch;
+      wide += batch.sizes.bt_width > FusedSuiteKernel::kRowChunk;
+      padded += batch.sizes.num_decode_tokens > batch.qsl[batch.sizes.num_decodes];
+      const std::string name = batch.name + " width " + std::to_string(batch.sizes.bt_width);
+      const absl::StatusOr<SuiteRunResult> r_fast = fast.Run(Impl::kFusedSuite, b_fast.Inputs());
+      absl::StatusOr<SuiteRunResult> r_slow = absl::UnknownError("not run");
+      {
+        PathsOff off;
+        r_slow = slow.Run(Impl::kFusedSuite, b_slow.Inputs());
+      }
+      ASSERT_TRUE(r_fast.ok()) << name << ": " << r_fast.status();
+      EXPECT_EQ(Describe(r_fast), Describe(r_slow)) << name;
+      const absl::StatusOr<SuiteImage> a = fast.Image(Impl::kFusedSuite), b = slow.Image(Impl::kFusedSuite);
+      ASSERT_TRUE(a.ok() && b.ok());
+      EXPECT_TRUE(*a == *b) << name << ": the CPU path changed a cell of the output buffers";
+    }
+  }
+  EXPECT_GT(wide, 0) << "no table past one row chunk";
+  EXPECT_GT(padded, 0) << "no padding row";
 }
 
 TEST(CpuPaths, ScanOfEveryLengthEqualsPerThreadEmulation) {
