@@ -45,9 +45,10 @@ int RunMain(RunConfig& config) {
               m["speculative"]["mean_acceptance_length"].get<double>());
   if (!s["request_goodput"].is_null())
     std::printf("  request goodput %.3f req/s\n", s["request_goodput"].get<double>());
-  std::printf("  simulator: %lld steps in %.3f s wall = %.0f steps/s (metadata check %s)\n",
+  std::printf("  simulator: %lld steps in %.3f s wall = %.0f steps/s (%.3f s CPU = %.0f steps/s; metadata check %s)\n",
               static_cast<long long>(result->steps), result->wall_s,
-              result->wall_s > 0 ? result->steps / result->wall_s : 0.0,
+              result->wall_s > 0 ? result->steps / result->wall_s : 0.0, result->cpu_s,
+              result->cpu_s > 0 ? result->steps / result->cpu_s : 0.0,
               config.check ? (HasExecutor("metadata-check") ? "on" : "requested, not built") : "off");
   std::printf("  wrote %s/{summary.json,steps.csv,requests.csv,perf.json}\n", config.out_dir.c_str());
   if (!result->result_file.empty()) std::printf("  saved the result to %s\n", result->result_file.c_str());

@@ -11,7 +11,9 @@
 //    acc_k ~ Bernoulli(p_{r,k}). The verification of k_r drafts then accepts
 //    a_r = min(L_r, k_r), where L_r is the number of leading positions with acc = 1.
 //  - Each drafted position k of request r gets a drafter confidence q_{r,k}, drawn fresh at every
-//    draft step from Beta(kappa p_{r,k}, kappa (1 - p_{r,k})) (mean p_{r,k}, variance
+//    draft step from Beta(kappa p_{r,k}, kappa (1 - p_{r,k})) by inverse CDF from a table
+//    (sim/model/beta_quantile.h gives its error; p outside the table's range is drawn exactly
+//    as X / (X + Y) of two Gamma draws) (mean p_{r,k}, variance
 //    p (1 - p) / (kappa + 1); kappa = confidence_concentration), and its outcome is
 //    acc_k ~ Bernoulli(q_{r,k}). So the confidence is calibrated (P(acc | q) = q) and predicts
 //    the outcome exactly as well as a calibrated drafter with that spread does: the share of the
@@ -24,11 +26,13 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "sim/model/beta_quantile.h"
 #include "sim/workload/rng.h"
 #include "sim/workload/trace.h"
 
@@ -79,12 +83,16 @@ class AcceptanceModel {
 
   // Draws every position's confidence q_k ~ Beta(kappa p_k, kappa (1 - p_k)) into
   // conf[0, num_drafts) and its outcome ~ Bernoulli(q_k); returns the accepted prefix. Positions
-  // with p_k of 0 or 1 are certain (q_k = p_k).
+  // with p_k of 0 or 1 are certain (q_k = p_k). A tabled position takes one engine call: its
+  // high 32 bits are the quantile's uniform, its low 32 bits the outcome's.
   int32_t DrawWithConfidences(const float* p, int32_t num_drafts, Rng& rng, float* conf) const;
 
-  // The Beta draws' Gamma constants of a request's K positions: its curve is fixed from
-  // admission on, so a run computes them once per request, not at every draft step.
+  // Where a request's K positions draw: its curve is fixed from admission on, so a run
+  // computes this once per request, not at every draft step.
   struct ConfidenceShapes {
+    static constexpr int32_t kExact = -1;    // row: drawn as two Gamma draws (x, y)
+    std::array<int32_t, kMaxSpecK> row{};    // the quantile table's row, or kExact
+    std::array<float, kMaxSpecK> weight{};   // the second row's weight
     std::array<Rng::GammaShape, kMaxSpecK> x, y;  // Gamma(kappa p_k), Gamma(kappa (1 - p_k))
   };
   // Positions [0, count) of p (count < 0: all K); the others are left alone.
@@ -97,6 +105,7 @@ class AcceptanceModel {
  private:
   AcceptanceParams params_;
   int k_;
+  std::shared_ptr<BetaQuantileTable> table_;  // rows built on first use (thread-safe)
 };
 
 }  // namespace dspark::sim

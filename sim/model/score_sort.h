@@ -10,18 +10,21 @@ namespace dspark::sim {
 
 // Reused between calls so that a step allocates nothing.
 struct ScoreSortScratch {
-  static constexpr int kBuckets = 8192;  // 8 octaves below the largest score, 1024 per octave
-  std::vector<uint64_t> keys;            // [n] float64 bit patterns, bucket order
+  static constexpr int kMantissaBits = 7;  // 128 buckets per octave
+  static constexpr int kOctaves = 16;      // of 1 - x above 1/2 and of x below it
+  static constexpr int kBuckets = 2 * kOctaves * (1 << kMantissaBits) + 3;
+  std::vector<uint64_t> keys;              // [n] float64 bit patterns, bucket order
+  std::vector<uint16_t> bucket;            // [n] each value's bucket
   std::array<int32_t, kBuckets + 1> start{};  // zero between calls
 };
 
 // Sorts `v` descending: the sequence std::sort(v, std::greater<double>()) gives (equal values
-// are the same double, so their order cannot show). For 512 or more non-negative, non-NaN
-// values a
-// bucket pass on the top 22 bits of the pattern (sign 0, exponent, 10 mantissa bits; patterns
-// of such doubles order like their values) and an insertion pass inside the buckets; scores
-// more than 8 octaves below the largest share the last bucket, ordered by std::sort. Any other
-// input (fewer values, a negative zero, a negative value, a NaN) takes std::sort.
+// are the same double, so their order cannot show). For 512 or more values in [0, 1] (not
+// NaN, no negative zero) a bucket pass and an insertion pass inside the buckets. The buckets
+// follow the confidences' products, which crowd near 1 as much as near 0: a value x >= 1/2 is
+// bucketed by 1 - x (exact there), the top 7 mantissa bits of each of its 16 octaves below
+// 1/2, x < 1/2 by x the same way; what is closer to 1 than 2^-17 shares the first bucket, what
+// is below 2^-17 the last (ordered by std::sort). Any other input takes std::sort.
 void SortScoresDescending(std::vector<double>* v, ScoreSortScratch* scratch);
 
 }  // namespace dspark::sim

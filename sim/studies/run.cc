@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -131,16 +132,19 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   ProgressObserver progress(config.progress, stderr, static_cast<int64_t>(workload.requests.size()));
   engine.AddObserver(&progress);
 
+  const std::clock_t c0 = std::clock();
   const auto t0 = std::chrono::steady_clock::now();
   // A step that fails (a CUDA error, a BUG mismatch) stops the run; the completed steps' results
   // are still written, marked "status": "aborted", and the error is returned after them.
   const absl::Status run_status = engine.Run();
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double cpu_s = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
   progress.End();
 
   RunResult result;
   result.steps = engine.steps();
   result.wall_s = wall_s;
+  result.cpu_s = cpu_s;
   nlohmann::json& s = result.summary;
   s["meta"] = meta;
   s["status"] = run_status.ok() ? "ok" : "aborted";
@@ -207,6 +211,7 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   const nlohmann::json perf = {{"wall_s", wall_s},
                                {"steps", engine.steps()},
                                {"steps_per_s", wall_s > 0 ? engine.steps() / wall_s : 0.0},
+                               {"cpu_s", cpu_s},
                                {"metadata_check", config.check && !sections.empty()}};
   DS_RETURN_IF_ERROR(WriteFileAtomically(out / "perf.json", perf.dump(2) + "\n"));
   if (step_log) DS_RETURN_IF_ERROR(WriteFileAtomically(config.step_log, step_log->text()));

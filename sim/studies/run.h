@@ -20,6 +20,8 @@ struct RunResult {
   nlohmann::json summary;  // what summary.json holds
   int64_t steps = 0;
   double wall_s = 0;       // host wall-clock time of the simulation loop
+  double cpu_s = 0;        // the process's CPU time (all threads) during the loop: the steadier
+                           // figure on a shared machine
   std::string result_file;  // --save-result: where the result JSON went
 };
 

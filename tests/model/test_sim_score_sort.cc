@@ -81,5 +81,34 @@ TEST(SortScoresDescending, BoundarySizesAndOtherInputs) {
   ExpectSortsLikeStd(padded(edges), &scratch);
 }
 
+// Values in [0, 1] (the bucketed path): the neighbours of every bucket boundary of 1 - x above
+// 1/2 and of x below it over 40 octaves (past the 16 the buckets cover), 1, 1/2, 0, and
+// confidences' products crowding near 1 (a Beta(1.6, 0.4) confidence often exceeds 0.999).
+TEST(SortScoresDescending, MatchesStdSortOnBucketBoundariesInUnitInterval) {
+  ScoreSortScratch scratch;
+  std::vector<double> edges = {1.0, 0.5, 0.0, std::nextafter(1.0, 0.0), std::nextafter(0.5, 0.0),
+                               std::nextafter(0.5, 1.0), 1e-310};
+  for (int e = 1; e < 40; ++e)
+    for (int m = 0; m < 6; ++m) {
+      const double d = std::ldexp(1.0 + m / 128.0, -e);
+      for (double edge : {d, 1.0 - d})
+        if (edge >= 0.0 && edge <= 1.0)
+          for (double toward : {0.0, 1.0}) {
+            edges.push_back(std::nextafter(edge, toward));
+            edges.push_back(edge);
+          }
+    }
+  ExpectSortsLikeStd(edges, &scratch);
+  std::mt19937_64 rng(5);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<double> v = edges;
+    for (int i = 0; i < 1280; ++i) {
+      const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53;
+      v.push_back(trial % 2 ? 1.0 - std::pow(u, 8.0) * 1e-3 : static_cast<double>(static_cast<float>(u)));
+    }
+    ExpectSortsLikeStd(v, &scratch);
+  }
+}
+
 }  // namespace
 }  // namespace dspark::sim
