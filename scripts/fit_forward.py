@@ -130,7 +130,8 @@ def main():
               "repeated_prompt_p": round(p, 4)}
     print(json.dumps(fitted))
     if a.write:
-        roof.update({k: v for k, v in fitted.items() if "." not in k})
+        # repeated_prompt_p is not a calibration key: it is the preset's curve in sim/model/acceptance.cc.
+        roof.update({k: v for k, v in fitted.items() if "." not in k and k != "repeated_prompt_p"})
         drafter["fixed_us"] = fitted["drafter.fixed_us"]
         host["spec_host_us"] = fitted["host.spec_host_us"]
         with open(a.calibration, "w") as f:
