@@ -51,8 +51,8 @@ absl::StatusOr<AcceptanceParams> AcceptancePreset(absl::string_view name, int sp
     // One repeated prompt with greedy sampling (the seed's batch-1 512/128 TPOT test): every
     // request is the same text, so no jitter. The seed reports no acceptance for it; p is fitted
     // (scripts/fit_forward.py) so that the batch-1 DSpark After TPOT (1.407 ms) and the
-    // SPEED-Bench concurrency-1 iteration (8.2 ms, the same engine at batch 1) agree: 5.80 at
-    // K=5 (5.67 in the 512/128 runs, where the last verifications have fewer drafts left).
+    // SPEED-Bench concurrency-1 iteration (8.2 ms, the same engine at batch 1) agree: 5.85 at
+    // K=5 (5.71 in the 512/128 runs, where the last verifications have fewer drafts left).
     params.curve = Extend({0.9899}, spec_k);
     params.request_logit_sigma = 0.0;
   } else {
