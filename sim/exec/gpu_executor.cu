@@ -164,7 +164,7 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(const GpuExecut
   }
   try {
     if (options.time_steps) {
-      st->timer = std::make_unique<timing::EventTimer>();
+      for (size_t i = 0; i < options.impls.size(); ++i) st->timers.push_back(std::make_unique<timing::EventTimer>());
       if (options.cold_l2) st->flusher = std::make_unique<timing::L2Flusher>(device, kExecutorFlushMinBytes);
     }
   } catch (const CudaError& e) {
@@ -269,7 +269,9 @@ absl::Status GpuExecutor::State::RunStep(const StepPlan& plan, StepDelta& delta)
       reference_us = MicrosSince(t0);
     });
 
-  for (Impl impl : options.impls) {
+  std::vector<std::pair<size_t, size_t>> timed;  // (timer, row) of each timed suite, read after the loop
+  for (size_t i = 0; i < options.impls.size(); ++i) {
+    const Impl impl = options.impls[i];
     ExecutorImplStats& s = delta.stats[impl];
     const std::string impl_name(ImplName(impl));
     const bool graph = GraphCapturable(impl) && plan.graph_padded;
@@ -284,6 +286,8 @@ absl::Status GpuExecutor::State::RunStep(const StepPlan& plan, StepDelta& delta)
     if (graph) {
       key = GraphKeyString(impl, in);
       if (!suite->Graph(impl).ok()) {
+        // The suites before it in this step may still run: a capture starts on an idle stream.
+        CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(suite->stream()));
         if (absl::Status c = suite->Capture(impl); !c.ok()) return annotate(c, absl::StrCat(impl_name, ": capture"));
         ++s.captures;
         auto nodes = suite->GraphNodes(impl);
@@ -299,18 +303,15 @@ absl::Status GpuExecutor::State::RunStep(const StepPlan& plan, StepDelta& delta)
     if (options.time_steps) {
       if (flusher) flusher->Flush(stream);
       if (!graph) CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-      timer->Start(stream);
+      timers[i]->Start(stream);
     }
     const auto t0 = std::chrono::steady_clock::now();
     const absl::Status run = graph ? suite->Replay(impl) : suite->Run(impl);
     const double host_us = MicrosSince(t0);
     if (!run.ok()) return annotate(run, absl::StrCat(impl_name, graph ? ": replay" : ": eager run"));
     if (options.time_steps) {
-      timer->Stop(stream);
-      const double gpu_us = timer->ElapsedUs();
-      s.gpu_us.push_back(gpu_us);
-      s.gpu_us_by_case[static_cast<int>(plan.step_case)].push_back(gpu_us);
-      row.gpu_us = gpu_us;
+      timers[i]->Stop(stream);
+      timed.emplace_back(i, delta.rows.size());
     }
     s.host_us.push_back(host_us);
     row.host_us = host_us;
@@ -329,6 +330,16 @@ absl::Status GpuExecutor::State::RunStep(const StepPlan& plan, StepDelta& delta)
       ++s.eager_runs;
       if (ReadsHostBoundaries(impl)) ++s.staging_syncs;
     }
+  }
+
+  // The events of every timed suite, in order (each read waits for its own stop event only).
+  for (const auto& [timer, at] : timed) {
+    StepRow& row = delta.rows[at];
+    const double gpu_us = timers[timer]->ElapsedUs();
+    ExecutorImplStats& s = delta.stats[row.impl];
+    s.gpu_us.push_back(gpu_us);
+    s.gpu_us_by_case[static_cast<int>(plan.step_case)].push_back(gpu_us);
+    row.gpu_us = gpu_us;
   }
 
   if (options.check) {

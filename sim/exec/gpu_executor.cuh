@@ -14,7 +14,9 @@
 //      prefill batches without a graph); chain and cached always eagerly.
 //      Each suite is timed with CUDA events: cold L2 flushes before it (outside the window); an
 //      eager suite starts after the flush completes, so its host work and launch latency fall
-//      inside the window (sim/exec/gpu_timing.cuh).
+//      inside the window (sim/exec/gpu_timing.cuh). A graph suite's flush, events and replay are
+//      enqueued without waiting for the suites before it; every suite's events are read once
+//      after the step's last suite (the windows are on the device's timeline either way).
 //   3. After all timing, check every implementation against the CPU reference of the device
 //      truth (computed once per step), over every defined region: by default on the device
 //      (kernels/suite/gpu_check.cuh: the reference's region cells uploaded with one copy, one

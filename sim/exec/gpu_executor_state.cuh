@@ -54,7 +54,9 @@ struct GpuExecutor::State {
   std::unique_ptr<GpuRegionCheck> check;  // with options.check and a region check method
   std::unique_ptr<ReferenceWorker> worker;  // with `check` and options.overlap_reference
   std::unique_ptr<timing::L2Flusher> flusher;
-  std::unique_ptr<timing::EventTimer> timer;
+  // One per entry of options.impls: a step's graph suites are enqueued back to back and their
+  // events read once, after the last suite (an eager suite still waits for its flush first).
+  std::vector<std::unique_ptr<timing::EventTimer>> timers;
   std::map<Impl, ExecutorImplStats> stats;
   std::map<Impl, std::set<std::string>> keys;  // graph keys replayed so far
   std::map<std::string, int64_t> nodes_by_key;  // "<impl>|<key>" -> graph node count
