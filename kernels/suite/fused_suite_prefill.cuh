@@ -28,9 +28,10 @@
 // (PlacePrefillRequest, O(i) dependent steps; over global memory past kSharedQslCap), in phase 1,
 // and phase 2 writes: the job's three phases of before, kept for the seed's steps (at most 16
 // prefills; one beside the decodes in the mixed case), where the walk is short and the plan's
-// PrefillPlanRounds(n) + 6 phases would be longer. Where the two cross on an H200 is not measured. A block's stores are its own request's cells,
-// so a very long prefill (tens of thousands of KV rows) is one block's loop. The CPU path
-// (PrefillJobCpu) walks the plan once for all blocks.
+// PrefillPlanRounds(n) + 6 phases would be longer. Where the two cross on an H200 is not
+// measured. A block's stores are its own request's cells, so a very long prefill (tens of
+// thousands of KV rows) is one block's loop. The CPU path (PrefillJobCpu) walks the plan once
+// for all blocks.
 //
 // Where a request's cells go. A group of the plan (requests [first, last]) with KV rows G and
 // query tokens m gives `chunks` chunks of that group, each with cu_seq_lens [n + 1] (n requests),
@@ -67,9 +68,10 @@ DS_HD_INLINE PrefillChunkPlace PlacePrefillRequest(const PrefillDeviceSizes& sz,
       at.group_rows = g.rows;
       break;
     }
-    at.cu_at += chunks * (g.end - first + 1);
-    at.rows_at += chunks * g.rows;
-    if (chunks > 0) at.query_at += g.m;
+    const PrefillGroupExtent e = PrefillGroupExtentOf(g, first, chunks);
+    at.cu_at += e.cu;
+    at.rows_at += e.rows;
+    at.query_at += e.query;
     first = g.end;
   }
   DS_NO_UNROLL
@@ -160,8 +162,8 @@ inline void PrefillJobCpu(const FusedSuiteParams& p, const FusedSuitePrefillPara
                           const int32_t* seq_lens) {
   struct Cursor {
     PrefillChunkPlace at{};
-    int32_t end = 0;  // [prefill requests] the group's end
-    int64_t m = 0;    // its query tokens
+    int32_t end = 0;              // [prefill requests] the group's end
+    PrefillGroupExtent extent{};  // what its kept chunks add
   };
   const int32_t n = p.num_reqs - p.num_decodes;
   Cursor cursor[2];
@@ -176,9 +178,9 @@ inline void PrefillJobCpu(const FusedSuiteParams& p, const FusedSuitePrefillPara
         at.row_in_group += static_cast<int32_t>(sz.Rows(own - 1));
         at.query_in_group += static_cast<int32_t>(sz.Query(own - 1));
       } else {  // the next group, past the one before as PlacePrefillRequest advances
-        at.cu_at += at.chunks * (at.last - at.first + 2);
-        at.rows_at += at.chunks * at.group_rows;
-        if (at.chunks > 0) at.query_at += c.m;
+        at.cu_at += c.extent.cu;
+        at.rows_at += c.extent.rows;
+        at.query_at += c.extent.query;
         const PrefillGroup g = NextPrefillGroup(sz, own, n, q.workspace, q.max_logits);
         at.first = own;
         at.last = g.end - 1;
@@ -187,7 +189,7 @@ inline void PrefillJobCpu(const FusedSuiteParams& p, const FusedSuitePrefillPara
         at.chunks = PrefillGroupChunks(g, q.max_logits);
         at.group_rows = g.rows;
         c.end = g.end;
-        c.m = g.m;
+        c.extent = PrefillGroupExtentOf(g, own, at.chunks);
       }
     }
     for (int k = 0; k < 2; ++k)

@@ -95,6 +95,16 @@ DS_HD_INLINE int64_t PrefillGroupChunks(const PrefillGroup& g, int64_t max_logit
   return g.rows != 0 && g.m > 0 ? CeilDiv64(g.m, PrefillSliceLen(g, max_logits)) : 0;
 }
 
+// What the kept chunks of group g (requests [first, g.end)) add to the three concatenated
+// tensors: each chunk's cu_seq_lens (one more than its requests) and token_to_seq (the group's
+// KV rows), and the group's query tokens once in ks / ke when any chunk is kept.
+struct PrefillGroupExtent {
+  int64_t cu, rows, query;  // [entries]
+};
+DS_HD_INLINE PrefillGroupExtent PrefillGroupExtentOf(const PrefillGroup& g, int32_t first, int64_t chunks) {
+  return {chunks * (g.end - first + 1), chunks * g.rows, chunks > 0 ? g.m : 0};
+}
+
 // Barrier rounds of the doubling: the least r with 2^r >= n + 1 (the chain has at most n + 1 entries).
 DS_HD_INLINE int PrefillPlanRounds(int32_t n) {
   int r = 0;
@@ -244,10 +254,10 @@ struct PrefillPlanBlock {
       for (int32_t g = g0; g < g1; ++g) {
         const int32_t first = s.chain[k][g];
         const PrefillGroup grp = Group(s, k, first, s.chain[k][g + 1]);
-        const int64_t chunks = PrefillGroupChunks(grp, max_logits);
-        cu += chunks * (grp.end - first + 1);
-        rows += chunks * grp.rows;
-        if (chunks > 0) query += grp.m;
+        const PrefillGroupExtent e = PrefillGroupExtentOf(grp, first, PrefillGroupChunks(grp, max_logits));
+        cu += e.cu;
+        rows += e.rows;
+        query += e.query;
       }
       s.u.red[k][lane][0] = cu;
       s.u.red[k][lane][1] = rows;

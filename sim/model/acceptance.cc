@@ -110,10 +110,9 @@ void AcceptanceModel::PrepareConfidences(const float* p, ConfidenceShapes* shape
   const int32_t n = count < 0 ? k_ : std::min<int32_t>(count, k_);
   for (int32_t k = 0; k < n; ++k) {
     const double pk = p[k];
-    shapes->row[k] = ConfidenceShapes::kExact;
+    shapes->row[k] = ConfidenceShapes::kExact;  // Locate writes the row only where it tables pk
     shapes->weight[k] = 0.0f;
-    if (pk > 0.0 && pk < 1.0 && table_->Locate(pk, &shapes->row[k], &shapes->weight[k])) continue;
-    shapes->row[k] = ConfidenceShapes::kExact;
+    if (table_->Locate(pk, &shapes->row[k], &shapes->weight[k])) continue;
     shapes->x[k] = Rng::GammaShape::For(kappa * pk);
     shapes->y[k] = Rng::GammaShape::For(kappa * (1.0 - pk));
   }
