@@ -1,9 +1,15 @@
 // A fixed set of threads that runs the items [0, n) of one task at a time (the caller's thread
 // takes items too), for the checked run's --jobs. Which thread runs an item never matters: each
 // item writes only its own slot, and the caller reads the slots in item order afterwards.
+//
+// The checked run starts one task per step, ~100 us apart, and a futex wake-up costs a sleeping
+// worker tens of microseconds on a small VM: so a worker polls for the next task for up to
+// kSpinFor after finishing one before it blocks, and the caller polls for the workers' end for
+// as long before it blocks. Results never depend on it, only the wall time.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -28,6 +34,9 @@ class WorkerPool {
   // The machine's cores (std::thread::hardware_concurrency), at least 1: --jobs's default.
   static int32_t DefaultJobs();
 
+  // How long a thread polls before it blocks (see above).
+  static constexpr std::chrono::microseconds kSpinFor{200};
+
  private:
   void Work();
   void TakeItems();
@@ -38,9 +47,9 @@ class WorkerPool {
   const std::function<void(int32_t)>* fn_ = nullptr;
   int32_t n_ = 0;
   std::atomic<int32_t> next_{0};
-  int32_t busy_ = 0;         // workers inside the current task
-  uint64_t generation_ = 0;  // tasks started
-  bool stop_ = false;
+  std::atomic<int32_t> busy_{0};         // workers inside the current task
+  std::atomic<uint64_t> generation_{0};  // tasks started (written under mu_)
+  std::atomic<bool> stop_{false};        // (written under mu_)
 };
 
 }  // namespace dspark::sim
