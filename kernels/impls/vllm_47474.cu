@@ -26,6 +26,7 @@ DSPARK_REGISTER_IMPL(vllm_47474, ::dspark::RunVllm47474, [] {
   i.aliases = {"cached"};
   i.description = "(b) vLLM #47474: one host numpy mapping, pageable copy, shared by the builders";
   i.rank = 20;
+  i.rows_via_builder_memo = true;  // its SWA and indexer rows: SwaBuild / IndexerBuild only
   i.traits.reads_host_boundaries = true;
   i.traits.reads_host_totals = true;
   i.traits.graph_capturable = false;

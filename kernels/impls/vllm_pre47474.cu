@@ -39,6 +39,7 @@ DSPARK_REGISTER_IMPL(vllm_pre47474, ::dspark::RunVllmPre47474, [] {
   i.aliases = {"chain"};
   i.description = "(a) vLLM before #47474: every builder maps tokens itself from the host split";
   i.rank = 10;
+  i.rows_via_builder_memo = true;  // its SWA and indexer rows: SwaBuild / IndexerBuild only
   i.traits.reads_host_boundaries = true;
   i.traits.reads_host_totals = true;
   i.traits.graph_capturable = false;

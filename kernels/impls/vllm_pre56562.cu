@@ -27,6 +27,7 @@ DSPARK_REGISTER_IMPL(vllm_pre56562, ::dspark::RunVllmPre56562, [] {
   i.aliases = {"before", "device-chain"};
   i.description = "(c) vLLM before #56562, the seed's Before: device mapping chain, old indexer chain";
   i.rank = 30;
+  i.rows_via_builder_memo = true;  // its SWA and indexer rows: SwaBuild / IndexerBuild only
   i.traits.reads_host_totals = true;
   i.traits.old_indexer_chain = true;
   return i;

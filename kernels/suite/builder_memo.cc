@@ -142,8 +142,14 @@ absl::Status BuilderMemo::Run(CpuBackend& be, const SuiteStep& s, BuilderGroup g
   if (be.LoggingScratch())
     return absl::InternalError("builder memo: a deduplicated builder called another one (bodies must not nest)");
   if (!Canonical(token_map)) {  // this implementation's own inputs: its own buffers
-    AssignGroupOutputs(g, s.out, effective);
-    return body(s);
+    if (!s.memo.own_rows) {
+      AssignGroupOutputs(g, s.out, effective);
+      return body(s);
+    }
+    SuiteStep own = s;
+    AssignGroupOutputs(g, s.memo.own_rows(g), &own.out);
+    AssignGroupOutputs(g, own.out, effective);
+    return body(own);
   }
   const std::pair<int, int32_t> key{static_cast<int>(g), variant};
   std::unique_lock<std::mutex> lock(mu_);

@@ -128,6 +128,10 @@ class BuilderMemo {
 struct BuilderMemoSession {
   BuilderMemo* memo = nullptr;
   SuiteOutputs* effective = nullptr;  // starts as the implementation's own buffers
+  // Set when the implementation's own row matrices (bt_out, swa_indices, swa_indices_noncausal)
+  // were not grown to the step's rows in advance (ImplInfo::rows_via_builder_memo): a private
+  // call of group g grows g's and gets the outputs with g's pointers moved.
+  std::function<SuiteOutputs(BuilderGroup g)> own_rows;
 };
 
 }  // namespace dspark

@@ -22,6 +22,19 @@ constexpr int32_t kPoison = -99;
 // Requests the first layout holds at least (an engine's max_num_seqs); more re-allocate.
 constexpr int32_t kMinCpuMaxReqs = 256;
 size_t Slot(Impl impl) { return impl.index(); }
+
+// Group g's row matrices of `im` grown to `rows` (what GrowRows does for all of them), and the
+// image's outputs after it.
+SuiteOutputs OwnRowsOf(SuiteImage* im, BuilderGroup g, const StepRows& rows, const SuiteLayout& l) {
+  using bt_rows_internal::Grow;
+  if (g == BuilderGroup::kSwa) {
+    Grow(im->swa_indices, rows.tokens, l.window, kPoison);
+    Grow(im->swa_indices_noncausal, rows.decode_tokens, l.noncausal_width, kPoison);
+  } else if (g == BuilderGroup::kIndexerR1 || g == BuilderGroup::kIndexerR2) {
+    Grow(im->indexer[g == BuilderGroup::kIndexerR1 ? 0 : 1].bt_out, rows.decode_tokens, l.bt_out_stride, kPoison);
+  }
+  return im->View();
+}
 }  // namespace
 
 struct CpuSuite::State {
@@ -172,9 +185,11 @@ absl::StatusOr<OpCounters> CpuSuite::Emulate(Impl impl, const BatchInputs& in) {
     DS_RETURN_IF_ERROR(Prepare(in.sizes));
   }
   auto& buffers = st.buffers[Slot(impl)];
-  // The row buffers' rows as the steps need them (kernels/suite/bt_rows.h).
+  // The row buffers' rows as the steps need them (kernels/suite/bt_rows.h); with dedup and
+  // rows_via_builder_memo, only those of a builder call that runs on them (OwnRowsOf).
   if (!buffers.has_value()) buffers = FilledWithOneBtRow(st.layout, kPoison);
-  GrowRows(&*buffers, RowsOf(in.sizes), st.layout.bt_out_stride, st.layout, kPoison);
+  const bool lazy_rows = memo != nullptr && impl.info().rows_via_builder_memo;
+  if (!lazy_rows) GrowRows(&*buffers, RowsOf(in.sizes), st.layout.bt_out_stride, st.layout, kPoison);
   std::unique_ptr<CpuBackend>& backend = st.backends[Slot(impl)];
   if (backend == nullptr || !backend->status().ok()) backend = std::make_unique<CpuBackend>(MaxWorkspaceBytes(st.layout));
   CpuBackend& be = *backend;
@@ -190,6 +205,8 @@ absl::StatusOr<OpCounters> CpuSuite::Emulate(Impl impl, const BatchInputs& in) {
   SuiteOutputs& effective = st.effective[Slot(impl)];
   effective = step.out;
   step.memo = BuilderMemoSession{memo, &effective};
+  if (lazy_rows)
+    step.memo.own_rows = [&](BuilderGroup g) { return OwnRowsOf(&*buffers, g, RowsOf(in.sizes), st.layout); };
   DS_RETURN_IF_ERROR(RunSuite(be, impl, step));
   return be.counters();
 }

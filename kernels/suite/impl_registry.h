@@ -61,6 +61,12 @@ struct ImplInfo {
   int rank = 1000;                   // order in lists and "all" (built-ins < 100; then by name)
   ImplTraits traits;
   WorkspaceBytesFn workspace_bytes = nullptr;  // [bytes] of scratch per step (CUTLASS's get_workspace_size)
+  // CPU check with dedup: its row matrices (bt_out, swa_indices, swa_indices_noncausal) are
+  // written only through the deduplicated builders (vllm_ops' SwaBuild / IndexerBuild), so its
+  // own are grown only when such a call runs on its own buffers (BuilderMemoSession::own_rows),
+  // not every step: a step's rows are otherwise first-touched and poisoned once per
+  // implementation for nothing. False (grown every step) is always correct.
+  bool rows_via_builder_memo = false;
   CpuSuiteEntry cpu = nullptr;
   GpuSuiteEntry gpu = nullptr;
 };
