@@ -92,6 +92,8 @@ GpuSuiteCapacity CapacityFor(const SchedulerConfig& config);
 // Testing aid: the environment variable `run --executor gpu` and `sweep --executor gpu` read into
 // GpuExecutorOptions::fault_at_step.
 inline constexpr char kGpuFaultAtStepEnv[] = "DSPARK_GPU_FAULT_AT_STEP";
+// The L2 flush's size as a multiple of the L2 (GpuExecutor: 1 unless set; 1 to 4).
+inline constexpr char kExecutorFlushL2Env[] = "DSPARK_EXECUTOR_FLUSH_L2";
 
 // How the executor checks a step (all three give the same results; the environment variable
 // DSPARK_GPU_CHECK=device|spans|whole picks one for `run` / `sweep --executor gpu`):

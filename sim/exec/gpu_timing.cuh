@@ -71,8 +71,11 @@ inline SampleStats Summarize(std::vector<double> samples_us) {
   return s;
 }
 
-// [bytes] written per flush: at least twice the L2, and never less than `min_bytes`.
-inline size_t FlushBytes(size_t l2_bytes, size_t min_bytes) { return std::max(2 * l2_bytes, min_bytes); }
+// [bytes] written per flush: `l2_multiple` times the L2 (twice unless said), and never less
+// than `min_bytes`.
+inline size_t FlushBytes(size_t l2_bytes, size_t min_bytes, int l2_multiple = 2) {
+  return std::max(static_cast<size_t>(l2_multiple) * l2_bytes, min_bytes);
+}
 
 inline constexpr size_t kMinFlushBytes = size_t{256} << 20;
 
@@ -81,11 +84,11 @@ inline constexpr size_t kMinFlushBytes = size_t{256} << 20;
 // Evicts the L2 by writing a buffer of FlushBytes(L2 size) bytes with a memset node.
 class L2Flusher {
  public:
-  explicit L2Flusher(int device, size_t min_bytes = kMinFlushBytes) {
+  explicit L2Flusher(int device, size_t min_bytes = kMinFlushBytes, int l2_multiple = 2) {
     cudaDeviceProp prop{};
     CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
     l2_bytes_ = static_cast<size_t>(prop.l2CacheSize);
-    buffer_ = DeviceBuffer<uint8_t>(FlushBytes(l2_bytes_, min_bytes));
+    buffer_ = DeviceBuffer<uint8_t>(FlushBytes(l2_bytes_, min_bytes, l2_multiple));
   }
   // The byte value changes every call so no two flushes write the same contents.
   void Flush(cudaStream_t stream) {

@@ -219,10 +219,49 @@ TEST(GpuFaults, ThePlanIsExactlyWhatTheExecutorAllocates) {
   ASSERT_NE(run.executor, nullptr);
   for (Impl impl : AllImpls()) ASSERT_GT(run.executor->stats(impl).steps, 0) << ImplName(impl);
   EXPECT_EQ(run.executor->device_bytes(), run.executor->memory_plan().device_bytes());
-  // The executor's flush writes twice the L2 (gpu_executor.cu, kExecutorFlushMinBytes).
+  // The executor's flush writes the L2 size once, NVBench's (gpu_executor.cu, kExecutorFlushMinBytes).
   int l2 = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0), cudaSuccess);
-  EXPECT_GT(run.executor->memory_plan().device_bytes(), 2 * static_cast<uint64_t>(l2));
+  uint64_t flush = 0;
+  for (const GpuMemoryItem& item : run.executor->memory_plan().device)
+    if (item.name == "L2 flush buffer") flush = item.bytes;
+  EXPECT_EQ(flush, static_cast<uint64_t>(l2));
+}
+
+// The flush's size in the plan (no device needed): the L2 once; DSPARK_EXECUTOR_FLUSH_L2 sets
+// the multiple (1 to 4); anything else is an error that names the variable and the range.
+TEST(GpuExecutorPlan, TheFlushIsTheL2OnceUnlessTheEnvironmentSaysOtherwise) {
+  GpuExecutorOptions o;
+  o.impls = {Impl::kFusedSuite};
+  o.capacity = GpuSuiteCapacity{256, 8, 64};
+  o.cold_l2 = true;
+  const size_t l2 = size_t{60} << 20;
+  const auto flush_of = [&]() -> absl::StatusOr<uint64_t> {
+    auto plan = PlanGpuExecutorMemory(o, l2);
+    if (!plan.ok()) return plan.status();
+    for (const GpuMemoryItem& item : plan->device)
+      if (item.name == "L2 flush buffer") return item.bytes;
+    return absl::NotFoundError("no flush buffer in the plan");
+  };
+  absl::StatusOr<uint64_t> once = flush_of();
+  ASSERT_TRUE(once.ok()) << once.status();
+  EXPECT_EQ(*once, l2);
+  {
+    ScopedEnv twice(kExecutorFlushL2Env, "2");
+    absl::StatusOr<uint64_t> b = flush_of();
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_EQ(*b, 2 * l2);
+  }
+  for (const char* bad : {"0", "5", "x", "1.5"}) {
+    ScopedEnv env(kExecutorFlushL2Env, bad);
+    absl::StatusOr<uint64_t> b = flush_of();
+    ASSERT_FALSE(b.ok()) << bad;
+    EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(std::string(b.status().message()).find("DSPARK_EXECUTOR_FLUSH_L2"), std::string::npos) << b.status();
+    EXPECT_NE(std::string(b.status().message()).find("from 1 to 4"), std::string::npos) << b.status();
+  }
+  o.cold_l2 = false;  // no flush, no buffer
+  EXPECT_FALSE(flush_of().ok());
 }
 
 // ---------------------------------------------------------------- a CUDA error mid-run
