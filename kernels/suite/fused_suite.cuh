@@ -44,11 +44,15 @@
 //   prefill blocks one per prefill request, R - nd of them: SWA's prefill gather lengths and both
 //                  indexers' prefill chunks, the plan formed by each block
 //                  (kernels/suite/fused_suite_prefill.cuh). They exist only in the kernel's
-//                  prefill variant, FusedSuiteKernelOf<true>, which the launcher picks when the
-//                  step has prefill requests (R > nd, which the host knows). A step without them
-//                  launches FusedSuiteKernelOf<false>, whose code has none of the job: not even a
-//                  branch to it (an inlined job moved the decode blocks' code apart; an
-//                  out-of-line one made every block copy the parameters to the stack).
+//                  prefill variants, which the launcher picks when the step has prefill requests
+//                  (R > nd, which the host knows): FusedSuitePrefillWalkKernel when the blocks
+//                  walk the plan alone (!PrefillPlannedInBlock: at most kPrefillWalkMax prefill
+//                  requests, the seed's steps; host-known too), without the in-block plan's code,
+//                  registers and 29 KB of shared memory; FusedSuitePrefillKernel when they plan
+//                  in the block. A step without prefills launches FusedSuiteKernel, whose code has
+//                  none of the job: not even a branch to it (an inlined job moved the decode
+//                  blocks' code apart; an out-of-line one made every block copy the parameters to
+//                  the stack).
 // Token, slot and row blocks load qsl (and seq_lens where they need them) into shared memory in
 // phase 0 with one independent load per lane, so one DRAM round trip covers them; phase 1
 // searches there (broadcast reads).
@@ -99,23 +103,32 @@ namespace dspark {
 // FusedSuiteParams and the builders' views of it: kernels/suite/fused_suite_params.h. The grid
 // plan, the contract and the launchers: kernels/suite/fused_suite_launch.cuh.
 
-// The prefill variant's second parameter block; empty (no bytes, as an empty base) otherwise.
-template <bool kWithPrefillJob>
-struct FusedSuitePrefillPart {};
-template <>
-struct FusedSuitePrefillPart<true> {
+// The kernel's variants: a step without prefill requests; one whose prefill blocks place their
+// chunks by the walk alone (!PrefillPlannedInBlock, host-known: at most kPrefillWalkMax prefill
+// requests, or past the plan's bounds), without the plan's code, registers and shared memory; and
+// one whose blocks plan in the block (falling back to the walk on sizes off the plan's test).
+enum class FusedSuiteMode : int { kDecode, kPrefillWalk, kPrefillPlan };
+
+// The prefill variants' second parameter block; empty (no bytes, as an empty base) otherwise.
+template <FusedSuiteMode kMode>
+struct FusedSuitePrefillPart {
   FusedSuitePrefillParams pf;
 };
+template <>
+struct FusedSuitePrefillPart<FusedSuiteMode::kDecode> {};
 
-template <bool kWithPrefillJob>
-struct FusedSuiteKernelOf : FusedSuitePrefillPart<kWithPrefillJob> {
+template <FusedSuiteMode kMode>
+struct FusedSuiteKernelOf : FusedSuitePrefillPart<kMode> {
+  static constexpr bool kWithPrefillJob = kMode != FusedSuiteMode::kDecode;
+  static constexpr bool kPlansInBlock = kMode == FusedSuiteMode::kPrefillPlan;
   static constexpr int32_t kThreads = 256;
   static constexpr int32_t kLanesPerToken = 128;
   static constexpr int32_t kTokensPerBlock = kThreads / kLanesPerToken;
   static constexpr int32_t kColsPerThread = 4;
   static constexpr int32_t kRowChunk = kThreads * kColsPerThread;  // [columns] per row block
   static constexpr int32_t kTailChunk = 256;  // [entries] of each tail region per tail block: one per thread
-  static constexpr int kPhases = kWithPrefillJob ? kPrefillJobMaxPhases : kPrefillSegmentPhases;
+  static constexpr int kPhases = kPlansInBlock ? kPrefillJobMaxPhases : kPrefillSegmentPhases;
+  static_assert(kPrefillSegmentPhases >= kPrefillWalkPhases, "the walk's phases fit the segmentation's");
   static_assert(kThreads == kPrefillSegmentThreads && kPrefillJobMaxPhases >= kPrefillSegmentPhases,
                 "block 0 runs the segmentation with every thread");
   static_assert(kThreads == kPrefillPlanThreads && kThreads > 64, "a prefill block plans with every thread");
@@ -128,7 +141,8 @@ struct FusedSuiteKernelOf : FusedSuitePrefillPart<kWithPrefillJob> {
     union {
       int64_t slot[kThreads];  // slot_mapping of the block's tokens (slot blocks: one per thread;
                                //   token blocks: one per token), loaded in phase 0
-      std::conditional_t<kWithPrefillJob, PrefillJobShared, NoShared> pj;  // prefill blocks: their plan
+      // prefill blocks: their plan and places (the walk's places alone in the walk variant)
+      std::conditional_t<kPlansInBlock, PrefillJobShared, std::conditional_t<kWithPrefillJob, PrefillWalkShared, NoShared>> pj;
     };
   };
   struct Shared {
@@ -152,7 +166,7 @@ struct FusedSuiteKernelOf : FusedSuitePrefillPart<kWithPrefillJob> {
     if (block == 0) return HasPrefills() ? kPrefillSegmentPhases : 1;
     if constexpr (kWithPrefillJob) {
       const int32_t b = block - 1 - (p.token_blocks + p.slot_blocks + p.row_blocks);
-      return b < 0 ? 2 : b < p.tail_blocks ? 1 : PrefillJobPhases(p, this->pf);
+      return b < 0 ? 2 : b < p.tail_blocks ? 1 : kPlansInBlock ? PrefillJobPhases(p, this->pf) : kPrefillWalkPhases;
     } else {
       return block - 1 < p.token_blocks + p.slot_blocks + p.row_blocks ? 2 : 1;
     }
@@ -391,9 +405,11 @@ struct FusedSuiteKernelOf : FusedSuitePrefillPart<kWithPrefillJob> {
   }
 };
 
-// The kernel of a step without prefill requests, and of one with them (the prefill job's blocks).
-using FusedSuiteKernel = FusedSuiteKernelOf<false>;
-using FusedSuitePrefillKernel = FusedSuiteKernelOf<true>;
+// The kernel of a step without prefill requests, and of one with them (the prefill job's blocks:
+// the walk alone, or the plan in the block).
+using FusedSuiteKernel = FusedSuiteKernelOf<FusedSuiteMode::kDecode>;
+using FusedSuitePrefillWalkKernel = FusedSuiteKernelOf<FusedSuiteMode::kPrefillWalk>;
+using FusedSuitePrefillKernel = FusedSuiteKernelOf<FusedSuiteMode::kPrefillPlan>;
 static_assert(sizeof(FusedSuiteKernel) == sizeof(FusedSuiteParams), "a step without prefills launches the params alone");
 
 }  // namespace dspark

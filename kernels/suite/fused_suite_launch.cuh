@@ -71,9 +71,13 @@ inline absl::Status CanImplementFusedSuite(const FusedSuiteParams& p, const Fuse
 // Launches the variant the step needs (one launch either way): `launch(kernel, shape)`.
 template <class LaunchFn>
 auto LaunchFusedSuiteWith(const FusedSuiteParams& p, const FusedSuitePrefillParams& pf, const LaunchFn& launch) {
-  if (p.prefill_blocks > 0) {
+  if (p.prefill_blocks > 0 && PrefillPlannedInBlock(p, pf)) {
     const FusedSuitePrefillKernel k{{pf}, p};
     return launch(k, FusedSuitePrefillKernel::Shape(p));
+  }
+  if (p.prefill_blocks > 0) {
+    const FusedSuitePrefillWalkKernel k{{pf}, p};
+    return launch(k, FusedSuitePrefillWalkKernel::Shape(p));
   }
   const FusedSuiteKernel k{{}, p};
   return launch(k, FusedSuiteKernel::Shape(p));

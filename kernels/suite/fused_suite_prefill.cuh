@@ -43,6 +43,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/common/hd.h"
 #include "kernels/indexer_prefill.cuh"
@@ -120,28 +121,37 @@ DS_HD_INLINE bool PrefillPlannedInBlock(const FusedSuiteParams& p, const FusedSu
   return p.num_reqs <= kSharedQslCap && q.workspace <= INT32_MAX &&
          p.num_reqs - p.num_decodes > kPrefillWalkMax;
 }
+inline constexpr int kPrefillWalkPhases = 3;  // the load, the walk, the write
 DS_HD_INLINE int PrefillJobPhases(const FusedSuiteParams& p, const FusedSuitePrefillParams& q) {
-  return PrefillPlannedInBlock(p, q) ? 2 + kPrefillPlanSteps + PrefillPlanRounds(p.num_reqs - p.num_decodes) : 3;
+  return PrefillPlannedInBlock(p, q) ? 2 + kPrefillPlanSteps + PrefillPlanRounds(p.num_reqs - p.num_decodes)
+                                     : kPrefillWalkPhases;
 }
 inline constexpr int kPrefillJobMaxPhases = 2 + kPrefillPlanSteps + kPrefillPlanMaxRounds;
 
 // Phases 1 .. PrefillJobPhases - 1 of the job's block for prefill request `own` (phase 0 is the
 // kernel's boundary load), on `thread` of kPrefillPlanThreads; `qsl` / `seq_lens` are where the
-// block reads them.
+// block reads them. `Shared` is PrefillJobShared, or PrefillWalkShared in the walk variant, which
+// runs only where the plan does not (!PrefillPlannedInBlock) and holds none of its code.
+template <class Shared>
 DS_HD_INLINE void PrefillJobPhase(const FusedSuiteParams& p, const FusedSuitePrefillParams& q, int phase, int32_t own,
-                                  int32_t thread, const int32_t* qsl, const int32_t* seq_lens, PrefillJobShared& s) {
+                                  int32_t thread, const int32_t* qsl, const int32_t* seq_lens, Shared& s) {
+  constexpr bool kCanPlan = std::is_same_v<Shared, PrefillJobShared>;
   const int32_t n = p.num_reqs - p.num_decodes;
-  const bool planned = PrefillPlannedInBlock(p, q);
-  const int last = PrefillJobPhases(p, q) - 1;
+  const bool planned = kCanPlan && PrefillPlannedInBlock(p, q);
+  const int last = (kCanPlan ? PrefillJobPhases(p, q) : kPrefillWalkPhases) - 1;
   if (phase == 1 && thread == 64) {
     const int32_t r = p.num_decodes + own;
     q.swa_gather_lens[own] = SwaPrefillGatherLen(qsl[r + 1] - qsl[r], seq_lens[r], p.window);
   }
   const PrefillPlanBlock plan{qsl, seq_lens, p.num_decodes, n, q.workspace, q.max_logits};
   if (phase < last) {
-    if (planned) plan.Phase(phase - 1, own, thread, s);
+    if constexpr (kCanPlan) {
+      if (planned) plan.Phase(phase - 1, own, thread, s);
+    }
     // The walk: the plan's mode when the sizes break its monotone test (its last step's phase).
-    if (phase == last - 1 && (!planned || s.planned == 0))
+    bool walk = !planned;
+    if constexpr (kCanPlan) walk = walk || (phase == last - 1 && s.planned == 0);
+    if (phase == last - 1 && walk)
       DS_NO_UNROLL
       for (int k = 0; k < 2; ++k)
         if (thread == 32 * k)
@@ -149,11 +159,18 @@ DS_HD_INLINE void PrefillJobPhase(const FusedSuiteParams& p, const FusedSuitePre
                                            q.workspace, q.max_logits);
     return;
   }
-  const bool from_plan = planned && s.planned != 0;
+  bool from_plan = false;  // the plan holds
+  if constexpr (kCanPlan) from_plan = planned && s.planned != 0;
+  const auto place = [&](int k) -> PrefillChunkPlace {
+    if constexpr (kCanPlan) {
+      if (from_plan) return plan.Place(s, k, own);
+    }
+    return s.place[k];
+  };
   DS_NO_UNROLL
   for (int k = 0; k < 2; ++k)
-    WritePrefillChunkCells(p, q, PrefillDeviceSizes{qsl, seq_lens, p.num_decodes, k + 1}, k, own,
-                           from_plan ? plan.Place(s, k, own) : s.place[k], thread, kPrefillPlanThreads);
+    WritePrefillChunkCells(p, q, PrefillDeviceSizes{qsl, seq_lens, p.num_decodes, k + 1}, k, own, place(k), thread,
+                           kPrefillPlanThreads);
 }
 
 // The job on the CPU, every block's cells: the plan walked once per ratio, in step with the

@@ -80,6 +80,12 @@ struct PrefillJobShared {
   PrefillChunkPlace place[2];  // the walk's places
 };
 
+// The walk variant's prefill block (kernels/suite/fused_suite.cuh, FusedSuiteMode::kPrefillWalk):
+// the walk's places alone.
+struct PrefillWalkShared {
+  PrefillChunkPlace place[2];
+};
+
 // The device view of the step's prefill requests [nd, R) as the plan reads them at `ratio`.
 struct PrefillDeviceSizes {
   const int32_t* qsl;       // [R + 1] (shared or global)
