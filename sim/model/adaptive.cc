@@ -21,12 +21,17 @@ inline uint64_t SlotKey(float score, int32_t slot) {
   return (static_cast<uint64_t>(0xFFFFFFFFu - bits) << 32) | static_cast<uint32_t>(slot);
 }
 
-// Monotone in the score for scores >= 0 (bigger score, bigger bucket); -0.0f goes with +0.0f.
+// Monotone in the score for scores >= 0 (bigger score, same or bigger bucket); -0.0f goes
+// with +0.0f. The pattern's bits [16, 31): 128 buckets per octave, the top one holding 1 and
+// above (survival scores are at most 1), bucket 0 everything below about 2^-31.
+constexpr int32_t kTopBucketField = 0x3F80;  // pattern >> 16 of 1.0f
+constexpr int32_t kBucketCount = 4096;
 inline int32_t ScoreBucket(float score) {
   uint32_t bits;
   std::memcpy(&bits, &score, sizeof(bits));
   if (bits == 0x80000000u) bits = 0;
-  return static_cast<int32_t>(bits >> 20) & 0x7FF;
+  const int32_t b = static_cast<int32_t>(bits >> 16) - (kTopBucketField - (kBucketCount - 1));
+  return b < 0 ? 0 : (b > kBucketCount - 1 ? kBucketCount - 1 : b);
 }
 
 }  // namespace
@@ -34,6 +39,7 @@ inline int32_t ScoreBucket(float score) {
 int32_t TopBAllocator::Allocate(const float* scores, const int32_t* max_drafts,
                                 int32_t num_decodes, int32_t max_k, int32_t budget,
                                 int32_t* kept) {
+  static_assert(kBucketCount == kBuckets, "one bucket count");
   int32_t eligible = 0;
   for (int32_t r = 0; r < num_decodes; ++r) eligible += max_drafts[r];
   if (budget >= eligible) {
@@ -47,38 +53,47 @@ int32_t TopBAllocator::Allocate(const float* scores, const int32_t* max_drafts,
   // Pass 1: bucket of every slot (-1: ineligible) and bucket counts.
   const int32_t num_slots = num_decodes * max_k;
   bucket_.resize(static_cast<size_t>(num_slots));
-  bucket_count_.fill(0);
-  int32_t hi = 0;
+  keys_.resize(static_cast<size_t>(num_slots));
+  int16_t* bucket = bucket_.data();
+  int32_t* count = bucket_count_.data();
+  int32_t hi = 0, lo = kBuckets - 1;
   for (int32_t r = 0; r < num_decodes; ++r) {
     const int32_t base = r * max_k;
     for (int32_t k = 0; k < max_k; ++k) {
-      const int32_t b = k < max_drafts[r] ? ScoreBucket(scores[base + k]) : -1;
-      bucket_[base + k] = static_cast<int16_t>(b);
-      if (b >= 0) {
-        ++bucket_count_[b];
+      const bool eligible_slot = k < max_drafts[r];
+      const int32_t b = ScoreBucket(scores[base + k]);
+      bucket[base + k] = static_cast<int16_t>(eligible_slot ? b : -1);
+      if (eligible_slot) {
+        ++count[b];
         hi = std::max(hi, b);
+        lo = std::min(lo, b);
       }
     }
   }
   int32_t above = 0, boundary = hi;
-  while (above + bucket_count_[boundary] < budget) above += bucket_count_[boundary--];
+  while (above + count[boundary] < budget) above += count[boundary--];
   const int32_t need = budget - above;  // best slots to take from the boundary bucket
-  // Pass 2: exact order inside the boundary bucket only.
-  keys_.clear();
-  for (int32_t slot = 0; slot < num_slots; ++slot)
-    if (bucket_[slot] == boundary) keys_.push_back(SlotKey(scores[slot], slot));
-  std::nth_element(keys_.begin(), keys_.begin() + (need - 1), keys_.end());
-  const uint64_t threshold = keys_[static_cast<size_t>(need - 1)];
-  // Pass 3: kept slots per request.
+  std::fill(count + lo, count + hi + 1, 0);
+  // Pass 2: the boundary bucket's keys (written for every slot, kept for its own), ordered
+  // exactly only up to the need-th.
+  uint64_t* keys = keys_.data();
+  int32_t m = 0;
+  for (int32_t slot = 0; slot < num_slots; ++slot) {
+    keys[m] = SlotKey(scores[slot], slot);
+    m += bucket[slot] == boundary;
+  }
+  std::nth_element(keys, keys + (need - 1), keys + m);
+  const uint64_t threshold = keys[need - 1];
+  // Pass 3: kept slots per request: those above the boundary bucket, then the boundary
+  // bucket's best `need` (their keys name their slot).
   for (int32_t r = 0; r < num_decodes; ++r) {
-    const int32_t base = r * max_k;
+    const int16_t* row = bucket + r * max_k;
     int32_t n = 0;
-    for (int32_t k = 0; k < max_k; ++k) {
-      const int32_t b = bucket_[base + k];
-      n += (b > boundary) | ((b == boundary) & (SlotKey(scores[base + k], base + k) <= threshold));
-    }
+    for (int32_t k = 0; k < max_k; ++k) n += row[k] > boundary;
     kept[r] = n;
   }
+  for (int32_t i = 0; i < m; ++i)
+    if (keys[i] <= threshold) ++kept[static_cast<uint32_t>(keys[i]) / static_cast<uint32_t>(max_k)];
   return budget;
 }
 

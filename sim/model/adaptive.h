@@ -32,10 +32,11 @@ inline void SurvivalScores(const float* conf, int32_t n, float* out) {
   }
 }
 
-// Radix select: slots are bucketed by the top 12 bits of their score's float32 pattern (a
-// monotone function of a non-negative score), the bucket holding the B-th best slot is found
-// from the bucket counts, and only that bucket is ordered exactly (nth_element on keys that
-// sort as the kernel's (score desc, request, position) order). O(slots) per call.
+// Radix select: slots are bucketed by bits [16, 28) of their score's float32 pattern, 128
+// buckets per octave over the 32 octaves below 2 (a monotone function of a non-negative score;
+// smaller scores share bucket 0, larger ones the top bucket), the bucket holding the B-th best
+// slot is found from the bucket counts, and only that bucket is ordered exactly (nth_element
+// on keys that sort as the kernel's (score desc, request, position) order). O(slots) per call.
 class TopBAllocator {
  public:
   explicit TopBAllocator(int32_t max_slots = 0) {
@@ -49,9 +50,10 @@ class TopBAllocator {
                    int32_t max_k, int32_t budget, int32_t* kept);
 
  private:
-  std::vector<uint64_t> keys_;
+  static constexpr int kBuckets = 4096;
+  std::vector<uint64_t> keys_;    // [slots] the boundary bucket's keys first
   std::vector<int16_t> bucket_;  // [slots] score bucket, -1 for an ineligible slot
-  std::array<int32_t, 2048> bucket_count_{};
+  std::array<int32_t, kBuckets> bucket_count_{};  // zero between calls
 };
 
 // vLLM's step-cost tables (adaptive_verification.py, build_cost_tables_from_curves): from

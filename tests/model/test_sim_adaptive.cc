@@ -3,6 +3,7 @@
 // policy's contract.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <string>
 #include <vector>
@@ -42,7 +43,10 @@ Trial MakeTrial(std::mt19937_64& rng, int32_t nd, int32_t max_k, int mode) {
       switch (mode) {
         case 0: conf[k] = static_cast<float>((rng() >> 11) * 0x1.0p-53); break;  // distinct
         case 1: conf[k] = 0.25f * static_cast<float>(1 + rng() % 4); break;      // many ties
-        default: conf[k] = 0.001f + 0.998f * static_cast<float>((rng() >> 40) * 0x1.0p-24);
+        case 2: conf[k] = 0.001f + 0.998f * static_cast<float>((rng() >> 40) * 0x1.0p-24); break;
+        default:  // products far below 2^-31 (the allocator's lowest bucket holds them all), zeros
+          conf[k] = rng() % 5 == 0 ? 0.0f
+                                   : static_cast<float>(std::pow((rng() >> 11) * 0x1.0p-53, 12.0));
       }
     }
     SurvivalScores(conf.data(), max_k, &t.scores[static_cast<size_t>(r) * max_k]);
@@ -85,11 +89,12 @@ TEST_P(FastAllocatorIdentity, EqualsEmulatedKernelAndReference) {
   EXPECT_GT(cases, 900);
 }
 
-INSTANTIATE_TEST_SUITE_P(Scores, FastAllocatorIdentity, ::testing::Values(0, 1, 2),
+INSTANTIATE_TEST_SUITE_P(Scores, FastAllocatorIdentity, ::testing::Values(0, 1, 2, 3),
                          [](const ::testing::TestParamInfo<int>& info) {
                            return std::string(info.param == 0   ? "distinct"
                                               : info.param == 1 ? "heavy_ties"
-                                                                : "confidence_products");
+                                              : info.param == 2 ? "confidence_products"
+                                                                : "tiny_products");
                          });
 
 // vLLM's build_cost_tables_from_curves by hand: running max, np.interp (flat below the first

@@ -110,5 +110,37 @@ TEST(SortScoresDescending, MatchesStdSortOnBucketBoundariesInUnitInterval) {
   }
 }
 
+// The buckets are 1024 per octave, sorted by their low byte then their high byte: the
+// neighbours of every bucket boundary of the top octaves (both sides of 1/2), of the 256-bucket
+// steps of the high byte, and runs of values in one bucket in random input order.
+TEST(SortScoresDescending, MatchesStdSortOnFineBucketsAndByteBoundaries) {
+  ScoreSortScratch scratch;
+  std::vector<double> edges;
+  for (int e = 1; e <= 3; ++e)
+    for (int m = 0; m < 1024; ++m) {
+      const double d = std::ldexp(1.0 + m / 1024.0, -e);
+      for (double edge : {d, 1.0 - d})
+        if (edge >= 0.0 && edge <= 1.0) {
+          edges.push_back(std::nextafter(edge, 0.0));
+          edges.push_back(edge);
+        }
+    }
+  ExpectSortsLikeStd(edges, &scratch);
+  std::mt19937_64 rng(23);
+  for (int trial = 0; trial < 40; ++trial) {
+    std::vector<double> v;
+    const double centre = static_cast<double>(rng() >> 11) * 0x1.0p-53;
+    for (int i = 0; i < 900; ++i) {
+      const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53;
+      // Crowds around one value (many per bucket), a spread, and exact repeats.
+      double x = trial % 3 == 0 ? centre * (1.0 + 1e-4 * u) : u;
+      if (trial % 3 == 2 && i % 4 == 0) x = centre;
+      v.push_back(std::min(1.0, x));
+    }
+    std::shuffle(v.begin(), v.end(), rng);
+    ExpectSortsLikeStd(v, &scratch);
+  }
+}
+
 }  // namespace
 }  // namespace dspark::sim
