@@ -179,12 +179,12 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(const GpuExecut
                                                           static_cast<int>(options.impls.size()),
                                                           options.check_method == GpuCheckMethod::kDevice));
   }
+  DS_ASSIGN_OR_RETURN(const int flush_multiple, ExecutorFlushL2Multiple());  // what the plan sized
   try {
     if (options.time_steps) {
       for (size_t i = 0; i < options.impls.size(); ++i) st->timers.push_back(std::make_unique<timing::EventTimer>());
       if (options.cold_l2)
-        st->flusher =
-            std::make_unique<timing::L2Flusher>(device, kExecutorFlushMinBytes, *ExecutorFlushL2Multiple());
+        st->flusher = std::make_unique<timing::L2Flusher>(device, kExecutorFlushMinBytes, flush_multiple);
     }
   } catch (const CudaError& e) {
     return absl::ResourceExhaustedError(absl::StrCat("GpuExecutor::Create: ", e.what()));
