@@ -2,6 +2,7 @@
 #include "sim/cli/microbench_rows.cuh"
 
 #include "kernels/suite/vllm_ops.h"
+#include "sim/cli/microbench_ladder.cuh"
 
 namespace dspark::microbench_internal {
 
@@ -88,6 +89,35 @@ std::vector<RowSpec> Rows() {
     be.Join();
     return be.status();
   };
+  // The latency ladder (microbench_ladder.cuh): one launch of `grid` blocks of `block` threads
+  // whose every thread runs a chain of `depth` dependent loads, into bt_out.
+  auto ladder = [](int32_t depth, bool guess, int32_t grid, int32_t block) {
+    const auto params = [=](const DeviceState& st) {
+      return LadderParams{st.d_qsl.get(), st.d_bt.get(), st.bt_out.get(), st.c.num_reqs(),
+                          st.cfg.bt_width, st.cfg.bt_stride, depth, guess ? 1 : 0};
+    };
+    RowSpec r{"ladder",
+              absl::StrFormat("depth %d%s, %dx%d", depth, guess ? " guessed" : "", grid, block),
+              Method::kGraph, false, false, false,
+              [=](GpuBackend& be, const DeviceState& st) {
+                if (int64_t{grid} * block > static_cast<int64_t>(st.bt_out.size()))
+                  return absl::InvalidArgumentError(absl::StrFormat(
+                      "ladder: %d cells do not fit bt_out (%d): raise --capacity or --bt-stride",
+                      int64_t{grid} * block, st.bt_out.size()));
+                be.Launch(LadderKernel{params(st)}, LaunchShape{grid, block});
+                return be.status();
+              }};
+    r.check = [=](const DeviceState& st, bool* bug) {
+      const LadderParams p = params(st);
+      const auto got = st.bt_out.Download();
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < int64_t{grid} * block; ++i)
+        wrong += got[static_cast<size_t>(i)] != LadderExpected(p, st.qsl.data(), st.block_table.data(), i);
+      *bug = wrong > 0;
+      return wrong > 0 ? absl::StrFormat("BUG: %d wrong cells", wrong) : std::string("ok");
+    };
+    return r;
+  };
   // The first row of each group is its baseline ("ratio vs chain").
   return {
       {"mapping", "host (#47474)", Method::kEager, true, true, false, map_host},
@@ -104,10 +134,14 @@ std::vector<RowSpec> Rows() {
       {"mapping+indexer", "fused+fused", Method::kEager, false, true, true, pair_fused},
       {"mapping+indexer", "fused+fused (PDL)", Method::kGraph, false, true, true, pair_fused_pdl},
       {"mapping+indexer", "fused||fused (2 branches)", Method::kGraph, false, true, true, pair_fused_parallel},
+      // One block, then a grid the size of fused-suite's at batch-16 decode.
+      ladder(0, false, 1, 128), ladder(1, false, 1, 128), ladder(2, false, 1, 128), ladder(2, true, 1, 128),
+      ladder(0, false, 64, 256), ladder(1, false, 64, 256), ladder(2, false, 64, 256), ladder(2, true, 64, 256),
   };
 }
 
 std::string CheckOutputs(const RowSpec& spec, const DeviceState& st, bool* bug) {
+  if (spec.check) return spec.check(st, bug);
   const BenchCase& c = st.c;
   const int32_t R = c.num_reqs(), N = c.num_tokens, W = st.cfg.bt_width, stride = st.cfg.bt_stride;
   int64_t stale = 0, residue = 0, other = 0;

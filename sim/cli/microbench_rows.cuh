@@ -173,6 +173,9 @@ struct RowSpec {
   bool reads_host;    // reads host boundaries: expected to diverge where the host split is stale
   bool maps, indexes; // which outputs it writes
   std::function<absl::Status(GpuBackend&, const DeviceState&)> run;
+  // A probe's own check (the latency ladder's), in place of the mapping / indexer check: "ok" or
+  // "BUG: ..." with *bug set.
+  std::function<std::string(const DeviceState&, bool*)> check = nullptr;
 };
 
 std::vector<RowSpec> Rows();
