@@ -118,6 +118,42 @@ std::vector<RowSpec> Rows() {
     };
     return r;
   };
+  // Two probes in one serial graph, as the mapping and the indexer of (d) are: a depth-1 chain
+  // into map_out (the mapping's), then a guessed depth-2 chain into bt_out (the fused indexer's),
+  // one block of 128 each; `pdl`: the second a programmatic dependent launch. What no serial pair
+  // of kernels with those two chains can beat.
+  auto ladder_pair = [](bool pdl) {
+    const auto first = [](const DeviceState& st) {
+      return LadderParams{st.d_qsl.get(), st.d_bt.get(), st.map_out.get(), st.c.num_reqs(),
+                          st.cfg.bt_width, st.cfg.bt_stride, 1, 0};
+    };
+    const auto second = [](const DeviceState& st) {
+      return LadderParams{st.d_qsl.get(), st.d_bt.get(), st.bt_out.get(), st.c.num_reqs(),
+                          st.cfg.bt_width, st.cfg.bt_stride, 2, 1};
+    };
+    const LaunchShape shape{1, 128};
+    RowSpec r{"ladder", pdl ? "depth 1 then depth 2 guessed (PDL), 1x128 each" : "depth 1 then depth 2 guessed, 1x128 each",
+              Method::kGraph, false, false, false,
+              [=](GpuBackend& be, const DeviceState& st) {
+                if (shape.block > static_cast<int64_t>(st.map_out.size()))
+                  return absl::InvalidArgumentError("ladder: 128 cells do not fit map_out: raise --capacity");
+                be.Launch(LadderKernel{first(st)}, shape);
+                if (pdl) be.OverlapNextLaunch();
+                be.Launch(LadderKernel{second(st)}, shape);
+                return be.status();
+              }};
+    r.check = [=](const DeviceState& st, bool* bug) {
+      const auto a = st.map_out.Download(), b = st.bt_out.Download();
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < shape.block; ++i) {
+        wrong += a[static_cast<size_t>(i)] != LadderExpected(first(st), st.qsl.data(), st.block_table.data(), i);
+        wrong += b[static_cast<size_t>(i)] != LadderExpected(second(st), st.qsl.data(), st.block_table.data(), i);
+      }
+      *bug = wrong > 0;
+      return wrong > 0 ? absl::StrFormat("BUG: %d wrong cells", wrong) : std::string("ok");
+    };
+    return r;
+  };
   // The first row of each group is its baseline ("ratio vs chain").
   return {
       {"mapping", "host (#47474)", Method::kEager, true, true, false, map_host},
@@ -137,6 +173,7 @@ std::vector<RowSpec> Rows() {
       // One block, then a grid the size of fused-suite's at batch-16 decode.
       ladder(0, false, 1, 128), ladder(1, false, 1, 128), ladder(2, false, 1, 128), ladder(2, true, 1, 128),
       ladder(0, false, 64, 256), ladder(1, false, 64, 256), ladder(2, false, 64, 256), ladder(2, true, 64, 256),
+      ladder_pair(false), ladder_pair(true),
   };
 }
 
