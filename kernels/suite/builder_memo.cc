@@ -34,21 +34,35 @@ void AssignGroupOutputs(BuilderGroup g, const SuiteOutputs& src, SuiteOutputs* d
 
 // ---------------------------------------------------------------- CompareMemo
 
-bool CompareMemo::KnownEqual(const Key& key) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return std::binary_search(equal_.begin(), equal_.end(), key);
+bool CompareMemo::KnownEqual(size_t region, const void* got) const {
+  if (region * kSlots >= slot_count_) return false;
+  for (size_t j = region * kSlots; j < (region + 1) * kSlots; ++j) {
+    const void* p = equal_[j].load(std::memory_order_acquire);
+    if (p == got) return true;
+    if (p == nullptr) return false;
+  }
+  return false;
 }
 
-void CompareMemo::NoteEqual(const Key& key) {
-  std::lock_guard<std::mutex> lock(mu_);
-  const auto it = std::lower_bound(equal_.begin(), equal_.end(), key);
-  if (it == equal_.end() || !(*it == key)) equal_.insert(it, key);
+void CompareMemo::NoteEqual(size_t region, const void* got) {
+  if (region * kSlots >= slot_count_ || got == nullptr) return;
+  for (size_t j = region * kSlots; j < (region + 1) * kSlots; ++j) {
+    const void* expected = nullptr;
+    if (equal_[j].compare_exchange_strong(expected, got, std::memory_order_acq_rel)) return;
+    if (expected == got) return;
+  }
 }
 
 const std::vector<SuiteRegion>& CompareMemo::Regions(const std::function<std::vector<SuiteRegion>()>& make) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!regions_made_) {
     regions_ = make();
+    const size_t need = regions_.size() * kSlots;
+    if (need > slot_count_ || equal_ == nullptr) {
+      equal_.reset(new std::atomic<const void*>[need]);
+    }
+    slot_count_ = need;
+    for (size_t j = 0; j < slot_count_; ++j) equal_[j].store(nullptr, std::memory_order_relaxed);
     regions_made_ = true;
   }
   return regions_;
@@ -56,9 +70,9 @@ const std::vector<SuiteRegion>& CompareMemo::Regions(const std::function<std::ve
 
 void CompareMemo::Clear() {
   std::lock_guard<std::mutex> lock(mu_);
-  equal_.clear();
   regions_.clear();
   regions_made_ = false;
+  slot_count_ = 0;
 }
 
 // ---------------------------------------------------------------- BuilderMemo

@@ -27,11 +27,13 @@
 // on and off give identical mismatches, counters and defined regions on random steps.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <tuple>
 #include <utility>
@@ -59,33 +61,29 @@ enum class BuilderGroup : int8_t {
 // dst's pointers of group g's fields become src's.
 void AssignGroupOutputs(BuilderGroup g, const SuiteOutputs& src, SuiteOutputs* dst);
 
-// Regions already found equal in this step: a second comparison of the same two buffers over
-// the same extent (want, got, rows, cols, got's row stride) is one lookup. Thread-safe. Kept per
-// region, not per row: a step has a few dozen regions but thousands of block-table rows.
+// Regions already found equal in this step: a second comparison of the same buffer over the same
+// region of the step's table (Regions(): the same want, rows, cols and got's row stride for every
+// implementation) is a few atomic loads. Thread-safe, lock-free past Regions(). Kept per region,
+// not per row: a step has a few dozen regions but thousands of block-table rows.
 class CompareMemo {
  public:
-  struct Key {
-    const void* want;
-    const void* got;
-    int64_t rows, cols, stride, elem_bytes;
-    bool operator<(const Key& o) const {
-      return std::tie(want, got, rows, cols, stride, elem_bytes) <
-             std::tie(o.want, o.got, o.rows, o.cols, o.stride, o.elem_bytes);
-    }
-    bool operator==(const Key& o) const { return !(*this < o) && !(o < *this); }
-  };
-  bool KnownEqual(const Key& key) const;
-  void NoteEqual(const Key& key);
+  // Region `region` (its index in Regions()) of buffer `got` was found equal / is known equal.
+  bool KnownEqual(size_t region, const void* got) const;
+  void NoteEqual(size_t region, const void* got);
   // The step's region table, made by the first caller (every implementation of a step compares
   // the same regions of the same reference).
   const std::vector<SuiteRegion>& Regions(const std::function<std::vector<SuiteRegion>()>& make);
   void Clear();
 
  private:
-  mutable std::mutex mu_;
-  std::vector<Key> equal_;  // sorted
+  // [buffers] noted per region; a region of more distinct equal buffers than this is compared
+  // again (the result is the same, only not memoized).
+  static constexpr size_t kSlots = 8;
+  std::mutex mu_;
   bool regions_made_ = false;
   std::vector<SuiteRegion> regions_;
+  size_t slot_count_ = 0;  // regions_.size() * kSlots
+  std::unique_ptr<std::atomic<const void*>[]> equal_;  // per region, kSlots buffers, nullptr-ended
 };
 
 class BuilderMemo {

@@ -146,14 +146,14 @@ class FieldDiff {
 
 // One region: a single span when its rows are contiguous, else row by row; columns 1.. of the
 // padding rows (SuiteRegion::padding_rows_from) go to `pad`. A region found equal is noted in
-// `memo` (when given), so that the next implementation reading the same buffer skips it.
+// `memo` (when given; `index`: the region's in memo->Regions()), so that the next implementation
+// reading the same buffer skips it.
 template <typename T>
 void CompareRegion(const SuiteRegion& r, const T* want, const T* got, FieldDiff& diff, FieldDiff& pad,
-                   CompareMemo* memo) {
+                   CompareMemo* memo, size_t index) {
   got += r.got_offset;
   if (r.rows <= 0 || r.cols <= 0) return;
-  const CompareMemo::Key key{want, got, r.rows, r.cols, r.got_stride, static_cast<int64_t>(sizeof(T))};
-  if (memo != nullptr && memo->KnownEqual(key)) return;
+  if (memo != nullptr && memo->KnownEqual(index, got)) return;
   const int64_t before = diff.count() + pad.count();
   if (r.got_stride == r.cols && r.padding_rows_from < 0) {
     const int64_t given = r.GivenCells();
@@ -172,7 +172,7 @@ void CompareRegion(const SuiteRegion& r, const T* want, const T* got, FieldDiff&
       }
     }
   }
-  if (memo != nullptr && diff.count() + pad.count() == before) memo->NoteEqual(key);
+  if (memo != nullptr && diff.count() + pad.count() == before) memo->NoteEqual(index, got);
 }
 
 }  // namespace
@@ -193,13 +193,15 @@ std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const 
   std::vector<SuiteRegion> own;
   const auto make = [&] { return SuiteRegions(want, in, layout, consts); };
   if (memo == nullptr) own = make();
-  for (const SuiteRegion& r : memo != nullptr ? memo->Regions(make) : own) {
+  const std::vector<SuiteRegion>& regions = memo != nullptr ? memo->Regions(make) : own;
+  for (size_t i = 0; i < regions.size(); ++i) {
+    const SuiteRegion& r = regions[i];
     if (r.prefill_metadata && !traits.writes_prefill_metadata) continue;
     FieldDiff diff(r.builder, r.field), pad(r.builder, r.field, "_padding");
     if (r.int64_field)
-      CompareRegion(r, r.want64, got.*(r.got64), diff, pad, memo);
+      CompareRegion(r, r.want64, got.*(r.got64), diff, pad, memo, i);
     else
-      CompareRegion(r, r.want32, r.k >= 0 ? got.indexer[r.k].*(r.got_indexer) : got.*(r.got32), diff, pad, memo);
+      CompareRegion(r, r.want32, r.k >= 0 ? got.indexer[r.k].*(r.got_indexer) : got.*(r.got32), diff, pad, memo, i);
     diff.AppendTo(out, ordinary);
     pad.AppendTo(out, padding);
   }

@@ -19,6 +19,7 @@ namespace dspark::vllm_ops {
 using suite_internal::CopyD2D;
 using suite_internal::FillI32;
 using suite_internal::FillI64MinusOne;
+using suite_internal::FillI64MinusOneOverwritten;
 using suite_internal::IndexSelect;
 using suite_internal::IndexSelectRows;
 using suite_internal::Issue;
@@ -161,8 +162,9 @@ absl::Status MlaRatio2BuildOps(Backend& be, const SuiteStep& s) {
   if (z.num_reqs > 0 && z.bt_width > 0)
     Issue(be, ops::ClampMinZero2DKernel{const_cast<int32_t*>(in.device.block_table), z.bt_stride, z.num_reqs,
                                         z.bt_width});
-  FillI64MinusOne(be, s.out.mla_r2_slots, z.capacity);
   const CompressedSlotParams c = MakeCompressedSlotParams(z, in.device, s.consts, 2, nullptr, s.out.mla_r2_slots);
+  if (!CanImplementCompressedSlots(c).ok()) FillI64MinusOne(be, s.out.mla_r2_slots, z.capacity);  // then the error
+  else FillI64MinusOneOverwritten(be, s.out.mla_r2_slots, z.capacity, c);
   DS_RETURN_IF_ERROR(CanImplementCompressedSlots(c));
   if (CompressedSlotKernel::Shape(c).grid > 0) be.Launch(CompressedSlotKernel{c}, CompressedSlotKernel::Shape(c));
   return be.status();

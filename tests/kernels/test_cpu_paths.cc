@@ -97,6 +97,41 @@ TEST(CpuPaths, FusedSuiteRowsOfEveryWidthEqualPerThreadEmulation) {
   EXPECT_GT(padded, 0) << "no padding row";
 }
 
+// The CPU emulator skips vLLM's out.fill_(-1) before a CompressedSlotKernel over the same
+// buffer (suite_internal::FillI64MinusOneOverwritten): sound only because the kernel stores every
+// cell of out[0, capacity) whatever out held before, on both paths. Checked from two different
+// prior contents, on every seed case, both ratios, with and without slot_mapping.
+TEST(CpuPaths, CompressedSlotKernelOverwritesItsWholeBuffer) {
+  int64_t launches = 0;
+  for (uint64_t seed : {1, 2, 3}) {
+    for (SeedCase c : kAllSeedCases) {
+      const CaseBatch batch = MustMake(c, OptionsFor(seed));
+      for (int32_t ratio : {1, 2})
+        for (int32_t ignore : {0, 1})
+          for (bool paths : {true, false}) {
+            const int32_t cap = batch.sizes.capacity;
+            std::vector<int64_t> filled(static_cast<size_t>(cap), -1), poisoned(static_cast<size_t>(cap));
+            for (int32_t t = 0; t < cap; ++t) poisoned[t] = int64_t{0x5A5A5A5A} * (t + 3);
+            CaseBatch b = batch;
+            const BatchInputs in = b.Inputs();
+            CompressedSlotParams p = MakeCompressedSlotParams(in.sizes, in.device, ModelConsts{}, ratio, nullptr, filled.data());
+            p.ignore_slot_mapping = ignore;
+            ASSERT_TRUE(CanImplementCompressedSlots(p).ok());
+            const bool was = CpuPathsEnabled();
+            CpuPathsEnabled() = paths;
+            p.out = filled.data();
+            EmulateCompressedSlots(p);
+            p.out = poisoned.data();
+            EmulateCompressedSlots(p);
+            CpuPathsEnabled() = was;
+            ++launches;
+            EXPECT_EQ(filled, poisoned) << batch.name << " seed " << seed << " ratio " << ratio << " paths " << paths;
+          }
+    }
+  }
+  EXPECT_EQ(launches, 3 * 2 * 2 * 2 * static_cast<int64_t>(std::size(kAllSeedCases)));
+}
+
 TEST(CpuPaths, ScanOfEveryLengthEqualsPerThreadEmulation) {
   std::mt19937 rng(17);
   for (int32_t n : {0, 1, 2, 7, 255, 256, 257, 511, 1000, 4099}) {
