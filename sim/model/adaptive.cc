@@ -194,7 +194,7 @@ int32_t ComputeDraftBudget(const BudgetInputs& in, const DraftCostTables& tables
   return best_b;
 }
 
-void EvenDraftSplit(const int32_t* caps, int32_t n, int32_t total, int32_t* split) {
+void EvenDraftSplitRounds(const int32_t* caps, int32_t n, int32_t total, int32_t* split) {
   for (int32_t i = 0; i < n; ++i) split[i] = 0;
   // Rounds of one draft per request, in order, until the total is placed: the even split with
   // the remainder on the first requests, none above its cap.
@@ -208,6 +208,31 @@ void EvenDraftSplit(const int32_t* caps, int32_t n, int32_t total, int32_t* spli
         ++placed;
       }
     if (placed == 0) break;
+  }
+}
+
+void EvenDraftSplit(const int32_t* caps, int32_t n, int32_t total, int32_t* split) {
+  // EvenDraftSplitRounds' result without its rounds: after L full rounds request i holds
+  // min(cap_i, L), placed(L) = sum_i min(cap_i, L) in all. The last full round is the largest L
+  // with placed(L) <= total (placed(L + 1) - placed(L) counts the caps above L); the round after
+  // it gives one more, in order, to requests with cap above L until the total is placed.
+  constexpr int32_t kCapLimit = 16;  // caps are at most K: larger ones take the rounds
+  std::array<int32_t, kCapLimit + 1> with_cap{};  // requests per cap value
+  for (int32_t i = 0; i < n; ++i) {
+    if (caps[i] < 0 || caps[i] > kCapLimit) return EvenDraftSplitRounds(caps, n, total, split);
+    ++with_cap[static_cast<size_t>(caps[i])];
+  }
+  int32_t level = 0, placed = 0, above = n - with_cap[0];  // above: caps > level
+  while (above > 0 && placed + above <= total) {
+    placed += above;
+    ++level;
+    above -= with_cap[static_cast<size_t>(level)];
+  }
+  int32_t left = std::max(0, total - placed);  // < above (or nothing is above: all capped)
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t extra = caps[i] > level && left > 0;
+    split[i] = std::min(caps[i], level) + extra;
+    left -= extra;
   }
 }
 

@@ -100,5 +100,8 @@ int32_t ComputeDraftBudget(const BudgetInputs& in, const DraftCostTables& tables
 // drafts spread evenly over the decodes in order, the remainder to the first ones, none above
 // its cap; writes split[n].
 void EvenDraftSplit(const int32_t* caps, int32_t n, int32_t total, int32_t* split);
+// The same split placed one draft at a time, in rounds (the definition EvenDraftSplit is
+// tested against).
+void EvenDraftSplitRounds(const int32_t* caps, int32_t n, int32_t total, int32_t* split);
 
 }  // namespace dspark::sim
