@@ -97,7 +97,9 @@ double TailMoment(const Cumulative& near, const Cumulative& far, double tail) {
 }  // namespace
 
 BetaQuantileTable::BetaQuantileTable(double kappa)
-    : kappa_(kappa), nodes_(new float[static_cast<size_t>(kRows) * kRowStride]) {}
+    : kappa_(kappa),
+      nodes_(new float[static_cast<size_t>(kRows) * kRowStride]),
+      pairs_(new float[static_cast<size_t>(kRows - 1) * 2 * kRowStride]) {}
 
 double BetaQuantileTable::RowP(int32_t row) {
   const double logit = -kMaxLogit + static_cast<double>(row) / kRowsPerLogit;
@@ -169,6 +171,16 @@ bool BetaQuantileTable::Locate(double p, int32_t* row, float* weight) {
     std::lock_guard<std::mutex> lock(mu_);
     EnsureRow(i);
     EnsureRow(i + 1);
+    if (!pair_built_[static_cast<size_t>(i)]) {
+      const float* r0 = row_nodes(i);
+      const float* r1 = row_nodes(i + 1);
+      float* pair = pairs_.get() + static_cast<size_t>(i) * 2 * kRowStride;
+      for (int j = 0; j < kRowStride; ++j) {
+        pair[2 * j] = r0[j];
+        pair[2 * j + 1] = r1[j];
+      }
+      pair_built_[static_cast<size_t>(i)] = true;
+    }
   }
   if (!good_[static_cast<size_t>(i)] || !good_[static_cast<size_t>(i) + 1]) return false;
   // The weight that makes the blend's mean p: each row's mean is its trapezoid sum.
