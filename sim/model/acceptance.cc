@@ -112,7 +112,11 @@ void AcceptanceModel::PrepareConfidences(const float* p, ConfidenceShapes* shape
     const double pk = p[k];
     shapes->row[k] = ConfidenceShapes::kExact;  // Locate writes the row only where it tables pk
     shapes->weight[k] = 0.0f;
-    if (table_->Locate(pk, &shapes->row[k], &shapes->weight[k])) continue;
+    shapes->nodes[k] = nullptr;
+    if (table_->Locate(pk, &shapes->row[k], &shapes->weight[k])) {
+      shapes->nodes[k] = table_->pair_nodes(shapes->row[k]);
+      continue;
+    }
     shapes->x[k] = Rng::GammaShape::For(kappa * pk);
     shapes->y[k] = Rng::GammaShape::For(kappa * (1.0 - pk));
   }
@@ -131,7 +135,8 @@ int32_t AcceptanceModel::DrawWithConfidences(const float* p, const ConfidenceSha
   for (int32_t k = 0; k < num_drafts; ++k) {
     if (shapes.row[k] != ConfidenceShapes::kExact) {
       const uint64_t bits = rng.NextU64();
-      const float qf = table_->Sample(shapes.row[k], shapes.weight[k], static_cast<uint32_t>(bits >> 32));
+      const float qf = BetaQuantileTable::SamplePair(shapes.nodes[k], shapes.weight[k],
+                                                     static_cast<uint32_t>(bits >> 32));
       const int32_t acc = static_cast<double>(bits & 0xFFFFFFFFu) < static_cast<double>(qf) * 0x1.0p32;
       prefix &= acc;
       accepted += prefix;

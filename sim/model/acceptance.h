@@ -93,6 +93,7 @@ class AcceptanceModel {
     static constexpr int32_t kExact = -1;    // row: drawn as two Gamma draws (x, y)
     std::array<int32_t, kMaxSpecK> row{};    // the quantile table's row, or kExact
     std::array<float, kMaxSpecK> weight{};   // the second row's weight
+    std::array<const float*, kMaxSpecK> nodes{};  // the row pair's nodes (pair_nodes(row))
     std::array<Rng::GammaShape, kMaxSpecK> x, y;  // Gamma(kappa p_k), Gamma(kappa (1 - p_k))
   };
   // Positions [0, count) of p (count < 0: all K); the others are left alone.

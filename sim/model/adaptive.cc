@@ -29,7 +29,7 @@ constexpr int32_t kBucketCount = 4096;
 inline int32_t ScoreBucket(float score) {
   uint32_t bits;
   std::memcpy(&bits, &score, sizeof(bits));
-  if (bits == 0x80000000u) bits = 0;
+  bits = bits == 0x80000000u ? 0 : bits;
   const int32_t b = static_cast<int32_t>(bits >> 16) - (kTopBucketField - (kBucketCount - 1));
   return b < 0 ? 0 : (b > kBucketCount - 1 ? kBucketCount - 1 : b);
 }
@@ -50,48 +50,49 @@ int32_t TopBAllocator::Allocate(const float* scores, const int32_t* max_drafts,
     for (int32_t r = 0; r < num_decodes; ++r) kept[r] = 0;
     return 0;
   }
-  // Pass 1: bucket of every slot (-1: ineligible) and bucket counts.
+  // Pass 1: bucket of every slot (a loop the compiler vectorizes), then per request the
+  // ineligible slots marked -1 and the eligible ones counted. count[b + 1] counts bucket b
+  // (count[0] is a sink for the ineligible slots' -1).
   const int32_t num_slots = num_decodes * max_k;
   bucket_.resize(static_cast<size_t>(num_slots));
   keys_.resize(static_cast<size_t>(num_slots));
+  boundary_slots_.resize(static_cast<size_t>(num_slots));
   int16_t* bucket = bucket_.data();
   int32_t* count = bucket_count_.data();
-  int32_t hi = 0, lo = kBuckets - 1;
+  for (int32_t slot = 0; slot < num_slots; ++slot)
+    bucket[slot] = static_cast<int16_t>(ScoreBucket(scores[slot]));
+  for (int32_t r = 0; r < num_decodes; ++r) {
+    int16_t* row = bucket + r * max_k;
+    const int32_t d = max_drafts[r];
+    for (int32_t k = 0; k < d; ++k) ++count[row[k] + 1];
+    for (int32_t k = d; k < max_k; ++k) row[k] = -1;
+  }
+  // The boundary bucket: the one holding the budget-th best eligible slot (budget < eligible).
+  int32_t above = 0, boundary = kBuckets - 1;
+  while (above + count[boundary + 1] < budget) above += count[1 + boundary--];
+  const int32_t need = budget - above;  // best slots to take from the boundary bucket
+  // Pass 2: per request, the slots above the boundary bucket counted; the boundary bucket's
+  // slots listed (written for every slot, kept for its own); every count cleared for the next
+  // call. Then the boundary bucket's keys, ordered exactly only up to the need-th.
+  int32_t* in_boundary = boundary_slots_.data();
+  int32_t m = 0;
   for (int32_t r = 0; r < num_decodes; ++r) {
     const int32_t base = r * max_k;
-    for (int32_t k = 0; k < max_k; ++k) {
-      const bool eligible_slot = k < max_drafts[r];
-      const int32_t b = ScoreBucket(scores[base + k]);
-      bucket[base + k] = static_cast<int16_t>(eligible_slot ? b : -1);
-      if (eligible_slot) {
-        ++count[b];
-        hi = std::max(hi, b);
-        lo = std::min(lo, b);
-      }
-    }
-  }
-  int32_t above = 0, boundary = hi;
-  while (above + count[boundary] < budget) above += count[boundary--];
-  const int32_t need = budget - above;  // best slots to take from the boundary bucket
-  std::fill(count + lo, count + hi + 1, 0);
-  // Pass 2: the boundary bucket's keys (written for every slot, kept for its own), ordered
-  // exactly only up to the need-th.
-  uint64_t* keys = keys_.data();
-  int32_t m = 0;
-  for (int32_t slot = 0; slot < num_slots; ++slot) {
-    keys[m] = SlotKey(scores[slot], slot);
-    m += bucket[slot] == boundary;
-  }
-  std::nth_element(keys, keys + (need - 1), keys + m);
-  const uint64_t threshold = keys[need - 1];
-  // Pass 3: kept slots per request: those above the boundary bucket, then the boundary
-  // bucket's best `need` (their keys name their slot).
-  for (int32_t r = 0; r < num_decodes; ++r) {
-    const int16_t* row = bucket + r * max_k;
     int32_t n = 0;
-    for (int32_t k = 0; k < max_k; ++k) n += row[k] > boundary;
+    for (int32_t k = 0; k < max_k; ++k) {
+      const int32_t b = bucket[base + k];
+      count[b + 1] = 0;
+      n += b > boundary;
+      in_boundary[m] = base + k;
+      m += b == boundary;
+    }
     kept[r] = n;
   }
+  uint64_t* keys = keys_.data();
+  for (int32_t i = 0; i < m; ++i) keys[i] = SlotKey(scores[in_boundary[i]], in_boundary[i]);
+  std::nth_element(keys, keys + (need - 1), keys + m);
+  const uint64_t threshold = keys[need - 1];
+  // Pass 3: the boundary bucket's best `need` (their keys name their slot).
   for (int32_t i = 0; i < m; ++i)
     if (keys[i] <= threshold) ++kept[static_cast<uint32_t>(keys[i]) / static_cast<uint32_t>(max_k)];
   return budget;
@@ -193,7 +194,7 @@ int32_t ComputeDraftBudget(const BudgetInputs& in, const DraftCostTables& tables
   return best_b;
 }
 
-void EvenDraftSplit(const int32_t* caps, int32_t n, int32_t total, int32_t* split) {
+void EvenDraftSplitRounds(const int32_t* caps, int32_t n, int32_t total, int32_t* split) {
   for (int32_t i = 0; i < n; ++i) split[i] = 0;
   // Rounds of one draft per request, in order, until the total is placed: the even split with
   // the remainder on the first requests, none above its cap.
@@ -207,6 +208,31 @@ void EvenDraftSplit(const int32_t* caps, int32_t n, int32_t total, int32_t* spli
         ++placed;
       }
     if (placed == 0) break;
+  }
+}
+
+void EvenDraftSplit(const int32_t* caps, int32_t n, int32_t total, int32_t* split) {
+  // EvenDraftSplitRounds' result without its rounds: after L full rounds request i holds
+  // min(cap_i, L), placed(L) = sum_i min(cap_i, L) in all. The last full round is the largest L
+  // with placed(L) <= total (placed(L + 1) - placed(L) counts the caps above L); the round after
+  // it gives one more, in order, to requests with cap above L until the total is placed.
+  constexpr int32_t kCapLimit = 16;  // caps are at most K: larger ones take the rounds
+  std::array<int32_t, kCapLimit + 1> with_cap{};  // requests per cap value
+  for (int32_t i = 0; i < n; ++i) {
+    if (caps[i] < 0 || caps[i] > kCapLimit) return EvenDraftSplitRounds(caps, n, total, split);
+    ++with_cap[static_cast<size_t>(caps[i])];
+  }
+  int32_t level = 0, placed = 0, above = n - with_cap[0];  // above: caps > level
+  while (above > 0 && placed + above <= total) {
+    placed += above;
+    ++level;
+    above -= with_cap[static_cast<size_t>(level)];
+  }
+  int32_t left = std::max(0, total - placed);  // < above (or nothing is above: all capped)
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t extra = caps[i] > level && left > 0;
+    split[i] = std::min(caps[i], level) + extra;
+    left -= extra;
   }
 }
 

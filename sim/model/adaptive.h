@@ -41,6 +41,7 @@ class TopBAllocator {
  public:
   explicit TopBAllocator(int32_t max_slots = 0) {
     keys_.reserve(static_cast<size_t>(max_slots));
+    boundary_slots_.reserve(static_cast<size_t>(max_slots));
     bucket_.reserve(static_cast<size_t>(max_slots));
   }
 
@@ -51,9 +52,10 @@ class TopBAllocator {
 
  private:
   static constexpr int kBuckets = 4096;
-  std::vector<uint64_t> keys_;    // [slots] the boundary bucket's keys first
+  std::vector<uint64_t> keys_;    // [slots] the boundary bucket's keys
+  std::vector<int32_t> boundary_slots_;  // [slots] the boundary bucket's slots first
   std::vector<int16_t> bucket_;  // [slots] score bucket, -1 for an ineligible slot
-  std::array<int32_t, kBuckets> bucket_count_{};  // zero between calls
+  std::array<int32_t, kBuckets + 1> bucket_count_{};  // [1 + bucket], zero between calls
 };
 
 // vLLM's step-cost tables (adaptive_verification.py, build_cost_tables_from_curves): from
@@ -98,5 +100,8 @@ int32_t ComputeDraftBudget(const BudgetInputs& in, const DraftCostTables& tables
 // drafts spread evenly over the decodes in order, the remainder to the first ones, none above
 // its cap; writes split[n].
 void EvenDraftSplit(const int32_t* caps, int32_t n, int32_t total, int32_t* split);
+// The same split placed one draft at a time, in rounds (the definition EvenDraftSplit is
+// tested against).
+void EvenDraftSplitRounds(const int32_t* caps, int32_t n, int32_t total, int32_t* split);
 
 }  // namespace dspark::sim

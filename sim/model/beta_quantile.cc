@@ -96,7 +96,10 @@ double TailMoment(const Cumulative& near, const Cumulative& far, double tail) {
 
 }  // namespace
 
-BetaQuantileTable::BetaQuantileTable(double kappa) : kappa_(kappa) {}
+BetaQuantileTable::BetaQuantileTable(double kappa)
+    : kappa_(kappa),
+      nodes_(new float[static_cast<size_t>(kRows) * kRowStride]),
+      pairs_(new float[static_cast<size_t>(kRows - 1) * 2 * kRowStride]) {}
 
 double BetaQuantileTable::RowP(int32_t row) {
   const double logit = -kMaxLogit + static_cast<double>(row) / kRowsPerLogit;
@@ -138,10 +141,10 @@ void BetaQuantileTable::BuildRow(double a, double b, float* out) {
 }
 
 void BetaQuantileTable::EnsureRow(int32_t row) {
-  if (rows_[static_cast<size_t>(row)] != nullptr) return;
+  if (built_[static_cast<size_t>(row)]) return;
   const double p = RowP(row);
-  std::unique_ptr<float[]> nodes(new float[kCells + 1]);
-  BuildRow(kappa_ * p, kappa_ * (1.0 - p), nodes.get());
+  float* nodes = nodes_.get() + static_cast<size_t>(row) * kRowStride;
+  BuildRow(kappa_ * p, kappa_ * (1.0 - p), nodes);
   // The piecewise-linear quantile's moments: mean (a + b) / 2 and E[q^2] (a^2 + ab + b^2) / 3
   // per cell.
   double mean = 0.0, second = 0.0;
@@ -156,7 +159,7 @@ void BetaQuantileTable::EnsureRow(int32_t row) {
   means_[static_cast<size_t>(row)] = mean;
   good_[static_cast<size_t>(row)] =
       std::fabs(mean - p) <= kMaxMeanError && std::fabs(var / exact_var - 1.0) <= kMaxVarianceError;
-  rows_[static_cast<size_t>(row)] = std::move(nodes);
+  built_[static_cast<size_t>(row)] = true;
 }
 
 bool BetaQuantileTable::Locate(double p, int32_t* row, float* weight) {
@@ -168,6 +171,16 @@ bool BetaQuantileTable::Locate(double p, int32_t* row, float* weight) {
     std::lock_guard<std::mutex> lock(mu_);
     EnsureRow(i);
     EnsureRow(i + 1);
+    if (!pair_built_[static_cast<size_t>(i)]) {
+      const float* r0 = row_nodes(i);
+      const float* r1 = row_nodes(i + 1);
+      float* pair = pairs_.get() + static_cast<size_t>(i) * 2 * kRowStride;
+      for (int j = 0; j < kRowStride; ++j) {
+        pair[2 * j] = r0[j];
+        pair[2 * j + 1] = r1[j];
+      }
+      pair_built_[static_cast<size_t>(i)] = true;
+    }
   }
   if (!good_[static_cast<size_t>(i)] || !good_[static_cast<size_t>(i) + 1]) return false;
   // The weight that makes the blend's mean p: each row's mean is its trapezoid sum.

@@ -61,6 +61,7 @@ Scheduler::Scheduler(const SchedulerConfig& config, const std::vector<RequestSpe
   bt_width_ = (config_.max_model_len + config_.block_size - 1) / config_.block_size;
   Rng jitter(seed, RngStream::kRequestJitter);
   reqs_.resize(workload.size());
+  if (config_.mode == SpecMode::kAdaptive && k_ > 0) shapes_.resize(workload.size());
   for (size_t i = 0; i < workload.size(); ++i) {
     Req& r = reqs_[i];
     r.id = workload[i].id;
@@ -68,7 +69,7 @@ Scheduler::Scheduler(const SchedulerConfig& config, const std::vector<RequestSpe
     r.output_len = workload[i].output_len;
     if (k_ > 0) {
       acceptance_.InitRequest(workload[i], jitter, r.p.data());
-      if (config_.mode == SpecMode::kAdaptive) acceptance_.PrepareConfidences(r.p.data(), &r.shapes);
+      if (config_.mode == SpecMode::kAdaptive) acceptance_.PrepareConfidences(r.p.data(), &shapes_[i]);
       ResetConfidences(r);
     }
   }
@@ -173,7 +174,7 @@ void Scheduler::Commit(double end_s) {
       if (adaptive) {
         // stage_confidences: the host's copy moves one round on, the device gets fresh ones.
         r.conf_host = r.conf;
-        r.latent_accept = acceptance_.DrawWithConfidences(r.p.data(), r.shapes, drafts, accept_rng_,
+        r.latent_accept = acceptance_.DrawWithConfidences(r.p.data(), shapes_[e.req], drafts, accept_rng_,
                                                           r.conf.data());
       } else {
         r.latent_accept = AcceptanceModel::DrawAcceptedPrefix(r.p.data(), drafts, accept_rng_);

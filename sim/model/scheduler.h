@@ -183,7 +183,6 @@ class Scheduler final : public StepMaterializer {
     bool verified_last = false;  // the last target step verified it (vs completed a prefill)
     Phase phase = Phase::kPending;
     std::array<float, kMaxSpecK> p{};          // conditional acceptance per position
-    AcceptanceModel::ConfidenceShapes shapes;  // adaptive: the confidence draws' constants of p
     std::array<float, kMaxSpecK> conf{};       // confidences of the last draft (device, fresh)
     std::array<float, kMaxSpecK> conf_host{};  // staged confidences the host holds (one round older)
     std::vector<int32_t> blocks;               // KV block ids
@@ -222,6 +221,9 @@ class Scheduler final : public StepMaterializer {
   const TimeModel& time_model_;
   Rng accept_rng_;
   std::vector<Req> reqs_;
+  // Adaptive: per request, the confidence draws' constants of its p (kept out of Req, which the
+  // scheduler's passes walk, since they are ~10x its size and read only by the draft commit).
+  std::vector<AcceptanceModel::ConfidenceShapes> shapes_;
   std::vector<int32_t> running_;  // admission order
   std::deque<int32_t> waiting_;
   KvCache kv_;

@@ -15,7 +15,7 @@ struct ScoreSortScratch {
   static constexpr int kBuckets = 2 * kOctaves * (1 << kMantissaBits) + 3;  // < 2^16
   static constexpr int kHighDigits = ((kBuckets - 1) >> 8) + 1;  // buckets' high bytes
   std::vector<uint16_t> bucket, bucket_lo, bucket_out;  // [n] each value's bucket, per pass
-  std::vector<uint64_t> bits_lo, bits_out;              // [n] float64 patterns, per pass
+  std::vector<double> x_lo;                             // [n] the values after the first pass
   std::array<int32_t, 256> low{};                       // low-byte counts, then offsets
   std::array<int32_t, kHighDigits> high{};              // high-byte counts, then offsets
   std::array<int32_t, 4 * kHighDigits> high4{};         // high-byte counts by i mod 4

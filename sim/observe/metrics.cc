@@ -80,9 +80,10 @@ void MetricsObserver::OnVerification(int32_t req, int32_t proposed, int32_t veri
   r.drafts_verified += verified;
   r.drafts_accepted += accepted;
   ++verifications_;
-  // The accepted drafts are a prefix: positions 0 .. accepted-1 of this verification.
-  if (accepted_per_pos_.size() < static_cast<size_t>(accepted)) accepted_per_pos_.resize(accepted, 0);
-  for (int32_t k = 0; k < accepted; ++k) ++accepted_per_pos_[k];
+  // The accepted drafts are a prefix: positions 0 .. accepted-1 of this verification (counted
+  // per position when read, from the verifications per accepted count).
+  if (by_accepted_.size() <= static_cast<size_t>(accepted)) by_accepted_.resize(static_cast<size_t>(accepted) + 1, 0);
+  ++by_accepted_[static_cast<size_t>(accepted)];
   drafts_proposed_ += proposed;
   drafts_verified_ += verified;
   drafts_accepted_ += accepted;
@@ -97,9 +98,15 @@ double MetricsObserver::mean_acceptance_length() const {
 // vLLM's SpecDecodingLogging.log() (vllm/v1/spec_decode/metrics.py): accepted tokens at
 // position k over the number of drafts (verifications that had drafts), k = 0 .. K-1.
 std::vector<double> MetricsObserver::PerPositionAcceptanceRate() const {
-  std::vector<double> rates;
-  for (int64_t n : accepted_per_pos_)
-    rates.push_back(verifications_ > 0 ? static_cast<double>(n) / verifications_ : 0.0);
+  // Position k was accepted by the verifications that accepted more than k drafts; positions up
+  // to the most drafts any verification accepted.
+  const size_t positions = by_accepted_.empty() ? 0 : by_accepted_.size() - 1;
+  std::vector<double> rates(positions);
+  int64_t n = 0;
+  for (size_t k = positions; k-- > 0;) {
+    n += by_accepted_[k + 1];
+    rates[k] = verifications_ > 0 ? static_cast<double>(n) / verifications_ : 0.0;
+  }
   return rates;
 }
 

@@ -101,7 +101,7 @@ class MetricsObserver final : public StepObserver {
   std::vector<float> itl_s_;  // [s] float halves the memory of the largest series
   int64_t preemptions_ = 0;
   int64_t verifications_ = 0, drafts_proposed_ = 0, drafts_verified_ = 0, drafts_accepted_ = 0;
-  std::vector<int64_t> accepted_per_pos_;  // [k] verifications that accepted draft position k
+  std::vector<int64_t> by_accepted_;  // [a] verifications that accepted a drafts (a <= the most seen)
   ResultSpec result_spec_;
   nlohmann::json serving_;
 };

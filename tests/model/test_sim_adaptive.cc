@@ -168,5 +168,23 @@ TEST(EvenDraftSplit, EvenRemainderFirstCapped) {
   EXPECT_EQ(split, (std::vector<int32_t>{0, 0, 0, 0}));
 }
 
+// The closed form equals the rounds on random caps (0 to K, and some above its table), totals
+// from 0 to past the caps' sum, and negative totals.
+TEST(EvenDraftSplit, ClosedFormEqualsRounds) {
+  std::mt19937_64 rng(17);
+  for (int trial = 0; trial < 4000; ++trial) {
+    const int32_t n = static_cast<int32_t>(rng() % 300);
+    const int32_t max_cap = trial % 10 == 0 ? 40 : 1 + static_cast<int32_t>(rng() % 8);
+    std::vector<int32_t> caps(n);
+    int32_t sum = 0;
+    for (int32_t& c : caps) sum += c = static_cast<int32_t>(rng() % static_cast<uint64_t>(max_cap + 1));
+    const int32_t total = static_cast<int32_t>(rng() % static_cast<uint64_t>(sum + 5)) - (trial % 7 == 0 ? 3 : 0);
+    std::vector<int32_t> want(n, -7), got(n, -9);
+    EvenDraftSplitRounds(caps.data(), n, total, want.data());
+    EvenDraftSplit(caps.data(), n, total, got.data());
+    ASSERT_EQ(got, want) << "trial " << trial << " total " << total;
+  }
+}
+
 }  // namespace
 }  // namespace dspark::sim

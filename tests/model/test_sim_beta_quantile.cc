@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <random>
 
 #include "sim/model/beta_quantile.h"
 
@@ -50,6 +52,27 @@ TEST(BetaQuantileTable, CdfMeanAndVarianceMatchBeta) {
       EXPECT_NEAR(mean, p, 2e-6) << "kappa " << kappa << " p " << p;
       const double var = p * (1.0 - p) / (kappa + 1.0);
       EXPECT_NEAR((second - mean * mean) / var, 1.0, 0.01) << "kappa " << kappa << " p " << p;
+    }
+  }
+}
+
+// A draw from the interleaved row pair is the draw from the two rows, to the bit, on every
+// cell's ends and random uniforms.
+TEST(BetaQuantileTable, PairDrawsEqualRowDraws) {
+  BetaQuantileTable table(2.0);
+  std::mt19937_64 rng(5);
+  for (double p : {0.05, 0.3, 0.5, 0.642, 0.7, 0.802, 0.93, 0.9866}) {
+    int32_t row = -1;
+    float w = 0;
+    ASSERT_TRUE(table.Locate(p, &row, &w));
+    const float* pair = table.pair_nodes(row);
+    for (int i = 0; i < 20000; ++i) {
+      uint32_t u = static_cast<uint32_t>(rng());
+      if (i < 2 * BetaQuantileTable::kCells)  // each cell's first and last uniform
+        u = (static_cast<uint32_t>(i / 2) << (32 - BetaQuantileTable::kCellsLog2)) |
+            (i % 2 == 0 ? 0u : (1u << (32 - BetaQuantileTable::kCellsLog2)) - 1);
+      const float want = table.Sample(row, w, u), got = BetaQuantileTable::SamplePair(pair, w, u);
+      ASSERT_EQ(std::memcmp(&want, &got, sizeof(float)), 0) << p << " " << u;
     }
   }
 }
