@@ -73,7 +73,8 @@ void FillI64MinusOne(Backend& be, int64_t* dst, int64_t count) {
   if (count > 0) be.Fill32(reinterpret_cast<int32_t*>(dst), -1, static_cast<size_t>(2 * count));
 }
 // The same fill_(-1) of out[0, count) when the caller launches, right after it, a
-// CompressedSlotKernel `c` (whose validity it checked) writing out: that kernel stores every cell of
+// CompressedSlotKernel `c` writing out (when `c` is invalid the fill is stored and the caller's
+// contract check fails after it, as before): that kernel stores every cell of
 // out[0, c.capacity) and reads none of out (kernels/compressed_slots.cuh), so with
 // c.out == dst and c.capacity == count the fill's stores are dead. The CPU emulator counts the
 // fill and skips its stores, a CPU path like the kernels' (off with CpuPathsEnabled(): the
@@ -82,7 +83,8 @@ void FillI64MinusOne(Backend& be, int64_t* dst, int64_t count) {
 template <class Backend>
 void FillI64MinusOneOverwritten(Backend& be, int64_t* dst, int64_t count, const CompressedSlotParams& c) {
   if constexpr (!Backend::kIsGpu) {
-    if (CpuPathsEnabled() && count > 0 && c.out == dst && c.capacity == count && CompressedSlotKernel::Shape(c).grid > 0 &&
+    if (CpuPathsEnabled() && count > 0 && c.out == dst && c.capacity == count && CanImplementCompressedSlots(c).ok() &&
+        CompressedSlotKernel::Shape(c).grid > 0 &&
         CompressedSlotKernel::Shape(c).grid * int64_t{CompressedSlotKernel::kTokensPerBlock} >= count) {
       be.CountDeadFill();
       return;

@@ -28,8 +28,7 @@ absl::StatusOr<const int32_t*> IndexerRatio2Setup(Backend& be, const SuiteStep& 
   int32_t* csl = s.out.indexer_r2_csl;
   CompressedSlotParams c = MakeCompressedSlotParams(z, in.device, s.consts, 2, nullptr, slots);
   c.ignore_slot_mapping = 1;
-  if (!CanImplementCompressedSlots(c).ok()) FillI64MinusOne(be, slots, z.capacity);  // then the error below
-  else FillI64MinusOneOverwritten(be, slots, z.capacity, c);
+  FillI64MinusOneOverwritten(be, slots, z.capacity, c);
   DS_RETURN_IF_ERROR(CanImplementCompressedSlots(c));
   if (CompressedSlotKernel::Shape(c).grid > 0) be.Launch(CompressedSlotKernel{c}, CompressedSlotKernel::Shape(c));
   Issue(be, Vec(V(in.device.seq_lens), S(2), csl, z.num_reqs, ops::BinaryOp::kFloorDiv));
