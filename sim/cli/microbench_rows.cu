@@ -56,6 +56,29 @@ GpuMemoryPlan PlanCase(const BenchCase& c, const Config& cfg) {
   return p;
 }
 
+namespace {
+
+// The ladder probe over case `st`'s boundaries and block table, storing into `out`.
+LadderParams LadderOn(const DeviceState& st, int32_t* out, int32_t depth, bool guess) {
+  return LadderParams{st.d_qsl.get(), st.d_bt.get(), out,     st.c.num_reqs(),
+                      st.cfg.bt_width, st.cfg.bt_stride, depth, guess ? 1 : 0};
+}
+// Cells [0, cells) of `buf` that differ from what probe `p` stores (from the host copies).
+int64_t WrongLadderCells(const DeviceState& st, const LadderParams& p, const DeviceBuffer<int32_t>& buf,
+                         int64_t cells) {
+  const std::vector<int32_t> got = buf.Download();
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < cells; ++i)
+    wrong += got[static_cast<size_t>(i)] != LadderExpected(p, st.qsl.data(), st.block_table.data(), i);
+  return wrong;
+}
+std::string LadderVerdict(int64_t wrong, bool* bug) {
+  *bug = wrong > 0;
+  return wrong > 0 ? absl::StrFormat("BUG: %d wrong cells", wrong) : std::string("ok");
+}
+
+}  // namespace
+
 std::vector<RowSpec> Rows() {
   auto map_host = [](GpuBackend& be, const DeviceState& st) { return TokenMapHost(be, st.MapArgs()).status(); };
   // State (c)'s chain, the same code vllm-pre56562 runs (kernels/suite/vllm_ops.h): 8 launches.
@@ -92,29 +115,20 @@ std::vector<RowSpec> Rows() {
   // The latency ladder (microbench_ladder.cuh): one launch of `grid` blocks of `block` threads
   // whose every thread runs a chain of `depth` dependent loads, into bt_out.
   auto ladder = [](int32_t depth, bool guess, int32_t grid, int32_t block) {
-    const auto params = [=](const DeviceState& st) {
-      return LadderParams{st.d_qsl.get(), st.d_bt.get(), st.bt_out.get(), st.c.num_reqs(),
-                          st.cfg.bt_width, st.cfg.bt_stride, depth, guess ? 1 : 0};
-    };
+    const int64_t cells = int64_t{grid} * block;
     RowSpec r{"ladder",
               absl::StrFormat("depth %d%s, %dx%d", depth, guess ? " guessed" : "", grid, block),
               Method::kGraph, false, false, false,
               [=](GpuBackend& be, const DeviceState& st) {
-                if (int64_t{grid} * block > static_cast<int64_t>(st.bt_out.size()))
+                if (cells > static_cast<int64_t>(st.bt_out.size()))
                   return absl::InvalidArgumentError(absl::StrFormat(
-                      "ladder: %d cells do not fit bt_out (%d): raise --capacity or --bt-stride",
-                      int64_t{grid} * block, st.bt_out.size()));
-                be.Launch(LadderKernel{params(st)}, LaunchShape{grid, block});
+                      "ladder: %d cells do not fit bt_out (%d): raise --capacity or --bt-stride", cells,
+                      st.bt_out.size()));
+                be.Launch(LadderKernel{LadderOn(st, st.bt_out.get(), depth, guess)}, LaunchShape{grid, block});
                 return be.status();
               }};
     r.check = [=](const DeviceState& st, bool* bug) {
-      const LadderParams p = params(st);
-      const auto got = st.bt_out.Download();
-      int64_t wrong = 0;
-      for (int64_t i = 0; i < int64_t{grid} * block; ++i)
-        wrong += got[static_cast<size_t>(i)] != LadderExpected(p, st.qsl.data(), st.block_table.data(), i);
-      *bug = wrong > 0;
-      return wrong > 0 ? absl::StrFormat("BUG: %d wrong cells", wrong) : std::string("ok");
+      return LadderVerdict(WrongLadderCells(st, LadderOn(st, st.bt_out.get(), depth, guess), st.bt_out, cells), bug);
     };
     return r;
   };
@@ -123,34 +137,22 @@ std::vector<RowSpec> Rows() {
   // one block of 128 each; `pdl`: the second a programmatic dependent launch. What no serial pair
   // of kernels with those two chains can beat.
   auto ladder_pair = [](bool pdl) {
-    const auto first = [](const DeviceState& st) {
-      return LadderParams{st.d_qsl.get(), st.d_bt.get(), st.map_out.get(), st.c.num_reqs(),
-                          st.cfg.bt_width, st.cfg.bt_stride, 1, 0};
-    };
-    const auto second = [](const DeviceState& st) {
-      return LadderParams{st.d_qsl.get(), st.d_bt.get(), st.bt_out.get(), st.c.num_reqs(),
-                          st.cfg.bt_width, st.cfg.bt_stride, 2, 1};
-    };
     const LaunchShape shape{1, 128};
     RowSpec r{"ladder", pdl ? "depth 1 then depth 2 guessed (PDL), 1x128 each" : "depth 1 then depth 2 guessed, 1x128 each",
               Method::kGraph, false, false, false,
               [=](GpuBackend& be, const DeviceState& st) {
                 if (shape.block > static_cast<int64_t>(st.map_out.size()))
                   return absl::InvalidArgumentError("ladder: 128 cells do not fit map_out: raise --capacity");
-                be.Launch(LadderKernel{first(st)}, shape);
+                be.Launch(LadderKernel{LadderOn(st, st.map_out.get(), 1, false)}, shape);
                 if (pdl) be.OverlapNextLaunch();
-                be.Launch(LadderKernel{second(st)}, shape);
+                be.Launch(LadderKernel{LadderOn(st, st.bt_out.get(), 2, true)}, shape);
                 return be.status();
               }};
     r.check = [=](const DeviceState& st, bool* bug) {
-      const auto a = st.map_out.Download(), b = st.bt_out.Download();
-      int64_t wrong = 0;
-      for (int64_t i = 0; i < shape.block; ++i) {
-        wrong += a[static_cast<size_t>(i)] != LadderExpected(first(st), st.qsl.data(), st.block_table.data(), i);
-        wrong += b[static_cast<size_t>(i)] != LadderExpected(second(st), st.qsl.data(), st.block_table.data(), i);
-      }
-      *bug = wrong > 0;
-      return wrong > 0 ? absl::StrFormat("BUG: %d wrong cells", wrong) : std::string("ok");
+      return LadderVerdict(
+          WrongLadderCells(st, LadderOn(st, st.map_out.get(), 1, false), st.map_out, shape.block) +
+              WrongLadderCells(st, LadderOn(st, st.bt_out.get(), 2, true), st.bt_out, shape.block),
+          bug);
     };
     return r;
   };
