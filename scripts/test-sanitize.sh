@@ -43,6 +43,12 @@ for ((i = 0; i < shards; ++i)); do
   fi
 done
 ran=$(cat "$logs"/shard-*.log | grep -hoE '^\[==========\] [0-9]+ tests? from' | awk '{s += $2} END {print s + 0}')
+# Every case CTest knows must have run in some shard: a shard that silently ran nothing fails too.
+expected=$(ctest --test-dir "$build" -N -L gtest | awk '/Total Tests:/ {print $3}')
+if [ "$ran" != "$expected" ]; then
+  echo "test-sanitize: the shards ran $ran GoogleTest cases, CTest lists $expected" >&2
+  rc=1
+fi
 echo "test-sanitize: $ran GoogleTest cases in $shards shards, $( [ $rc = 0 ] && echo clean || echo FAILED )"
 # The script tests (plots, step replay, layering): through CTest.
 ctest --test-dir "$build" --output-on-failure -j"$(nproc)" -LE 'newimpl|gtest' || rc=1
