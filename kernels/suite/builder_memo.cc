@@ -58,8 +58,9 @@ const std::vector<SuiteRegion>& CompareMemo::Regions(const std::function<std::ve
   if (!regions_made_) {
     regions_ = make();
     const size_t need = regions_.size() * kSlots;
-    if (need > slot_count_ || equal_ == nullptr) {
+    if (need > slot_capacity_ || equal_ == nullptr) {
       equal_.reset(new std::atomic<const void*>[need]);
+      slot_capacity_ = need;
     }
     slot_count_ = need;
     for (size_t j = 0; j < slot_count_; ++j) equal_[j].store(nullptr, std::memory_order_relaxed);

@@ -82,7 +82,8 @@ class CompareMemo {
   std::mutex mu_;
   bool regions_made_ = false;
   std::vector<SuiteRegion> regions_;
-  size_t slot_count_ = 0;  // regions_.size() * kSlots
+  size_t slot_count_ = 0;     // regions_.size() * kSlots: the slots of this step's table
+  size_t slot_capacity_ = 0;  // the slots equal_ holds, kept across steps
   std::unique_ptr<std::atomic<const void*>[]> equal_;  // per region, kSlots buffers, nullptr-ended
 };
 
