@@ -80,15 +80,14 @@ absl::StatusOr<std::unique_ptr<GpuRegionCheck>> GpuRegionCheck::Create(const Sui
   return c;
 }
 
-absl::Status GpuRegionCheck::DeviceCounts(GpuSuite& suite, const std::vector<SuiteRegion>& regions,
-                                          const std::vector<SuiteOutputs>& outs, const std::vector<Impl>& impls,
-                                          std::vector<int64_t>& counts) {
+absl::Status GpuRegionCheck::EnqueueCounts(GpuSuite& suite, Pending& p) {
   cudaStream_t s = suite.stream();
+  const std::vector<SuiteRegion>& regions = p.regions;
   if (regions.size() > static_cast<size_t>(kMaxSuiteRegions))
     return absl::InternalError(absl::StrFormat("GpuRegionCheck: %d regions, at most %d", regions.size(),
                                                kMaxSuiteRegions));
   const size_t per_impl = regions.size();
-  const size_t num_tasks = per_impl * outs.size();
+  const size_t num_tasks = per_impl * p.outs.size();
   const WantPack pack = PlanWantPack(regions);
   if (tasks_bytes_ + pack.bytes > upload_.size())
     return absl::InternalError(absl::StrFormat("GpuRegionCheck: the reference pack (%d bytes) exceeds its bound %d",
@@ -97,8 +96,9 @@ absl::Status GpuRegionCheck::DeviceCounts(GpuSuite& suite, const std::vector<Sui
   WriteWantPack(regions, pack, up + tasks_bytes_);
   int64_t max_cells = 0;
   auto* tasks = reinterpret_cast<RegionCompareTask*>(up);
-  for (size_t i = 0; i < outs.size(); ++i) {
-    const std::vector<RegionCompareTask> t = PlanCompareTasks(regions, pack, device_.get() + tasks_bytes_, outs[i], impls[i].info().traits);
+  for (size_t i = 0; i < p.outs.size(); ++i) {
+    const std::vector<RegionCompareTask> t =
+        PlanCompareTasks(regions, pack, device_.get() + tasks_bytes_, p.outs[i], p.impls[i].info().traits);
     std::copy(t.begin(), t.end(), tasks + i * per_impl);
     for (const RegionCompareTask& k : t) max_cells = std::max(max_cells, k.rows * k.cols);
   }
@@ -110,87 +110,109 @@ absl::Status GpuRegionCheck::DeviceCounts(GpuSuite& suite, const std::vector<Sui
                                          static_cast<int32_t>(num_tasks), max_cells, counts_.get(), s));
   CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(counts_host_.get(), counts_.get(), 2 * num_tasks * sizeof(unsigned long long),
                                        cudaMemcpyDeviceToHost, s));
-  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
-  counts.assign(counts_host_.get(), counts_host_.get() + 2 * num_tasks);
+  p.num_counts = 2 * num_tasks;
   stats_.bytes_up += up_bytes;
   stats_.bytes_down += 2 * num_tasks * sizeof(unsigned long long);
   ++stats_.device_compares;
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<SuiteRunResult>> GpuRegionCheck::Check(GpuSuite& suite, const std::vector<Impl>& impls,
-                                                                  const SuiteReference* hint_want,
-                                                                  const BatchInputs* hint_in) {
+absl::Status GpuRegionCheck::Begin(GpuSuite& suite, const std::vector<Impl>& impls, const SuiteReference* hint_want,
+                                   const BatchInputs* hint_in) {
   const auto t0 = std::chrono::steady_clock::now();
+  if (p_.suite != nullptr) return absl::FailedPreconditionError("GpuRegionCheck::Begin: the previous check is unfinished");
   if (static_cast<int>(impls.size()) > impls_)
     return absl::InvalidArgumentError(
         absl::StrFormat("GpuRegionCheck: %d implementations, created for %d", impls.size(), impls_));
   if (!(suite.layout() == layout_)) return absl::InvalidArgumentError("GpuRegionCheck: the suite's layout differs");
-  const BatchInputs& staged = suite.staged_view();
-  const ModelConsts& consts = suite.consts();
-  cudaStream_t s = suite.stream();
-  std::vector<SuiteOutputs> outs;
+  Pending p;
+  p.impls = impls;
   for (Impl impl : impls) {
     DS_ASSIGN_OR_RETURN(SuiteOutputs o, suite.device_outputs(impl));
-    outs.push_back(o);
+    p.outs.push_back(o);
   }
+  p_ = std::move(p);
+  const BatchInputs& staged = suite.staged_view();
+  cudaStream_t s = suite.stream();
 
   // 1. The device truth of the inputs, behind everything the implementations issued.
   const BatchSizes& z = staged.sizes;
   const size_t R = static_cast<size_t>(z.num_reqs), N = static_cast<size_t>(z.num_tokens);
   const size_t bt_cells = R * static_cast<size_t>(z.bt_stride);
   uint8_t* t = truth_.get();
-  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(t + inputs_.qsl_off, staged.device.query_start_loc, 4 * (R + 1),
-                                       cudaMemcpyDeviceToHost, s));
-  if (R > 0)
-    CUDA_RETURN_IF_ERROR(
-        cudaMemcpyAsync(t + inputs_.seq_off, staged.device.seq_lens, 4 * R, cudaMemcpyDeviceToHost, s));
-  if (N > 0)
-    CUDA_RETURN_IF_ERROR(
-        cudaMemcpyAsync(t + inputs_.slot_off, staged.device.slot_mapping, 8 * N, cudaMemcpyDeviceToHost, s));
-  if (bt_cells > 0)
-    CUDA_RETURN_IF_ERROR(
-        cudaMemcpyAsync(t + inputs_.bt_off, staged.device.block_table, 4 * bt_cells, cudaMemcpyDeviceToHost, s));
-  stats_.bytes_down += 4 * (R + 1) + 4 * R + 8 * N + 4 * bt_cells;
-  BatchInputs truth = staged;
-  truth.device = DeviceBatch{reinterpret_cast<int32_t*>(t + inputs_.qsl_off),
-                             reinterpret_cast<int32_t*>(t + inputs_.seq_off),
-                             reinterpret_cast<int32_t*>(t + inputs_.bt_off),
-                             reinterpret_cast<int64_t*>(t + inputs_.slot_off)};
-
-  // 2-3. With a hint the device compare is enqueued behind the truth's download and one
-  // synchronization covers both; the hint is then kept only if the truth equals its inputs.
-  SuiteReference computed;
-  const SuiteReference* want = nullptr;
-  std::vector<SuiteRegion> regions;
-  std::vector<int64_t> counts;
-  if (hint_want != nullptr && hint_in != nullptr && SameStep(*hint_in, staged)) {
-    // The regions read the step's inputs (the padding rows start at qsl[num_decodes]): the
-    // hint's, as the truth is still being downloaded; equal to the truth's when the hint is kept.
-    want = hint_want;
-    regions = SuiteRegions(*want, *hint_in, layout_, consts);
-    if (on_device_) DS_RETURN_IF_ERROR(DeviceCounts(suite, regions, outs, impls, counts));
-    else CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
-    if (!SameDeviceArrays(truth, *hint_in)) want = nullptr;
-  } else {
-    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
+  const absl::Status enqueued = [&]() -> absl::Status {
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(t + inputs_.qsl_off, staged.device.query_start_loc, 4 * (R + 1),
+                                         cudaMemcpyDeviceToHost, s));
+    if (R > 0)
+      CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(t + inputs_.seq_off, staged.device.seq_lens, 4 * R, cudaMemcpyDeviceToHost, s));
+    if (N > 0)
+      CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(t + inputs_.slot_off, staged.device.slot_mapping, 8 * N, cudaMemcpyDeviceToHost, s));
+    if (bt_cells > 0)
+      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(t + inputs_.bt_off, staged.device.block_table, 4 * bt_cells,
+                                           cudaMemcpyDeviceToHost, s));
+    stats_.bytes_down += 4 * (R + 1) + 4 * R + 8 * N + 4 * bt_cells;
+    p_.truth = staged;
+    p_.truth.device = DeviceBatch{reinterpret_cast<int32_t*>(t + inputs_.qsl_off),
+                                  reinterpret_cast<int32_t*>(t + inputs_.seq_off),
+                                  reinterpret_cast<int32_t*>(t + inputs_.bt_off),
+                                  reinterpret_cast<int64_t*>(t + inputs_.slot_off)};
+    // 2-3. With a hint the device compare is enqueued behind the truth's download, and Finish's
+    // one synchronization covers both; the hint is then kept only if the truth equals its inputs.
+    if (hint_want != nullptr && hint_in != nullptr && SameStep(*hint_in, staged)) {
+      // The regions read the step's inputs (the padding rows start at qsl[num_decodes]): the
+      // hint's, as the truth is still being downloaded; equal to the truth's when the hint is kept.
+      p_.hint_want = hint_want;
+      p_.hint_in = hint_in;
+      p_.regions = SuiteRegions(*hint_want, *hint_in, layout_, suite.consts());
+      if (on_device_) DS_RETURN_IF_ERROR(EnqueueCounts(suite, p_));
+    }
+    return absl::OkStatus();
+  }();
+  if (!enqueued.ok()) {
+    p_ = Pending{};
+    return enqueued;
   }
+  p_.suite = &suite;
+  p_.host_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<SuiteRunResult>> GpuRegionCheck::Finish() {
+  if (p_.suite == nullptr) return absl::FailedPreconditionError("GpuRegionCheck::Finish without Begin");
+  const auto t0 = std::chrono::steady_clock::now();
+  Pending p = std::move(p_);
+  p_ = Pending{};
+  GpuSuite& suite = *p.suite;
+  const ModelConsts& consts = suite.consts();
+  cudaStream_t s = suite.stream();
+  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
+  std::vector<int64_t> counts(counts_host_.get(), counts_host_.get() + p.num_counts);
+  SuiteReference computed;
+  const SuiteReference* want = p.hint_want;
+  if (want != nullptr && !SameDeviceArrays(p.truth, *p.hint_in)) want = nullptr;
   if (want == nullptr) {
-    computed = ComputeSuiteReference(truth, layout_, consts);
+    computed = ComputeSuiteReference(p.truth, layout_, consts);
     want = &computed;
     ++stats_.references_computed;
-    regions = SuiteRegions(*want, truth, layout_, consts);
-    if (on_device_) DS_RETURN_IF_ERROR(DeviceCounts(suite, regions, outs, impls, counts));
+    p.regions = SuiteRegions(*want, p.truth, layout_, consts);
+    if (on_device_) {
+      DS_RETURN_IF_ERROR(EnqueueCounts(suite, p));
+      CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
+      counts.assign(counts_host_.get(), counts_host_.get() + p.num_counts);
+    }
   }
   // 4. CompareSuite on the spans of every implementation the device found differing.
-  std::vector<SuiteRunResult> results(impls.size());
+  const std::vector<SuiteRegion>& regions = p.regions;
+  std::vector<SuiteRunResult> results(p.impls.size());
   const size_t per_impl = regions.size();
-  for (size_t i = 0; i < impls.size(); ++i) {
-    results[i].counters = suite.last_counters(impls[i]);
+  for (size_t i = 0; i < p.impls.size(); ++i) {
+    results[i].counters = suite.last_counters(p.impls[i]);
     const int64_t* c = on_device_ ? counts.data() + 2 * per_impl * i : nullptr;
     if (c != nullptr && std::all_of(c, c + 2 * per_impl, [](int64_t v) { return v == 0; })) continue;
     // Only the differing regions come down; the others are the reference's cells (counted equal).
-    const MirrorPlan mirror = PlanMirror(regions, outs[i], mirror_.get(), c);
+    const MirrorPlan mirror = PlanMirror(regions, p.outs[i], mirror_.get(), c);
     for (const MirrorCopy& m : mirror.copies) {
       CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(m.dst, m.src, m.bytes, cudaMemcpyDeviceToHost, s));
       stats_.bytes_down += m.bytes;
@@ -198,16 +220,24 @@ absl::StatusOr<std::vector<SuiteRunResult>> GpuRegionCheck::Check(GpuSuite& suit
     WriteMirrorFills(regions, mirror);
     CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
     ++stats_.mirrored;
-    results[i].mismatches = CompareSuite(impls[i], truth, *want, layout_, consts, mirror.view);
+    results[i].mismatches = CompareSuite(p.impls[i], p.truth, *want, layout_, consts, mirror.view);
     if (c != nullptr && CountsByField(regions, c) != CountsByField(results[i].mismatches))
       return absl::InternalError(absl::StrCat("GpuRegionCheck: the device compare's counts differ from "
                                               "CompareSuite's on the downloaded spans for ",
-                                              std::string(ImplName(impls[i])), ": CompareSuite found\n",
+                                              std::string(ImplName(p.impls[i])), ": CompareSuite found\n",
                                               DescribeMismatches(results[i].mismatches)));
   }
   ++stats_.steps;
-  stats_.host_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  stats_.host_us +=
+      p.host_us + std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   return results;
+}
+
+absl::StatusOr<std::vector<SuiteRunResult>> GpuRegionCheck::Check(GpuSuite& suite, const std::vector<Impl>& impls,
+                                                                  const SuiteReference* hint_want,
+                                                                  const BatchInputs* hint_in) {
+  DS_RETURN_IF_ERROR(Begin(suite, impls, hint_want, hint_in));
+  return Finish();
 }
 
 }  // namespace dspark

@@ -40,7 +40,7 @@ struct RegionCheckStats {
   int64_t mirrored = 0;            // (step, implementation) pairs whose spans were downloaded
   int64_t references_computed = 0; // steps whose reference was computed here (no usable hint)
   uint64_t bytes_up = 0, bytes_down = 0;  // [bytes] tasks + reference up; truth, counts, spans down
-  double host_us = 0;              // [µs] wall time inside Check, summed
+  double host_us = 0;              // [µs] wall time inside Check (Begin + Finish), summed
 };
 
 class GpuRegionCheck {
@@ -59,14 +59,33 @@ class GpuRegionCheck {
   absl::StatusOr<std::vector<SuiteRunResult>> Check(GpuSuite& suite, const std::vector<Impl>& impls,
                                                     const SuiteReference* hint_want = nullptr,
                                                     const BatchInputs* hint_in = nullptr);
+  // Check in two halves, so a caller can wait for something else in between (the executor
+  // reads its timing events): Begin enqueues step 1 and, with a usable hint, step 3 on the
+  // suite's stream and returns without waiting; Finish synchronizes once and does the rest.
+  // `suite`, `hint_want` and `hint_in` must outlive Finish, and nothing may be enqueued on the
+  // suite's stream in between. A second Begin before Finish is FailedPrecondition.
+  absl::Status Begin(GpuSuite& suite, const std::vector<Impl>& impls, const SuiteReference* hint_want = nullptr,
+                     const BatchInputs* hint_in = nullptr);
+  absl::StatusOr<std::vector<SuiteRunResult>> Finish();
   const RegionCheckStats& stats() const { return stats_; }
   uint64_t device_bytes() const { return device_.bytes() + counts_.bytes(); }
 
  private:
   GpuRegionCheck() = default;
-  absl::Status DeviceCounts(GpuSuite& suite, const std::vector<SuiteRegion>& regions,
-                            const std::vector<SuiteOutputs>& outs, const std::vector<Impl>& impls,
-                            std::vector<int64_t>& counts);
+  // What Begin leaves for Finish.
+  struct Pending {
+    GpuSuite* suite = nullptr;  // nullptr: no check begun
+    std::vector<Impl> impls;
+    std::vector<SuiteOutputs> outs;
+    BatchInputs truth;          // the staged step, its device arrays in truth_ (being downloaded)
+    const SuiteReference* hint_want = nullptr;
+    const BatchInputs* hint_in = nullptr;
+    std::vector<SuiteRegion> regions;  // of the hint, or (Finish) of the truth
+    size_t num_counts = 0;             // counts enqueued into counts_host_
+    double host_us = 0;                // [µs] Begin's wall time
+  };
+  // Step 3's enqueue for p's regions and implementations (no synchronization).
+  absl::Status EnqueueCounts(GpuSuite& suite, Pending& p);
 
   SuiteLayout layout_;
   int impls_ = 0;
@@ -80,6 +99,7 @@ class GpuRegionCheck {
   PinnedBuffer<uint8_t> truth_;      // the step's inputs, GpuSuite's packed layout
   PinnedBuffer<uint8_t> mirror_;     // one implementation's regions' spans
   RegionCheckStats stats_;
+  Pending p_;
 };
 
 }  // namespace dspark

@@ -103,13 +103,22 @@ absl::Status DeviceTopB::Launch(const TopBInputs& in, int32_t num_reqs, int32_t*
 }
 
 absl::Status DeviceTopB::Verify(const TopBInputs& in, const std::vector<int32_t>& expected_qsl, const int32_t* qsl,
-                                cudaStream_t stream, int64_t step) const {
-  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-  std::vector<int32_t> got(expected_qsl.size()), kept(static_cast<size_t>(in.num_decodes));
-  CUDA_RETURN_IF_ERROR(cudaMemcpy(got.data(), qsl, 4 * got.size(), cudaMemcpyDeviceToHost));
-  if (!kept.empty())
+                                cudaStream_t stream, int64_t step) {
+  if (expected_qsl.size() > static_cast<size_t>(max_reqs_) + 1 || in.num_decodes > max_reqs_)
+    return absl::OutOfRangeError(absl::StrFormat("DeviceTopB::Verify: %d qsl entries, %d decodes; created for %d requests",
+                                                 expected_qsl.size(), in.num_decodes, max_reqs_));
+  // Both downloads into the pinned block behind the kernel, one synchronization: the tail
+  // offsets' room [max_reqs + 1] takes the qsl (its upload was read before the kernel ran).
+  uint8_t* h = pinned_.get();
+  const size_t nq = expected_qsl.size(), nk = static_cast<size_t>(in.num_decodes);
+  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(h + tail_off_, qsl, 4 * nq, cudaMemcpyDeviceToHost, stream));
+  if (nk > 0)
     CUDA_RETURN_IF_ERROR(
-        cudaMemcpy(kept.data(), device_.get() + kept_off_, 4 * kept.size(), cudaMemcpyDeviceToHost));
+        cudaMemcpyAsync(h + kept_off_, device_.get() + kept_off_, 4 * nk, cudaMemcpyDeviceToHost, stream));
+  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  const int32_t* q = reinterpret_cast<const int32_t*>(h + tail_off_);
+  const int32_t* k = reinterpret_cast<const int32_t*>(h + kept_off_);
+  const std::vector<int32_t> got(q, q + nq), kept(k, k + nk);
   for (size_t i = 0; i < got.size(); ++i)
     if (got[i] != expected_qsl[i])
       return absl::InternalError(absl::StrFormat(

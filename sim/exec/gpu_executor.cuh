@@ -17,8 +17,10 @@
 //      inside the window (sim/exec/gpu_timing.cuh). A graph suite's flush, events and replay are
 //      enqueued without waiting for the suites before it; every suite's events are read once
 //      after the step's last suite (the windows are on the device's timeline either way).
-//   3. After all timing, check every implementation against the CPU reference of the device
-//      truth (computed once per step), over every defined region: by default on the device
+//   3. Check every implementation against the CPU reference of the device truth (computed
+//      once per step, on a worker thread while the suites run), over every defined region. The
+//      check is enqueued behind the last suite's stop event, before the step's events are read,
+//      so its host work overlaps the GPU's tail and no timed window holds it. By default on the device
 //      (kernels/suite/gpu_check.cuh: the reference's region cells uploaded with one copy, one
 //      compare kernel counting each region's differing cells, the counts downloaded, one sync;
 //      an implementation with a non-zero count has its regions' spans downloaded and compared by
@@ -67,10 +69,11 @@ class DeviceTopB {
   // (GpuSuite::Stage synchronizes the stream, which suffices).
   absl::Status Launch(const TopBInputs& in, int32_t num_reqs, int32_t* qsl, cudaStream_t stream);
 
-  // Waits for `stream`, downloads qsl [num_reqs + 1] and the kernel's kept counts, and requires
-  // them to equal `expected_qsl` (the plan's device view) and its per-request differences.
+  // Downloads qsl [num_reqs + 1] and the kernel's kept counts into the pinned block behind the
+  // kernel on `stream`, waits once, and requires them to equal `expected_qsl` (the plan's device
+  // view) and its per-request differences.
   absl::Status Verify(const TopBInputs& in, const std::vector<int32_t>& expected_qsl, const int32_t* qsl,
-                      cudaStream_t stream, int64_t step) const;
+                      cudaStream_t stream, int64_t step);
 
   int64_t launches() const { return launches_; }
 
@@ -94,6 +97,13 @@ GpuSuiteCapacity CapacityFor(const SchedulerConfig& config);
 inline constexpr char kGpuFaultAtStepEnv[] = "DSPARK_GPU_FAULT_AT_STEP";
 // The L2 flush's size as a multiple of the L2 (GpuExecutor: 1 unless set; 1 to 4).
 inline constexpr char kExecutorFlushL2Env[] = "DSPARK_EXECUTOR_FLUSH_L2";
+// When the executor enqueues a step's check (a measuring aid for side-by-side runs):
+// "overlap" (the default) behind the last suite, before the step's timing events are read;
+// "after" once they have been read (sessions 7-9), so the GPU's tail and the check run one after
+// the other.
+inline constexpr char kExecutorCheckOrderEnv[] = "DSPARK_EXECUTOR_CHECK_ORDER";
+// kExecutorCheckOrderEnv read: true for overlap; InvalidArgument naming the variable otherwise.
+absl::StatusOr<bool> ExecutorCheckOverlaps();
 
 // How the executor checks a step (all three give the same results; the environment variable
 // DSPARK_GPU_CHECK=device|spans|whole picks one for `run` / `sweep --executor gpu`):

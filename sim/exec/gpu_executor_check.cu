@@ -30,20 +30,22 @@ double MicrosSince(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-absl::Status GpuExecutor::State::CheckStep(const StepPlan& plan, const BatchInputs& guess,
-                                           const SuiteReference* want, StepDelta& delta) {
+absl::Status GpuExecutor::State::BeginCheck(const BatchInputs& guess, const SuiteReference* want,
+                                            StepDelta& delta) {
+  if (check == nullptr) return absl::OkStatus();  // kWhole downloads in FinishCheck
+  const auto t0 = std::chrono::steady_clock::now();
+  absl::Status s = check->Begin(*suite, options.impls, want, &guess);
+  delta.check_us += MicrosSince(t0);
+  if (!s.ok()) return absl::Status(s.code(), absl::StrCat("region check: ", s.message()));
+  return absl::OkStatus();
+}
+
+absl::Status GpuExecutor::State::FinishCheck(const StepPlan& plan, StepDelta& delta) {
   const std::string case_name(StepCaseName(plan.step_case));
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<SuiteRunResult> results;
   if (check != nullptr) {
-    // The reference of the plan's device view; the check uses it if the device truth equals it.
-    SuiteReference computed;
-    if (want == nullptr) {
-      computed = ComputeSuiteReference(guess, suite->layout(), suite->consts());
-      delta.reference_us = MicrosSince(t0);
-      want = &computed;
-    }
-    absl::StatusOr<std::vector<SuiteRunResult>> r = check->Check(*suite, options.impls, want, &guess);
+    absl::StatusOr<std::vector<SuiteRunResult>> r = check->Finish();
     if (!r.ok()) return absl::Status(r.status().code(), absl::StrCat("region check: ", r.status().message()));
     results = *std::move(r);
   } else {
@@ -55,7 +57,7 @@ absl::Status GpuExecutor::State::CheckStep(const StepPlan& plan, const BatchInpu
       results.push_back(*std::move(r));
     }
   }
-  delta.check_us = MicrosSince(t0);
+  delta.check_us += MicrosSince(t0);
 
   std::map<Impl, size_t> row_of;
   for (size_t i = 0; i < delta.rows.size(); ++i) row_of[delta.rows[i].impl] = i;

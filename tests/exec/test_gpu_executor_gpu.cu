@@ -28,6 +28,7 @@
 #include "sim/exec/gpu_executor.cuh"
 #include "sim/model/time_model.h"
 #include "tests/common/gpu_test_util.cuh"
+#include "tests/common/scoped_env.h"
 
 namespace dspark::sim {
 namespace {
@@ -185,8 +186,15 @@ TEST(GpuExecutor, CheckMethodsGiveIdenticalResults) {
   DS_REQUIRE_GPU();
   ExecutorRun whole = RunExecutor(SpecMode::kAdaptive, Every(), 7, GpuCheckMethod::kWhole);
   ASSERT_NE(whole.executor, nullptr);
-  for (GpuCheckMethod method : {GpuCheckMethod::kDevice, GpuCheckMethod::kSpans}) {
-    SCOPED_TRACE(method == GpuCheckMethod::kDevice ? "device" : "spans");
+  struct Variant {
+    GpuCheckMethod method;
+    const char* order;  // kExecutorCheckOrderEnv
+  };
+  for (const Variant& v : {Variant{GpuCheckMethod::kDevice, "overlap"}, Variant{GpuCheckMethod::kDevice, "after"},
+                           Variant{GpuCheckMethod::kSpans, "overlap"}}) {
+    const GpuCheckMethod method = v.method;
+    SCOPED_TRACE(absl::StrCat(method == GpuCheckMethod::kDevice ? "device" : "spans", ", ", v.order));
+    testing_util::ScopedEnv order(kExecutorCheckOrderEnv, v.order);
     ExecutorRun run = RunExecutor(SpecMode::kAdaptive, Every(), 7, method);
     ASSERT_NE(run.executor, nullptr);
     ASSERT_EQ(run.steps, whole.steps);
@@ -214,6 +222,8 @@ TEST(GpuExecutor, CheckMethodsGiveIdenticalResults) {
     }
     const nlohmann::json summary = run.executor->Summary();
     EXPECT_EQ(summary["check"]["method"], method == GpuCheckMethod::kDevice ? "device" : "spans");
+    EXPECT_EQ(summary["check"]["enqueued"], std::string(v.order) == "after" ? "after the step's events are read"
+                                                                             : "before the step's events are read");
   }
   EXPECT_EQ(whole.executor->Summary()["check"]["method"], "whole");
 }

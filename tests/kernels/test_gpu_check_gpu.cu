@@ -6,7 +6,8 @@
 //     very SuiteRunResult of GpuSuite::Download (whole buffers, the old path) on the eight cases,
 //     before and after differences are planted in the device outputs;
 //   - with a hint whose inputs are not the device truth (the qsl rewritten in place), the check
-//     recomputes the reference and still equals GpuSuite::Download.
+//     recomputes the reference and still equals GpuSuite::Download;
+//   - Begin and Finish, with an event wait between them, give Check's results.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -195,6 +196,27 @@ void ExpectAllPathsAgree(Harness& h, const BatchInputs* hint_in, const SuiteRefe
   }
 }
 
+// Plants up to `n` differences in defined cells of the device outputs of random implementations
+// (int64 ones in the high word).
+void PlantDifferences(Harness& h, const SuiteReference& want, const BatchInputs& in, uint64_t seed, int n) {
+  const std::vector<SuiteRegion> regions = SuiteRegions(want, in, h.suite->layout(), h.suite->consts());
+  std::mt19937_64 rng(seed);
+  for (int p = 0; p < n; ++p) {
+    const Impl impl = AllImpls()[rng() % AllImpls().size()];
+    const SuiteRegion& r = regions[rng() % regions.size()];
+    if (r.Cells() == 0) continue;
+    const absl::StatusOr<SuiteOutputs> outs = h.suite->device_outputs(impl);
+    ASSERT_TRUE(outs.ok());
+    const int64_t cell = static_cast<int64_t>(rng() % static_cast<uint64_t>(r.Cells()));
+    const int64_t at = r.got_offset + (cell / r.cols) * r.got_stride + cell % r.cols;
+    uint8_t* dev = static_cast<uint8_t*>(const_cast<void*>(RegionBuffer(r, *outs))) + at * ElemBytes(r);
+    int64_t v = 0;
+    CUDA_CHECK(cudaMemcpy(&v, dev, ElemBytes(r), cudaMemcpyDeviceToHost));
+    v = r.int64_field ? v ^ (int64_t{1} << 40) : static_cast<int64_t>(static_cast<int32_t>(v) + 3);
+    CUDA_CHECK(cudaMemcpy(dev, &v, ElemBytes(r), cudaMemcpyHostToDevice));
+  }
+}
+
 class GpuRegionCheckCases : public ::testing::TestWithParam<SuiteCaseParam> {};
 
 TEST_P(GpuRegionCheckCases, EqualsTheWholeBufferDownloadWithAndWithoutPlantedDifferences) {
@@ -209,23 +231,7 @@ TEST_P(GpuRegionCheckCases, EqualsTheWholeBufferDownloadWithAndWithoutPlantedDif
   ExpectAllPathsAgree(h, &in, &want);
   EXPECT_EQ(h.device->stats().references_computed, 1) << "the hint's inputs are the truth: used";
 
-  // Plant differences in defined cells of the device outputs (int64 ones in the high word).
-  const std::vector<SuiteRegion> regions = SuiteRegions(want, in, h.suite->layout(), h.suite->consts());
-  std::mt19937_64 rng(GetParam().options.seed * 7 + static_cast<uint64_t>(GetParam().seed_case));
-  for (int p = 0; p < 12; ++p) {
-    const Impl impl = AllImpls()[rng() % AllImpls().size()];
-    const SuiteRegion& r = regions[rng() % regions.size()];
-    if (r.Cells() == 0) continue;
-    const absl::StatusOr<SuiteOutputs> outs = h.suite->device_outputs(impl);
-    ASSERT_TRUE(outs.ok());
-    const int64_t cell = static_cast<int64_t>(rng() % static_cast<uint64_t>(r.Cells()));
-    const int64_t at = r.got_offset + (cell / r.cols) * r.got_stride + cell % r.cols;
-    uint8_t* dev = static_cast<uint8_t*>(const_cast<void*>(RegionBuffer(r, *outs))) + at * ElemBytes(r);
-    int64_t v = 0;
-    CUDA_CHECK(cudaMemcpy(&v, dev, ElemBytes(r), cudaMemcpyDeviceToHost));
-    v = r.int64_field ? v ^ (int64_t{1} << 40) : static_cast<int64_t>(static_cast<int32_t>(v) + 3);
-    CUDA_CHECK(cudaMemcpy(dev, &v, ElemBytes(r), cudaMemcpyHostToDevice));
-  }
+  PlantDifferences(h, want, in, GetParam().options.seed * 7 + static_cast<uint64_t>(GetParam().seed_case), 12);
   ExpectAllPathsAgree(h, &in, &want);
   EXPECT_GT(h.device->stats().mirrored, 0) << "a planted difference must send an implementation to the spans";
 }
@@ -253,6 +259,48 @@ TEST(GpuRegionCheck, RecomputesTheReferenceWhenTheHintIsNotTheDeviceTruth) {
   // device: once without the hint, once with it (rejected); the same for spans.
   EXPECT_EQ(h.device->stats().references_computed, 2);
   EXPECT_EQ(h.spans->stats().references_computed, 2);
+}
+
+// The executor's order: Begin behind the implementations, a wait on an event recorded before it
+// (as the executor reads its timing events), then Finish: the same results as Check, and the
+// halves refuse to run out of order.
+TEST(GpuRegionCheck, BeginAndFinishAroundAnEventWaitEqualCheck) {
+  DS_REQUIRE_GPU();
+  CaseOptions o;
+  o.seed = 47;
+  o.padding_reqs = 3;
+  o.max_num_batched_tokens = 2048;
+  const CaseBatch b = MustMake(SeedCase::kAdaptiveVerify, o);
+  Harness h = MakeHarness();
+  ASSERT_NE(h.device, nullptr);
+  const BatchInputs in = b.Inputs();
+  ASSERT_TRUE(h.suite->Stage(in).ok());
+  for (Impl impl : AllImpls()) ASSERT_TRUE(h.suite->Run(impl).ok()) << ImplName(impl);
+  const SuiteReference want = ComputeSuiteReference(in, h.suite->layout(), h.suite->consts());
+  PlantDifferences(h, want, in, 4747, 6);
+  const absl::StatusOr<std::vector<SuiteRunResult>> whole = h.device->Check(*h.suite, AllImpls(), &want, &in);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+
+  EXPECT_EQ(h.device->Finish().status().code(), absl::StatusCode::kFailedPrecondition) << "Finish without Begin";
+  cudaEvent_t done;
+  CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  CUDA_CHECK(cudaEventRecord(done, h.suite->stream()));
+  ASSERT_TRUE(h.device->Begin(*h.suite, AllImpls(), &want, &in).ok());
+  EXPECT_EQ(h.device->Begin(*h.suite, AllImpls(), &want, &in).code(), absl::StatusCode::kFailedPrecondition)
+      << "a second Begin before Finish";
+  CUDA_CHECK(cudaEventSynchronize(done));
+  const absl::StatusOr<std::vector<SuiteRunResult>> halves = h.device->Finish();
+  CUDA_CHECK(cudaEventDestroy(done));
+  ASSERT_TRUE(halves.ok()) << halves.status();
+  ASSERT_EQ(halves->size(), whole->size());
+  bool any = false;
+  for (size_t i = 0; i < whole->size(); ++i) {
+    EXPECT_EQ(DescribeMismatches((*halves)[i].mismatches), DescribeMismatches((*whole)[i].mismatches))
+        << ImplName(AllImpls()[i]);
+    any = any || !(*whole)[i].mismatches.empty();
+  }
+  EXPECT_TRUE(any) << "the planted differences must be found";
+  EXPECT_EQ(h.device->stats().steps, 2);
 }
 
 }  // namespace

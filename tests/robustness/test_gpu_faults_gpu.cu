@@ -32,6 +32,7 @@
 #include "sim/exec/gpu_executor.cuh"
 #include "sim/model/time_model.h"
 #include "tests/common/gpu_test_util.cuh"
+#include "tests/common/scoped_env.h"
 #include "tests/common/spawn_util.h"
 #include "tests/common/temp_folders.h"
 
@@ -50,15 +51,7 @@ void ExpectContains(const std::string& text, const std::string& part) {
   EXPECT_NE(text.find(part), std::string::npos) << "missing '" << part << "' in: " << text;
 }
 
-// Sets an environment variable for one scope (the executor's factory reads it when the run starts).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) { setenv(name, value.c_str(), 1); }
-  ~ScopedEnv() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
+using testing_util::ScopedEnv;
 
 // `run --executor gpu` on batch1-512's first requests.
 RunConfig SmallGpuRun(const std::string& out) {
@@ -262,6 +255,28 @@ TEST(GpuExecutorPlan, TheFlushIsTheL2OnceUnlessTheEnvironmentSaysOtherwise) {
   }
   o.cold_l2 = false;  // no flush, no buffer
   EXPECT_FALSE(flush_of().ok());
+}
+
+// The check's order (no device needed): overlap unless DSPARK_EXECUTOR_CHECK_ORDER says after;
+// anything else is an error that names the variable and the choices.
+TEST(GpuExecutorPlan, TheCheckOverlapsTheEventReadsUnlessTheEnvironmentSaysOtherwise) {
+  absl::StatusOr<bool> overlaps = ExecutorCheckOverlaps();
+  ASSERT_TRUE(overlaps.ok()) << overlaps.status();
+  EXPECT_TRUE(*overlaps);
+  for (const auto& [value, want] : {std::pair{"overlap", true}, std::pair{"after", false}}) {
+    ScopedEnv env(kExecutorCheckOrderEnv, value);
+    overlaps = ExecutorCheckOverlaps();
+    ASSERT_TRUE(overlaps.ok()) << overlaps.status();
+    EXPECT_EQ(*overlaps, want) << value;
+  }
+  for (const char* bad : {"before", "1", "Overlap"}) {
+    ScopedEnv env(kExecutorCheckOrderEnv, bad);
+    overlaps = ExecutorCheckOverlaps();
+    ASSERT_FALSE(overlaps.ok()) << bad;
+    EXPECT_EQ(overlaps.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(std::string(overlaps.status().message()).find("DSPARK_EXECUTOR_CHECK_ORDER"), std::string::npos)
+        << overlaps.status();
+  }
 }
 
 // ---------------------------------------------------------------- a CUDA error mid-run
