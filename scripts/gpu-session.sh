@@ -15,7 +15,7 @@
 #   flushab    the GPU executor with its L2 flush at twice and at once the L2 (NVBench's size),
 #              alternating, every implementation then (d) + fused-suite: the steps/s and the µs side by side
 #   checkab    the GPU executor with its check enqueued before and after the step's event reads
-#              (DSPARK_EXECUTOR_CHECK_ORDER overlap / after), alternating, CHECKAB_ROUNDS rounds
+#              (DSPARK_EXECUTOR_CHECK_ORDER after / enqueue / prepare), alternating, CHECKAB_ROUNDS rounds
 #              (default 3), every implementation then (d) + fused-suite
 # Everything lands in one archive $OUT/gpu-session.tgz (the device tool returns at most 8 files);
 # summaries go to stdout. GPU_SESSION_BUDGET_S bounds the whole call.
@@ -102,7 +102,7 @@ for stage in "${stages[@]}"; do
     checkab)
       T=.gpu-data/azure_llm_inference_conv_2023.csv
       for round in $(seq 1 "${CHECKAB_ROUNDS:-3}"); do
-        for x in after overlap; do
+        for x in after enqueue prepare; do
           for set in all d; do
             imp=""; [ $set = d ] && imp="--impl vllm-56562,fused-suite"
             DSPARK_EXECUTOR_CHECK_ORDER=$x timeout $(left 60) build-gpu/dspark-sim run --trace $T --num-requests 64 \

@@ -80,8 +80,7 @@ absl::StatusOr<std::unique_ptr<GpuRegionCheck>> GpuRegionCheck::Create(const Sui
   return c;
 }
 
-absl::Status GpuRegionCheck::EnqueueCounts(GpuSuite& suite, Pending& p) {
-  cudaStream_t s = suite.stream();
+absl::Status GpuRegionCheck::StageCounts(Pending& p) {
   const std::vector<SuiteRegion>& regions = p.regions;
   if (regions.size() > static_cast<size_t>(kMaxSuiteRegions))
     return absl::InternalError(absl::StrFormat("GpuRegionCheck: %d regions, at most %d", regions.size(),
@@ -103,24 +102,32 @@ absl::Status GpuRegionCheck::EnqueueCounts(GpuSuite& suite, Pending& p) {
     for (const RegionCompareTask& k : t) max_cells = std::max(max_cells, k.rows * k.cols);
   }
   // One upload of the whole block when the pack is non-empty (the tasks lie before it).
-  const uint64_t up_bytes = pack.bytes > 0 ? tasks_bytes_ + pack.bytes : num_tasks * sizeof(RegionCompareTask);
-  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(device_.get(), up, up_bytes, cudaMemcpyHostToDevice, s));
-  CUDA_RETURN_IF_ERROR(cudaMemsetAsync(counts_.get(), 0, 2 * num_tasks * sizeof(unsigned long long), s));
+  p.up_bytes = pack.bytes > 0 ? tasks_bytes_ + pack.bytes : num_tasks * sizeof(RegionCompareTask);
+  p.num_tasks = num_tasks;
+  p.max_cells = max_cells;
+  p.counts_staged = true;
+  return absl::OkStatus();
+}
+
+absl::Status GpuRegionCheck::EnqueueCounts(cudaStream_t s, Pending& p) {
+  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(device_.get(), upload_.get(), p.up_bytes, cudaMemcpyHostToDevice, s));
+  CUDA_RETURN_IF_ERROR(cudaMemsetAsync(counts_.get(), 0, 2 * p.num_tasks * sizeof(unsigned long long), s));
   DS_RETURN_IF_ERROR(LaunchRegionCompare(reinterpret_cast<const RegionCompareTask*>(device_.get()),
-                                         static_cast<int32_t>(num_tasks), max_cells, counts_.get(), s));
-  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(counts_host_.get(), counts_.get(), 2 * num_tasks * sizeof(unsigned long long),
-                                       cudaMemcpyDeviceToHost, s));
-  p.num_counts = 2 * num_tasks;
-  stats_.bytes_up += up_bytes;
-  stats_.bytes_down += 2 * num_tasks * sizeof(unsigned long long);
+                                         static_cast<int32_t>(p.num_tasks), p.max_cells, counts_.get(), s));
+  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(counts_host_.get(), counts_.get(),
+                                       2 * p.num_tasks * sizeof(unsigned long long), cudaMemcpyDeviceToHost, s));
+  p.num_counts = 2 * p.num_tasks;
+  stats_.bytes_up += p.up_bytes;
+  stats_.bytes_down += 2 * p.num_tasks * sizeof(unsigned long long);
   ++stats_.device_compares;
   return absl::OkStatus();
 }
 
-absl::Status GpuRegionCheck::Begin(GpuSuite& suite, const std::vector<Impl>& impls, const SuiteReference* hint_want,
-                                   const BatchInputs* hint_in) {
+absl::Status GpuRegionCheck::Prepare(GpuSuite& suite, const std::vector<Impl>& impls, const SuiteReference* hint_want,
+                                     const BatchInputs* hint_in) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (p_.suite != nullptr) return absl::FailedPreconditionError("GpuRegionCheck::Begin: the previous check is unfinished");
+  if (p_.suite != nullptr)
+    return absl::FailedPreconditionError("GpuRegionCheck::Prepare: the previous check is unfinished");
   if (static_cast<int>(impls.size()) > impls_)
     return absl::InvalidArgumentError(
         absl::StrFormat("GpuRegionCheck: %d implementations, created for %d", impls.size(), impls_));
@@ -131,16 +138,41 @@ absl::Status GpuRegionCheck::Begin(GpuSuite& suite, const std::vector<Impl>& imp
     DS_ASSIGN_OR_RETURN(SuiteOutputs o, suite.device_outputs(impl));
     p.outs.push_back(o);
   }
-  p_ = std::move(p);
+  // Step 1's destination: the staged step with its device arrays in truth_ (Enqueue fills them).
   const BatchInputs& staged = suite.staged_view();
-  cudaStream_t s = suite.stream();
-
-  // 1. The device truth of the inputs, behind everything the implementations issued.
-  const BatchSizes& z = staged.sizes;
-  const size_t R = static_cast<size_t>(z.num_reqs), N = static_cast<size_t>(z.num_tokens);
-  const size_t bt_cells = R * static_cast<size_t>(z.bt_stride);
   uint8_t* t = truth_.get();
-  const absl::Status enqueued = [&]() -> absl::Status {
+  p.truth = staged;
+  p.truth.device = DeviceBatch{reinterpret_cast<int32_t*>(t + inputs_.qsl_off),
+                               reinterpret_cast<int32_t*>(t + inputs_.seq_off),
+                               reinterpret_cast<int32_t*>(t + inputs_.bt_off),
+                               reinterpret_cast<int64_t*>(t + inputs_.slot_off)};
+  // 2-3, host part. With a hint the regions and the compare's upload are staged now; the hint is
+  // kept at Finish only if the truth equals its inputs. The regions read the step's inputs (the
+  // padding rows start at qsl[num_decodes]): the hint's, equal to the truth's when it is kept.
+  if (hint_want != nullptr && hint_in != nullptr && SameStep(*hint_in, staged)) {
+    p.hint_want = hint_want;
+    p.hint_in = hint_in;
+    p.regions = SuiteRegions(*hint_want, *hint_in, layout_, suite.consts());
+    if (on_device_) DS_RETURN_IF_ERROR(StageCounts(p));
+  }
+  p.suite = &suite;
+  p.host_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  p_ = std::move(p);
+  return absl::OkStatus();
+}
+
+absl::Status GpuRegionCheck::Enqueue() {
+  if (p_.suite == nullptr || p_.enqueued)
+    return absl::FailedPreconditionError("GpuRegionCheck::Enqueue: needs a Prepare, once");
+  const auto t0 = std::chrono::steady_clock::now();
+  const absl::Status s = [&]() -> absl::Status {
+    // 1. The device truth of the inputs, behind everything the implementations issued.
+    const BatchInputs& staged = p_.suite->staged_view();
+    cudaStream_t s = p_.suite->stream();
+    const BatchSizes& z = staged.sizes;
+    const size_t R = static_cast<size_t>(z.num_reqs), N = static_cast<size_t>(z.num_tokens);
+    const size_t bt_cells = R * static_cast<size_t>(z.bt_stride);
+    uint8_t* t = truth_.get();  // where p_.truth.device points
     CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(t + inputs_.qsl_off, staged.device.query_start_loc, 4 * (R + 1),
                                          cudaMemcpyDeviceToHost, s));
     if (R > 0)
@@ -153,34 +185,29 @@ absl::Status GpuRegionCheck::Begin(GpuSuite& suite, const std::vector<Impl>& imp
       CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(t + inputs_.bt_off, staged.device.block_table, 4 * bt_cells,
                                            cudaMemcpyDeviceToHost, s));
     stats_.bytes_down += 4 * (R + 1) + 4 * R + 8 * N + 4 * bt_cells;
-    p_.truth = staged;
-    p_.truth.device = DeviceBatch{reinterpret_cast<int32_t*>(t + inputs_.qsl_off),
-                                  reinterpret_cast<int32_t*>(t + inputs_.seq_off),
-                                  reinterpret_cast<int32_t*>(t + inputs_.bt_off),
-                                  reinterpret_cast<int64_t*>(t + inputs_.slot_off)};
-    // 2-3. With a hint the device compare is enqueued behind the truth's download, and Finish's
-    // one synchronization covers both; the hint is then kept only if the truth equals its inputs.
-    if (hint_want != nullptr && hint_in != nullptr && SameStep(*hint_in, staged)) {
-      // The regions read the step's inputs (the padding rows start at qsl[num_decodes]): the
-      // hint's, as the truth is still being downloaded; equal to the truth's when the hint is kept.
-      p_.hint_want = hint_want;
-      p_.hint_in = hint_in;
-      p_.regions = SuiteRegions(*hint_want, *hint_in, layout_, suite.consts());
-      if (on_device_) DS_RETURN_IF_ERROR(EnqueueCounts(suite, p_));
-    }
+    // 3. With a hint, the device compare behind the truth's download: Finish's one
+    // synchronization covers both.
+    if (p_.counts_staged) DS_RETURN_IF_ERROR(EnqueueCounts(s, p_));
     return absl::OkStatus();
   }();
-  if (!enqueued.ok()) {
+  if (!s.ok()) {
     p_ = Pending{};
-    return enqueued;
+    return s;
   }
-  p_.suite = &suite;
-  p_.host_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  p_.enqueued = true;
+  p_.host_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   return absl::OkStatus();
 }
 
+absl::Status GpuRegionCheck::Begin(GpuSuite& suite, const std::vector<Impl>& impls, const SuiteReference* hint_want,
+                                   const BatchInputs* hint_in) {
+  DS_RETURN_IF_ERROR(Prepare(suite, impls, hint_want, hint_in));
+  return Enqueue();
+}
+
 absl::StatusOr<std::vector<SuiteRunResult>> GpuRegionCheck::Finish() {
-  if (p_.suite == nullptr) return absl::FailedPreconditionError("GpuRegionCheck::Finish without Begin");
+  if (p_.suite == nullptr || !p_.enqueued)
+    return absl::FailedPreconditionError("GpuRegionCheck::Finish: needs a Prepare and an Enqueue (or a Begin)");
   const auto t0 = std::chrono::steady_clock::now();
   Pending p = std::move(p_);
   p_ = Pending{};
@@ -198,7 +225,8 @@ absl::StatusOr<std::vector<SuiteRunResult>> GpuRegionCheck::Finish() {
     ++stats_.references_computed;
     p.regions = SuiteRegions(*want, p.truth, layout_, consts);
     if (on_device_) {
-      DS_RETURN_IF_ERROR(EnqueueCounts(suite, p));
+      DS_RETURN_IF_ERROR(StageCounts(p));
+      DS_RETURN_IF_ERROR(EnqueueCounts(s, p));
       CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
       counts.assign(counts_host_.get(), counts_host_.get() + p.num_counts);
     }

@@ -40,7 +40,7 @@ struct RegionCheckStats {
   int64_t mirrored = 0;            // (step, implementation) pairs whose spans were downloaded
   int64_t references_computed = 0; // steps whose reference was computed here (no usable hint)
   uint64_t bytes_up = 0, bytes_down = 0;  // [bytes] tasks + reference up; truth, counts, spans down
-  double host_us = 0;              // [µs] wall time inside Check (Begin + Finish), summed
+  double host_us = 0;              // [µs] wall time inside Prepare, Enqueue and Finish, summed
 };
 
 class GpuRegionCheck {
@@ -59,11 +59,17 @@ class GpuRegionCheck {
   absl::StatusOr<std::vector<SuiteRunResult>> Check(GpuSuite& suite, const std::vector<Impl>& impls,
                                                     const SuiteReference* hint_want = nullptr,
                                                     const BatchInputs* hint_in = nullptr);
-  // Check in two halves, so a caller can wait for something else in between (the executor
-  // reads its timing events): Begin enqueues step 1 and, with a usable hint, step 3 on the
-  // suite's stream and returns without waiting; Finish synchronizes once and does the rest.
-  // `suite`, `hint_want` and `hint_in` must outlive Finish, and nothing may be enqueued on the
-  // suite's stream in between. A second Begin before Finish is FailedPrecondition.
+  // Check in parts, so a caller can do its own waiting in between (the executor reads its timing
+  // events): Prepare does the host work only (the implementations' outputs, and with a usable
+  // hint the regions, the reference pack and the compare tasks in pinned staging); Enqueue puts
+  // step 1 and, with a usable hint, step 3 on the suite's stream without waiting; Finish
+  // synchronizes once and does the rest. Begin is Prepare then Enqueue. `suite`, `hint_want` and
+  // `hint_in` must outlive Finish, and nothing else may be enqueued on the suite's stream between
+  // Enqueue and Finish. Out of order (a second Prepare before Finish, Finish without Enqueue) is
+  // FailedPrecondition.
+  absl::Status Prepare(GpuSuite& suite, const std::vector<Impl>& impls, const SuiteReference* hint_want = nullptr,
+                       const BatchInputs* hint_in = nullptr);
+  absl::Status Enqueue();
   absl::Status Begin(GpuSuite& suite, const std::vector<Impl>& impls, const SuiteReference* hint_want = nullptr,
                      const BatchInputs* hint_in = nullptr);
   absl::StatusOr<std::vector<SuiteRunResult>> Finish();
@@ -72,20 +78,28 @@ class GpuRegionCheck {
 
  private:
   GpuRegionCheck() = default;
-  // What Begin leaves for Finish.
+  // What Prepare leaves for Enqueue and Finish.
   struct Pending {
-    GpuSuite* suite = nullptr;  // nullptr: no check begun
+    GpuSuite* suite = nullptr;  // nullptr: no check prepared
+    bool enqueued = false;
     std::vector<Impl> impls;
     std::vector<SuiteOutputs> outs;
-    BatchInputs truth;          // the staged step, its device arrays in truth_ (being downloaded)
+    BatchInputs truth;          // the staged step, its device arrays in truth_ (downloaded by Enqueue)
     const SuiteReference* hint_want = nullptr;
     const BatchInputs* hint_in = nullptr;
     std::vector<SuiteRegion> regions;  // of the hint, or (Finish) of the truth
+    bool counts_staged = false;        // StageCounts wrote the upload for `regions`
+    uint64_t up_bytes = 0;             // [bytes] of upload_ to send
+    size_t num_tasks = 0;
+    int64_t max_cells = 0;             // the largest task's cells (the compare's grid)
     size_t num_counts = 0;             // counts enqueued into counts_host_
-    double host_us = 0;                // [µs] Begin's wall time
+    double host_us = 0;                // [µs] Prepare's and Enqueue's wall time
   };
-  // Step 3's enqueue for p's regions and implementations (no synchronization).
-  absl::Status EnqueueCounts(GpuSuite& suite, Pending& p);
+  // Step 3's host part: the reference pack and every implementation's compare tasks for p's
+  // regions, written into upload_ (no CUDA call).
+  absl::Status StageCounts(Pending& p);
+  // Step 3's device part on `s`: upload, zero the counts, compare, download the counts (no sync).
+  absl::Status EnqueueCounts(cudaStream_t s, Pending& p);
 
   SuiteLayout layout_;
   int impls_ = 0;

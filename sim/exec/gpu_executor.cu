@@ -124,13 +124,23 @@ absl::StatusOr<int> ExecutorFlushL2Multiple() {
   return m;
 }
 
-// Whether the check is enqueued before the step's events are read (kExecutorCheckOrderEnv).
-absl::StatusOr<bool> ExecutorCheckOverlaps() {
+absl::string_view ExecutorCheckOrderName(ExecutorCheckOrder order) {
+  switch (order) {
+    case ExecutorCheckOrder::kPrepareFirst: return "prepare";
+    case ExecutorCheckOrder::kEnqueueFirst: return "enqueue";
+    case ExecutorCheckOrder::kAfter: return "after";
+  }
+  return "?";
+}
+
+absl::StatusOr<ExecutorCheckOrder> ExecutorCheckOrderFromEnv() {
   const char* v = std::getenv(kExecutorCheckOrderEnv);
-  if (v == nullptr || *v == '\0' || std::strcmp(v, "overlap") == 0) return true;
-  if (std::strcmp(v, "after") == 0) return false;
+  if (v == nullptr || *v == '\0') return ExecutorCheckOrder::kPrepareFirst;
+  for (ExecutorCheckOrder o :
+       {ExecutorCheckOrder::kPrepareFirst, ExecutorCheckOrder::kEnqueueFirst, ExecutorCheckOrder::kAfter})
+    if (ExecutorCheckOrderName(o) == v) return o;
   return absl::InvalidArgumentError(
-      absl::StrCat(kExecutorCheckOrderEnv, "='", v, "': expected overlap (the default) or after"));
+      absl::StrCat(kExecutorCheckOrderEnv, "='", v, "': expected prepare (the default), enqueue or after"));
 }
 
 absl::StatusOr<GpuMemoryPlan> PlanGpuExecutorMemory(const GpuExecutorOptions& options, size_t l2_bytes) {
@@ -189,7 +199,7 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(const GpuExecut
                                                           options.check_method == GpuCheckMethod::kDevice));
   }
   DS_ASSIGN_OR_RETURN(const int flush_multiple, ExecutorFlushL2Multiple());  // what the plan sized
-  DS_ASSIGN_OR_RETURN(st->check_overlaps, ExecutorCheckOverlaps());
+  DS_ASSIGN_OR_RETURN(st->check_order, ExecutorCheckOrderFromEnv());
   try {
     if (options.time_steps) {
       for (size_t i = 0; i < options.impls.size(); ++i) st->timers.push_back(std::make_unique<timing::EventTimer>());
@@ -361,10 +371,10 @@ absl::Status GpuExecutor::State::RunStep(const StepPlan& plan, StepDelta& delta)
     }
   }
 
-  // The check's first half goes behind the last suite's stop event, so no timed window holds it
-  // and its host work (regions, reference pack, tasks) overlaps the GPU's tail of graph suites,
-  // which the event reads below wait for.
-  const auto begin_check = [&]() -> absl::Status {
+  // The check around the event reads (ExecutorCheckOrder): by default its host work here, while
+  // the GPU runs the tail of graph suites the reads below wait for, and its copies and compare
+  // after the reads, so nothing queues behind a suite being timed and no window holds the check.
+  const auto prepare_check = [&]() -> absl::Status {
     if (overlap != nullptr) {
       overlap->Wait();
       delta.reference_us = reference_us;
@@ -373,9 +383,10 @@ absl::Status GpuExecutor::State::RunStep(const StepPlan& plan, StepDelta& delta)
       want = ComputeSuiteReference(guess, suite->layout(), suite->consts());
       delta.reference_us = MicrosSince(t0);
     }
-    return BeginCheck(guess, &want, delta);
+    return PrepareCheck(guess, &want, delta);
   };
-  if (options.check && check_overlaps) DS_RETURN_IF_ERROR(begin_check());
+  if (options.check && check_order != ExecutorCheckOrder::kAfter) DS_RETURN_IF_ERROR(prepare_check());
+  if (options.check && check_order == ExecutorCheckOrder::kEnqueueFirst) DS_RETURN_IF_ERROR(EnqueueCheck(delta));
 
   // The events of every timed suite, in order (each read waits for its own stop event only).
   for (const auto& [timer, at] : timed) {
@@ -388,7 +399,8 @@ absl::Status GpuExecutor::State::RunStep(const StepPlan& plan, StepDelta& delta)
   }
 
   if (options.check) {
-    if (!check_overlaps) DS_RETURN_IF_ERROR(begin_check());
+    if (check_order == ExecutorCheckOrder::kAfter) DS_RETURN_IF_ERROR(prepare_check());
+    if (check_order != ExecutorCheckOrder::kEnqueueFirst) DS_RETURN_IF_ERROR(EnqueueCheck(delta));
     DS_RETURN_IF_ERROR(FinishCheck(plan, delta));
   }
   return absl::OkStatus();

@@ -19,8 +19,9 @@
 //      after the step's last suite (the windows are on the device's timeline either way).
 //   3. Check every implementation against the CPU reference of the device truth (computed
 //      once per step, on a worker thread while the suites run), over every defined region. The
-//      check is enqueued behind the last suite's stop event, before the step's events are read,
-//      so its host work overlaps the GPU's tail and no timed window holds it. By default on the device
+//      check's host work runs before the step's events are read, overlapping the GPU's tail; its
+//      copies and compare are enqueued after them, so no timed window holds the check and nothing
+//      queues behind a suite while it is timed (ExecutorCheckOrder). By default on the device
 //      (kernels/suite/gpu_check.cuh: the reference's region cells uploaded with one copy, one
 //      compare kernel counting each region's differing cells, the counts downloaded, one sync;
 //      an implementation with a non-zero count has its regions' spans downloaded and compared by
@@ -97,13 +98,20 @@ GpuSuiteCapacity CapacityFor(const SchedulerConfig& config);
 inline constexpr char kGpuFaultAtStepEnv[] = "DSPARK_GPU_FAULT_AT_STEP";
 // The L2 flush's size as a multiple of the L2 (GpuExecutor: 1 unless set; 1 to 4).
 inline constexpr char kExecutorFlushL2Env[] = "DSPARK_EXECUTOR_FLUSH_L2";
-// When the executor enqueues a step's check (a measuring aid for side-by-side runs):
-// "overlap" (the default) behind the last suite, before the step's timing events are read;
-// "after" once they have been read (sessions 7-9), so the GPU's tail and the check run one after
-// the other.
+// Where the executor puts a step's check relative to the reading of the step's timing events (a
+// measuring aid for side-by-side runs; the environment variable kExecutorCheckOrderEnv):
+//   kPrepareFirst  "prepare" (the default): the check's host work (regions, reference pack,
+//                  tasks) before the reads, overlapping the GPU's tail of graph suites; its copies
+//                  and compare kernel after them, so nothing is queued behind a suite while it is
+//                  being timed;
+//   kEnqueueFirst  "enqueue": host work, copies and compare all before the reads (they queue behind
+//                  the last suite's stop event);
+//   kAfter         "after": all of it after the reads (sessions 7-9).
+enum class ExecutorCheckOrder { kPrepareFirst, kEnqueueFirst, kAfter };
 inline constexpr char kExecutorCheckOrderEnv[] = "DSPARK_EXECUTOR_CHECK_ORDER";
-// kExecutorCheckOrderEnv read: true for overlap; InvalidArgument naming the variable otherwise.
-absl::StatusOr<bool> ExecutorCheckOverlaps();
+// kExecutorCheckOrderEnv read; InvalidArgument naming the variable and the choices otherwise.
+absl::StatusOr<ExecutorCheckOrder> ExecutorCheckOrderFromEnv();
+absl::string_view ExecutorCheckOrderName(ExecutorCheckOrder order);
 
 // How the executor checks a step (all three give the same results; the environment variable
 // DSPARK_GPU_CHECK=device|spans|whole picks one for `run` / `sweep --executor gpu`):

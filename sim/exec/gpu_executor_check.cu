@@ -30,11 +30,20 @@ double MicrosSince(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-absl::Status GpuExecutor::State::BeginCheck(const BatchInputs& guess, const SuiteReference* want,
-                                            StepDelta& delta) {
+absl::Status GpuExecutor::State::PrepareCheck(const BatchInputs& guess, const SuiteReference* want,
+                                              StepDelta& delta) {
   if (check == nullptr) return absl::OkStatus();  // kWhole downloads in FinishCheck
   const auto t0 = std::chrono::steady_clock::now();
-  absl::Status s = check->Begin(*suite, options.impls, want, &guess);
+  absl::Status s = check->Prepare(*suite, options.impls, want, &guess);
+  delta.check_us += MicrosSince(t0);
+  if (!s.ok()) return absl::Status(s.code(), absl::StrCat("region check: ", s.message()));
+  return absl::OkStatus();
+}
+
+absl::Status GpuExecutor::State::EnqueueCheck(StepDelta& delta) {
+  if (check == nullptr) return absl::OkStatus();
+  const auto t0 = std::chrono::steady_clock::now();
+  absl::Status s = check->Enqueue();
   delta.check_us += MicrosSince(t0);
   if (!s.ok()) return absl::Status(s.code(), absl::StrCat("region check: ", s.message()));
   return absl::OkStatus();

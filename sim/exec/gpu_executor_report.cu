@@ -67,7 +67,7 @@ nlohmann::json GpuExecutor::Summary() const {
     const char* methods[] = {"device", "spans", "whole"};
     const RegionCheckStats c = st.check ? st.check->stats() : RegionCheckStats{};
     out["check"] = {{"method", methods[static_cast<int>(st.options.check_method)]},
-                    {"enqueued", st.check_overlaps ? "before the step's events are read" : "after the step's events are read"},
+                    {"order", std::string(ExecutorCheckOrderName(st.check_order))},
                     {"host_us_per_step", st.check_us / steps},
                     {"reference_host_us_per_step", st.reference_us / steps},
                     {"device_compares", c.device_compares},

@@ -54,7 +54,7 @@ struct GpuExecutor::State {
   std::unique_ptr<GpuRegionCheck> check;  // with options.check and a region check method
   std::unique_ptr<ReferenceWorker> worker;  // with `check` and options.overlap_reference
   std::unique_ptr<timing::L2Flusher> flusher;
-  bool check_overlaps = true;  // kExecutorCheckOrderEnv: BeginCheck before the event reads
+  ExecutorCheckOrder check_order = ExecutorCheckOrder::kPrepareFirst;  // kExecutorCheckOrderEnv
   // One per entry of options.impls: a step's graph suites are enqueued back to back and their
   // events read once, after the last suite (an eager suite still waits for its flush first).
   std::vector<std::unique_ptr<timing::EventTimer>> timers;
@@ -68,13 +68,15 @@ struct GpuExecutor::State {
   double stage_us = 0, check_us = 0, reference_us = 0;
 
   absl::Status RunStep(const StepPlan& plan, gpu_executor_internal::StepDelta& delta);
-  // The check of the step just run (GpuExecutorOptions::check_method), in two halves around the
-  // reading of the step's timing events: BeginCheck enqueues the region check behind the last
-  // suite (its host work overlaps the GPU's tail), FinishCheck waits for it, classifies and
-  // counts. `guess` is the plan's device view (the truth unless something rewrote the inputs on
-  // the device) and `want` its reference; both must live until FinishCheck returns.
-  absl::Status BeginCheck(const BatchInputs& guess, const SuiteReference* want,
-                          gpu_executor_internal::StepDelta& delta);
+  // The check of the step just run (GpuExecutorOptions::check_method), in parts placed around the
+  // reading of the step's timing events by `check_order`: PrepareCheck does its host work
+  // (regions, reference pack, tasks), EnqueueCheck puts its copies and compare on the stream
+  // behind the last suite, FinishCheck waits for them, classifies and counts. `guess` is the
+  // plan's device view (the truth unless something rewrote the inputs on the device) and `want`
+  // its reference; both must live until FinishCheck returns.
+  absl::Status PrepareCheck(const BatchInputs& guess, const SuiteReference* want,
+                            gpu_executor_internal::StepDelta& delta);
+  absl::Status EnqueueCheck(gpu_executor_internal::StepDelta& delta);
   absl::Status FinishCheck(const StepPlan& plan, gpu_executor_internal::StepDelta& delta);
   void Commit(gpu_executor_internal::StepDelta& delta);
 };

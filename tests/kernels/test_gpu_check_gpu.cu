@@ -7,7 +7,8 @@
 //     before and after differences are planted in the device outputs;
 //   - with a hint whose inputs are not the device truth (the qsl rewritten in place), the check
 //     recomputes the reference and still equals GpuSuite::Download;
-//   - Begin and Finish, with an event wait between them, give Check's results.
+//   - Prepare / Enqueue / Finish and Begin / Finish, with an event wait between them, give
+//     Check's results.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -261,10 +262,10 @@ TEST(GpuRegionCheck, RecomputesTheReferenceWhenTheHintIsNotTheDeviceTruth) {
   EXPECT_EQ(h.spans->stats().references_computed, 2);
 }
 
-// The executor's order: Begin behind the implementations, a wait on an event recorded before it
-// (as the executor reads its timing events), then Finish: the same results as Check, and the
-// halves refuse to run out of order.
-TEST(GpuRegionCheck, BeginAndFinishAroundAnEventWaitEqualCheck) {
+// The executor's orders: Prepare, a wait on an event recorded before it (as the executor reads
+// its timing events), then Enqueue and Finish; and Begin (Prepare + Enqueue) before the wait:
+// both give Check's results, and the parts refuse to run out of order.
+TEST(GpuRegionCheck, PartsAroundAnEventWaitEqualCheck) {
   DS_REQUIRE_GPU();
   CaseOptions o;
   o.seed = 47;
@@ -280,27 +281,40 @@ TEST(GpuRegionCheck, BeginAndFinishAroundAnEventWaitEqualCheck) {
   PlantDifferences(h, want, in, 4747, 6);
   const absl::StatusOr<std::vector<SuiteRunResult>> whole = h.device->Check(*h.suite, AllImpls(), &want, &in);
   ASSERT_TRUE(whole.ok()) << whole.status();
-
-  EXPECT_EQ(h.device->Finish().status().code(), absl::StatusCode::kFailedPrecondition) << "Finish without Begin";
-  cudaEvent_t done;
-  CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-  CUDA_CHECK(cudaEventRecord(done, h.suite->stream()));
-  ASSERT_TRUE(h.device->Begin(*h.suite, AllImpls(), &want, &in).ok());
-  EXPECT_EQ(h.device->Begin(*h.suite, AllImpls(), &want, &in).code(), absl::StatusCode::kFailedPrecondition)
-      << "a second Begin before Finish";
-  CUDA_CHECK(cudaEventSynchronize(done));
-  const absl::StatusOr<std::vector<SuiteRunResult>> halves = h.device->Finish();
-  CUDA_CHECK(cudaEventDestroy(done));
-  ASSERT_TRUE(halves.ok()) << halves.status();
-  ASSERT_EQ(halves->size(), whole->size());
   bool any = false;
-  for (size_t i = 0; i < whole->size(); ++i) {
-    EXPECT_EQ(DescribeMismatches((*halves)[i].mismatches), DescribeMismatches((*whole)[i].mismatches))
-        << ImplName(AllImpls()[i]);
-    any = any || !(*whole)[i].mismatches.empty();
-  }
+  for (const SuiteRunResult& r : *whole) any = any || !r.mismatches.empty();
   EXPECT_TRUE(any) << "the planted differences must be found";
-  EXPECT_EQ(h.device->stats().steps, 2);
+
+  EXPECT_EQ(h.device->Finish().status().code(), absl::StatusCode::kFailedPrecondition) << "Finish without Prepare";
+  EXPECT_EQ(h.device->Enqueue().code(), absl::StatusCode::kFailedPrecondition) << "Enqueue without Prepare";
+  for (const bool enqueue_first : {false, true}) {
+    SCOPED_TRACE(enqueue_first ? "Begin, wait, Finish" : "Prepare, wait, Enqueue, Finish");
+    cudaEvent_t done;
+    CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventRecord(done, h.suite->stream()));
+    if (enqueue_first) {
+      ASSERT_TRUE(h.device->Begin(*h.suite, AllImpls(), &want, &in).ok());
+    } else {
+      ASSERT_TRUE(h.device->Prepare(*h.suite, AllImpls(), &want, &in).ok());
+      EXPECT_EQ(h.device->Finish().status().code(), absl::StatusCode::kFailedPrecondition)
+          << "Finish before Enqueue";
+    }
+    EXPECT_EQ(h.device->Prepare(*h.suite, AllImpls(), &want, &in).code(), absl::StatusCode::kFailedPrecondition)
+        << "a second Prepare before Finish";
+    CUDA_CHECK(cudaEventSynchronize(done));
+    CUDA_CHECK(cudaEventDestroy(done));
+    if (!enqueue_first) {
+      ASSERT_TRUE(h.device->Enqueue().ok());
+      EXPECT_EQ(h.device->Enqueue().code(), absl::StatusCode::kFailedPrecondition) << "a second Enqueue";
+    }
+    const absl::StatusOr<std::vector<SuiteRunResult>> parts = h.device->Finish();
+    ASSERT_TRUE(parts.ok()) << parts.status();
+    ASSERT_EQ(parts->size(), whole->size());
+    for (size_t i = 0; i < whole->size(); ++i)
+      EXPECT_EQ(DescribeMismatches((*parts)[i].mismatches), DescribeMismatches((*whole)[i].mismatches))
+          << ImplName(AllImpls()[i]);
+  }
+  EXPECT_EQ(h.device->stats().steps, 3);
 }
 
 }  // namespace

@@ -257,25 +257,31 @@ TEST(GpuExecutorPlan, TheFlushIsTheL2OnceUnlessTheEnvironmentSaysOtherwise) {
   EXPECT_FALSE(flush_of().ok());
 }
 
-// The check's order (no device needed): overlap unless DSPARK_EXECUTOR_CHECK_ORDER says after;
-// anything else is an error that names the variable and the choices.
-TEST(GpuExecutorPlan, TheCheckOverlapsTheEventReadsUnlessTheEnvironmentSaysOtherwise) {
-  absl::StatusOr<bool> overlaps = ExecutorCheckOverlaps();
-  ASSERT_TRUE(overlaps.ok()) << overlaps.status();
-  EXPECT_TRUE(*overlaps);
-  for (const auto& [value, want] : {std::pair{"overlap", true}, std::pair{"after", false}}) {
+// The check's order (no device needed): prepare unless DSPARK_EXECUTOR_CHECK_ORDER says enqueue
+// or after; anything else is an error that names the variable and the choices.
+TEST(GpuExecutorPlan, TheCheckOrderIsPrepareFirstUnlessTheEnvironmentSaysOtherwise) {
+  absl::StatusOr<ExecutorCheckOrder> order = ExecutorCheckOrderFromEnv();
+  ASSERT_TRUE(order.ok()) << order.status();
+  EXPECT_EQ(*order, ExecutorCheckOrder::kPrepareFirst);
+  for (const auto& [value, want] : {std::pair{"prepare", ExecutorCheckOrder::kPrepareFirst},
+                                    std::pair{"enqueue", ExecutorCheckOrder::kEnqueueFirst},
+                                    std::pair{"after", ExecutorCheckOrder::kAfter}}) {
     ScopedEnv env(kExecutorCheckOrderEnv, value);
-    overlaps = ExecutorCheckOverlaps();
-    ASSERT_TRUE(overlaps.ok()) << overlaps.status();
-    EXPECT_EQ(*overlaps, want) << value;
+    order = ExecutorCheckOrderFromEnv();
+    ASSERT_TRUE(order.ok()) << order.status();
+    EXPECT_EQ(*order, want) << value;
+    EXPECT_EQ(ExecutorCheckOrderName(*order), value);
   }
-  for (const char* bad : {"before", "1", "Overlap"}) {
+  for (const char* bad : {"before", "1", "Prepare", "overlap"}) {
     ScopedEnv env(kExecutorCheckOrderEnv, bad);
-    overlaps = ExecutorCheckOverlaps();
-    ASSERT_FALSE(overlaps.ok()) << bad;
-    EXPECT_EQ(overlaps.status().code(), absl::StatusCode::kInvalidArgument) << bad;
-    EXPECT_NE(std::string(overlaps.status().message()).find("DSPARK_EXECUTOR_CHECK_ORDER"), std::string::npos)
-        << overlaps.status();
+    order = ExecutorCheckOrderFromEnv();
+    ASSERT_FALSE(order.ok()) << bad;
+    EXPECT_EQ(order.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(std::string(order.status().message()).find("DSPARK_EXECUTOR_CHECK_ORDER"), std::string::npos)
+        << order.status();
+    EXPECT_NE(std::string(order.status().message()).find("prepare (the default), enqueue or after"),
+              std::string::npos)
+        << order.status();
   }
 }
 
