@@ -218,6 +218,13 @@ void PlantDifferences(Harness& h, const SuiteReference& want, const BatchInputs&
   }
 }
 
+// Stages `in`, runs every implementation on it and returns the reference of `in`.
+SuiteReference StageAndRunAll(Harness& h, const BatchInputs& in) {
+  EXPECT_TRUE(h.suite->Stage(in).ok());
+  for (Impl impl : AllImpls()) EXPECT_TRUE(h.suite->Run(impl).ok()) << ImplName(impl);
+  return ComputeSuiteReference(in, h.suite->layout(), h.suite->consts());
+}
+
 class GpuRegionCheckCases : public ::testing::TestWithParam<SuiteCaseParam> {};
 
 TEST_P(GpuRegionCheckCases, EqualsTheWholeBufferDownloadWithAndWithoutPlantedDifferences) {
@@ -226,9 +233,8 @@ TEST_P(GpuRegionCheckCases, EqualsTheWholeBufferDownloadWithAndWithoutPlantedDif
   Harness h = MakeHarness();
   ASSERT_NE(h.device, nullptr);
   const BatchInputs in = b.Inputs();
-  ASSERT_TRUE(h.suite->Stage(in).ok());
-  for (Impl impl : AllImpls()) ASSERT_TRUE(h.suite->Run(impl).ok()) << ImplName(impl);
-  const SuiteReference want = ComputeSuiteReference(in, h.suite->layout(), h.suite->consts());
+  const SuiteReference want = StageAndRunAll(h, in);
+  ASSERT_FALSE(::testing::Test::HasFailure());
   ExpectAllPathsAgree(h, &in, &want);
   EXPECT_EQ(h.device->stats().references_computed, 1) << "the hint's inputs are the truth: used";
 
@@ -240,13 +246,18 @@ TEST_P(GpuRegionCheckCases, EqualsTheWholeBufferDownloadWithAndWithoutPlantedDif
 INSTANTIATE_TEST_SUITE_P(EightSeedCases, GpuRegionCheckCases, ::testing::ValuesIn(RandomizedCases()),
                          [](const auto& info) { return info.param.name; });
 
+// An adaptive verification step of the seed's layout with `padding_reqs` padding requests.
+CaseBatch AdaptiveStep(uint64_t seed, int32_t padding_reqs) {
+  CaseOptions o;
+  o.seed = seed;
+  o.padding_reqs = padding_reqs;
+  o.max_num_batched_tokens = 2048;
+  return MustMake(SeedCase::kAdaptiveVerify, o);
+}
+
 TEST(GpuRegionCheck, RecomputesTheReferenceWhenTheHintIsNotTheDeviceTruth) {
   DS_REQUIRE_GPU();
-  CaseOptions o;
-  o.seed = 31;
-  o.padding_reqs = 2;
-  o.max_num_batched_tokens = 2048;
-  const CaseBatch b = MustMake(SeedCase::kAdaptiveVerify, o);
+  const CaseBatch b = AdaptiveStep(31, 2);
   const absl::StatusOr<std::vector<int32_t>> resplit = ResplitDecodeTokens(b);
   ASSERT_TRUE(resplit.ok()) << resplit.status();
   Harness h = MakeHarness();
@@ -267,17 +278,12 @@ TEST(GpuRegionCheck, RecomputesTheReferenceWhenTheHintIsNotTheDeviceTruth) {
 // both give Check's results, and the parts refuse to run out of order.
 TEST(GpuRegionCheck, PartsAroundAnEventWaitEqualCheck) {
   DS_REQUIRE_GPU();
-  CaseOptions o;
-  o.seed = 47;
-  o.padding_reqs = 3;
-  o.max_num_batched_tokens = 2048;
-  const CaseBatch b = MustMake(SeedCase::kAdaptiveVerify, o);
+  const CaseBatch b = AdaptiveStep(47, 3);
   Harness h = MakeHarness();
   ASSERT_NE(h.device, nullptr);
   const BatchInputs in = b.Inputs();
-  ASSERT_TRUE(h.suite->Stage(in).ok());
-  for (Impl impl : AllImpls()) ASSERT_TRUE(h.suite->Run(impl).ok()) << ImplName(impl);
-  const SuiteReference want = ComputeSuiteReference(in, h.suite->layout(), h.suite->consts());
+  const SuiteReference want = StageAndRunAll(h, in);
+  ASSERT_FALSE(::testing::Test::HasFailure());
   PlantDifferences(h, want, in, 4747, 6);
   const absl::StatusOr<std::vector<SuiteRunResult>> whole = h.device->Check(*h.suite, AllImpls(), &want, &in);
   ASSERT_TRUE(whole.ok()) << whole.status();
