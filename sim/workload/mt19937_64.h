@@ -31,6 +31,18 @@ class Mt19937_64 {
     return out_[next_++];
   }
 
+  // The next n outputs into out[0, n): n calls' worth, copied in runs.
+  void Fill(uint64_t* out, size_t n) {
+    while (n > 0) {
+      if (next_ == kN) Refill();
+      const size_t run = n < kN - next_ ? n : kN - next_;
+      for (size_t i = 0; i < run; ++i) out[i] = out_[next_ + i];
+      next_ += run;
+      out += run;
+      n -= run;
+    }
+  }
+
  private:
   static constexpr uint64_t kUpper = ~uint64_t{0} << 31, kLower = ~kUpper;
   static constexpr uint64_t kMatrixA = 0xB5026F5AA96619E9ULL;
