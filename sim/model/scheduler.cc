@@ -81,6 +81,7 @@ Scheduler::Scheduler(const SchedulerConfig& config, const std::vector<RequestSpe
   running_.reserve(static_cast<size_t>(config_.max_num_seqs) + 1);
   decodes_.reserve(static_cast<size_t>(config_.max_num_seqs));
   prefills_.reserve(static_cast<size_t>(config_.max_num_seqs));
+  outcomes_.reserve(static_cast<size_t>(config_.max_num_seqs));
   const size_t slots = static_cast<size_t>(config_.max_num_seqs) * std::max(1, k_);
   scores_dev_.reserve(slots);
   scores_host_.reserve(slots);
@@ -186,8 +187,11 @@ void Scheduler::Commit(double end_s) {
     CompactRunning();
     return;
   }
+  outcomes_.clear();
   for (const Entry& e : decodes_) {
     Req& r = reqs_[e.req];
+    RequestOutcome& out = outcomes_.emplace_back();
+    out.req = e.req;
     int32_t emitted = 1;
     if (!spec) {
       r.computed += 1;
@@ -195,7 +199,10 @@ void Scheduler::Commit(double end_s) {
     } else {
       const int32_t verified = e.kept;
       const int32_t accepted = std::min(r.latent_accept, verified);
-      if (events_ != nullptr) events_->OnVerification(e.req, r.num_drafts, verified, accepted);
+      out.verification = true;
+      out.proposed = r.num_drafts;
+      out.verified = verified;
+      out.accepted = accepted;
       const int32_t c0 = r.computed;
       r.computed = c0 + 1 + accepted;
       r.computed_host = c0 + 1 + e.max_drafts;
@@ -209,9 +216,9 @@ void Scheduler::Commit(double end_s) {
       emitted = 1 + accepted;
     }
     r.generated += emitted;
-    if (events_ != nullptr) events_->OnTokens(e.req, end_s, emitted);
+    out.tokens = emitted;
     if (r.generated >= r.output_len) {
-      if (events_ != nullptr) events_->OnFinished(e.req, end_s);
+      out.finished = true;
       if (spec) r.phase = Phase::kZombie; else Release(e.req);
     } else {
       r.phase = spec ? Phase::kNeedDraft : Phase::kDecode;
@@ -224,15 +231,18 @@ void Scheduler::Commit(double end_s) {
     if (r.computed < r.prefill_len) continue;
     r.generated += 1;
     r.verified_last = false;
-    if (events_ != nullptr) events_->OnTokens(e.req, end_s, 1);
+    RequestOutcome& out = outcomes_.emplace_back();
+    out.req = e.req;
+    out.tokens = 1;
     if (r.generated >= r.output_len) {
-      if (events_ != nullptr) events_->OnFinished(e.req, end_s);
+      out.finished = true;
       Release(e.req);
     } else {
       r.phase = spec ? Phase::kNeedDraft : Phase::kDecode;
     }
   }
   CompactRunning();
+  if (events_ != nullptr && !outcomes_.empty()) events_->OnOutcomes(end_s, outcomes_.data(), outcomes_.size());
 }
 
 absl::Status Scheduler::CheckKvConsistency() const {

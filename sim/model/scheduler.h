@@ -78,6 +78,7 @@
 #include "sim/model/acceptance.h"
 #include "sim/model/adaptive.h"
 #include "sim/model/kv_cache.h"
+#include "sim/model/request_outcome.h"
 #include "sim/model/spec_mode.h"
 #include "sim/workload/rng.h"
 #include "sim/model/step_plan.h"
@@ -113,6 +114,11 @@ class SchedulerEvents {
                               int32_t accepted) = 0;
   virtual void OnFinished(int32_t req, double time_s) = 0;
   virtual void OnPreempted(int32_t req, double time_s) = 0;
+  // A committed step's token, verification and finish events at `time_s`, in order, once per
+  // Commit; by default as the single events above.
+  virtual void OnOutcomes(double time_s, const RequestOutcome* outcomes, size_t n) {
+    DeliverOutcomes(*this, time_s, outcomes, n);
+  }
 };
 
 struct SchedulerCounters {
@@ -241,6 +247,7 @@ class Scheduler final : public StepMaterializer {
   int32_t draft_budget_ = -1;
   bool preempted_this_step_ = false;
   std::vector<Entry> decodes_, prefills_;
+  std::vector<RequestOutcome> outcomes_;  // the committed step's request events
   // Adaptive scratch: [num_decodes, K] device and host survival scores, per-request counts.
   std::vector<float> scores_dev_, scores_host_;
   std::vector<int32_t> max_drafts_, kept_dev_, kept_host_;

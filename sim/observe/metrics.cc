@@ -89,6 +89,10 @@ void MetricsObserver::OnVerification(int32_t req, int32_t proposed, int32_t veri
   drafts_accepted_ += accepted;
 }
 
+void MetricsObserver::OnOutcomes(double time_s, const RequestOutcome* outcomes, size_t n) {
+  DeliverOutcomes(*this, time_s, outcomes, n);  // final: the calls inline
+}
+
 double MetricsObserver::mean_acceptance_length() const {
   return verifications_ == 0 ? 0.0
                              : 1.0 + static_cast<double>(drafts_accepted_) /
