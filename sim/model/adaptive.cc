@@ -5,6 +5,10 @@
 #include <cmath>
 #include <limits>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -54,7 +58,7 @@ int32_t TopBAllocator::Allocate(const float* scores, const int32_t* max_drafts,
   // ineligible slots marked -1 and the eligible ones counted. count[b + 1] counts bucket b
   // (count[0] is a sink for the ineligible slots' -1).
   const int32_t num_slots = num_decodes * max_k;
-  bucket_.resize(static_cast<size_t>(num_slots));
+  bucket_.resize(static_cast<size_t>(num_slots) + kRowPad);
   keys_.resize(static_cast<size_t>(num_slots));
   boundary_slots_.resize(static_cast<size_t>(num_slots));
   int16_t* bucket = bucket_.data();
@@ -76,7 +80,30 @@ int32_t TopBAllocator::Allocate(const float* scores, const int32_t* max_drafts,
   // call. Then the boundary bucket's keys, ordered exactly only up to the need-th.
   int32_t* in_boundary = boundary_slots_.data();
   int32_t m = 0;
-  for (int32_t r = 0; r < num_decodes; ++r) {
+  int32_t r = 0;
+#if defined(__SSE2__)
+  if (max_k <= 8) {
+    // A row's (up to) 8 buckets in one register, lanes past max_k masked off (the padding
+    // after the last row makes the load safe); its count above the boundary by a byte sum, its
+    // boundary slots (few) from a mask.
+    const __m128i bnd = _mm_set1_epi16(static_cast<int16_t>(boundary));
+    const __m128i lanes = _mm_cmplt_epi16(_mm_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7),
+                                          _mm_set1_epi16(static_cast<int16_t>(max_k)));
+    const __m128i ones = _mm_set1_epi16(1);
+    for (; r < num_decodes; ++r) {
+      const int32_t base = r * max_k;
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bucket + base));
+      const __m128i gt = _mm_and_si128(_mm_cmpgt_epi16(v, bnd), lanes);
+      const __m128i sums = _mm_sad_epu8(_mm_and_si128(gt, ones), _mm_setzero_si128());
+      kept[r] = _mm_cvtsi128_si32(sums) + _mm_extract_epi16(sums, 4);
+      const __m128i eq = _mm_and_si128(_mm_cmpeq_epi16(v, bnd), lanes);
+      uint32_t at = static_cast<uint32_t>(_mm_movemask_epi8(_mm_packs_epi16(eq, eq))) & 0xFFu;
+      for (; at != 0; at &= at - 1) in_boundary[m++] = base + __builtin_ctz(at);
+      for (int32_t k = 0; k < max_k; ++k) count[bucket[base + k] + 1] = 0;  // for the next call
+    }
+  }
+#endif
+  for (; r < num_decodes; ++r) {
     const int32_t base = r * max_k;
     int32_t n = 0;
     for (int32_t k = 0; k < max_k; ++k) {

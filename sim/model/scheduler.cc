@@ -103,19 +103,6 @@ void Scheduler::Submit(int32_t req) {
   waiting_.push_back(req);
 }
 
-int32_t Scheduler::VerifyCap(const Req& r) const {
-  const int32_t c0 = r.computed;
-  int32_t maxd = std::min({k_, r.num_drafts, r.output_len - r.generated - 1});
-  if (config_.mode == SpecMode::kDSpark) {
-    // Room for this verification and a full K-token draft after it.
-    maxd = std::min(maxd, config_.max_model_len - c0 - 1 - k_);
-  } else {
-    // Room for this verification and an adaptive draft of up to 1 + maxd tokens after it.
-    maxd = std::min(maxd, (config_.max_model_len - c0 - 2) / 2);
-  }
-  return std::max(0, maxd);
-}
-
 void Scheduler::Release(int32_t req) {
   Req& r = reqs_[req];
   kv_.Release(r.blocks);
@@ -143,7 +130,7 @@ void Scheduler::Preempt(int32_t victim, double now_s) {
   if (events_ != nullptr) events_->OnPreempted(victim, now_s);
 }
 
-bool Scheduler::EnsureBlocks(int32_t req, int32_t tokens, double now_s) {
+bool Scheduler::GrowBlocks(int32_t req, int32_t tokens, double now_s) {
   Req& r = reqs_[req];
   while (!kv_.Grow(r.blocks, tokens)) {
     const int32_t victim = running_.back();
