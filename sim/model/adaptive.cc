@@ -210,10 +210,26 @@ int32_t ComputeDraftBudget(const BudgetInputs& in, const DraftCostTables& tables
   int32_t best_b = 0;
   double expected = in.num_sampling;
   double best = expected / (draft + verify(in.non_draft_total));
-  for (int32_t b = 1; b <= max_budget; ++b) {
-    expected += scores[static_cast<size_t>(b - 1)];  // np.cumsum: left to right
-    const double value = expected / (draft + verify(static_cast<int64_t>(in.non_draft_total) + b));
+  // verify(non_draft_total + b) read straight from the table up to its last entry, then that
+  // entry (what the clamp gives), in two loops without the clamp.
+  const int64_t last = static_cast<int64_t>(tables.verify_ms.size()) - 1;
+  const int32_t unclamped =
+      static_cast<int32_t>(std::max<int64_t>(0, std::min<int64_t>(max_budget, last - in.non_draft_total)));
+  const double* verify_at = tables.verify_ms.data() + std::min<int64_t>(in.non_draft_total, last);
+  const double* sorted = scores.data();
+  int32_t b = 1;
+  for (; b <= unclamped; ++b) {
+    expected += sorted[b - 1];  // np.cumsum: left to right
+    const double value = expected / (draft + verify_at[b]);
     if (value > best) {  // np.argmax: the first maximum
+      best = value;
+      best_b = b;
+    }
+  }
+  for (; b <= max_budget; ++b) {
+    expected += sorted[b - 1];
+    const double value = expected / (draft + tables.verify_ms[static_cast<size_t>(last)]);
+    if (value > best) {
       best = value;
       best_b = b;
     }

@@ -3,6 +3,7 @@
 #include "sim/model/scheduler.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "absl/strings/str_format.h"
 
@@ -62,7 +63,7 @@ void Scheduler::AllocateAdaptive() {
   const int32_t nd = static_cast<int32_t>(decodes_.size());
   const size_t slots = static_cast<size_t>(nd) * k_;
   scores_dev_.resize(slots);
-  scores_host_.resize(slots);  // the staged (stale) confidences, row by row
+  scores_host_.resize(slots + kMaxSpecK);  // the staged (stale) confidences, row by row
   max_drafts_.resize(nd);
   kept_dev_.resize(nd);
   kept_host_.resize(nd);
@@ -70,7 +71,9 @@ void Scheduler::AllocateAdaptive() {
   for (int32_t i = 0; i < nd; ++i) {
     const Req& r = reqs_[decodes_[i].req];
     SurvivalScores(r.conf.data(), k_, &scores_dev_[static_cast<size_t>(i) * k_]);
-    std::copy(r.conf_host.begin(), r.conf_host.begin() + k_, &scores_host_[static_cast<size_t>(i) * k_]);
+    // All kMaxSpecK of them (a fixed-size copy): the next row overwrites those past k_, the
+    // last row's go to the padding.
+    std::memcpy(&scores_host_[static_cast<size_t>(i) * k_], r.conf_host.data(), sizeof(r.conf_host));
     max_drafts_[i] = decodes_[i].max_drafts;
     eligible += decodes_[i].max_drafts;
   }
