@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -223,80 +222,6 @@ int32_t AcceptanceModel::DrawWithConfidences(const float* p, const ConfidenceSha
   // The accepted prefix: the outcomes' leading ones. Bit num_drafts of ~acc_mask is set
   // (num_drafts <= kMaxSpecK: the shapes hold no more positions).
   return static_cast<int32_t>(__builtin_ctz(~acc_mask));
-}
-
-void AcceptanceModel::DrawWithConfidences(DrawJob* jobs, int32_t n, Rng& rng, DrawScratch* scratch) const {
-#if defined(__SSE2__)
-  DrawScratch& s = *scratch;
-  int32_t i = 0;
-  while (i < n) {
-    if (jobs[i].num_drafts > jobs[i].shapes->leading_tabled) {
-      jobs[i].accepted = DrawWithConfidences(jobs[i].p, *jobs[i].shapes, jobs[i].num_drafts, rng, jobs[i].conf);
-      ++i;
-      continue;
-    }
-    // The run of tabled jobs [i, end): their positions back to back, then four at a time.
-    int32_t end = i, positions = 0;
-    for (; end < n && jobs[end].num_drafts <= jobs[end].shapes->leading_tabled; ++end)
-      positions += jobs[end].num_drafts;
-    const size_t padded = (static_cast<size_t>(positions) + 3) & ~size_t{3};
-    s.bits.resize(padded);
-    s.nodes.resize(padded + kMaxSpecK);
-    s.weight.resize(padded + kMaxSpecK);
-    s.conf.resize(padded + kMaxSpecK);
-    s.acc.resize(padded + 8);
-    rng.NextU64s(s.bits.data(), static_cast<size_t>(positions));
-    const float** nodes = s.nodes.data();
-    float* weight = s.weight.data();
-    int32_t at = 0;
-    for (int32_t j = i; j < end; ++j) {
-      // All kMaxSpecK entries (a fixed-size copy); the next job's overwrite those past its own.
-      const ConfidenceShapes& shapes = *jobs[j].shapes;
-      std::memcpy(nodes + at, shapes.nodes.data(), sizeof(shapes.nodes));
-      std::memcpy(weight + at, shapes.weight.data(), sizeof(shapes.weight));
-      at += jobs[j].num_drafts;
-    }
-    // Padding positions read the first position's first cell and are dropped.
-    for (size_t q = static_cast<size_t>(positions); q < padded; ++q) {
-      s.bits[q] = 0;
-      nodes[q] = nodes[0];
-      weight[q] = 0.0f;
-    }
-    // Each quad's four outcomes as four bytes (0xFF accepted).
-    static constexpr uint32_t kBytes[16] = {
-        0x00000000u, 0x000000FFu, 0x0000FF00u, 0x0000FFFFu, 0x00FF0000u, 0x00FF00FFu,
-        0x00FFFF00u, 0x00FFFFFFu, 0xFF000000u, 0xFF0000FFu, 0xFF00FF00u, 0xFF00FFFFu,
-        0xFFFF0000u, 0xFFFF00FFu, 0xFFFFFF00u, 0xFFFFFFFFu};
-    for (size_t q = 0; q < padded; q += 4) {
-      const uint32_t mask = DrawTabledQuad(nodes + q, weight + q, s.bits.data() + q, s.conf.data() + q);
-      std::memcpy(s.acc.data() + q, &kBytes[mask], 4);
-    }
-    // Back to the jobs: the confidences, and the accepted prefix as the first byte that is
-    // not 0xFF among the job's (num_drafts <= kMaxSpecK = 8 bytes).
-    at = 0;
-    for (int32_t j = i; j < end; ++j) {
-      const int32_t nd = jobs[j].num_drafts;
-      const float* conf = s.conf.data() + at;
-      float* out = jobs[j].conf;
-      int32_t k = 0;
-      if (nd >= 4) {
-        std::memcpy(out, conf, 4 * sizeof(float));
-        k = 4;
-      }
-      for (; k < nd; ++k) out[k] = conf[k];
-      uint64_t outcome;
-      std::memcpy(&outcome, s.acc.data() + at, sizeof(outcome));
-      const uint64_t rejected = ~outcome & (nd == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * nd)) - 1);
-      jobs[j].accepted = rejected == 0 ? nd : __builtin_ctzll(rejected) / 8;
-      at += nd;
-    }
-    i = end;
-  }
-#else
-  (void)scratch;
-  for (int32_t i = 0; i < n; ++i)
-    jobs[i].accepted = DrawWithConfidences(jobs[i].p, *jobs[i].shapes, jobs[i].num_drafts, rng, jobs[i].conf);
-#endif
 }
 
 int32_t AcceptanceModel::DrawWithConfidencesOneByOne(const float* p, const ConfidenceShapes& shapes,

@@ -104,25 +104,6 @@ class AcceptanceModel {
   // the same stream.
   int32_t DrawWithConfidences(const float* p, const ConfidenceShapes& shapes, int32_t num_drafts,
                               Rng& rng, float* conf) const;
-  // Many requests' draws in one call (a draft step's): job i is what DrawWithConfidences(
-  // p, *shapes, num_drafts, rng, conf) does, and its return value goes to `accepted`; the jobs
-  // draw in order from one stream, so the result equals those calls one after another. The
-  // tabled positions of consecutive tabled jobs are drawn four at a time across jobs.
-  struct DrawJob {
-    const float* p = nullptr;                  // [K] the request's curve
-    const ConfidenceShapes* shapes = nullptr;  // PrepareConfidences of p
-    int32_t num_drafts = 0;                    // <= K
-    float* conf = nullptr;                     // [num_drafts] out: the confidences
-    int32_t accepted = 0;                      // out: the accepted prefix
-  };
-  // Reused between calls so that a step allocates nothing.
-  struct DrawScratch {
-    std::vector<uint64_t> bits;        // [positions] the engine words
-    std::vector<const float*> nodes;   // [positions] each position's cell pair
-    std::vector<float> weight, conf;   // [positions]
-    std::vector<uint8_t> acc;          // [positions + 8] outcome: 0xFF accepted, 0 not
-  };
-  void DrawWithConfidences(DrawJob* jobs, int32_t n, Rng& rng, DrawScratch* scratch) const;
   // The same draws one position at a time (the definition DrawWithConfidences, which takes
   // tabled positions four at a time, is tested against).
   static int32_t DrawWithConfidencesOneByOne(const float* p, const ConfidenceShapes& shapes,

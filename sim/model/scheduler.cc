@@ -82,8 +82,6 @@ Scheduler::Scheduler(const SchedulerConfig& config, const std::vector<RequestSpe
   decodes_.reserve(static_cast<size_t>(config_.max_num_seqs));
   prefills_.reserve(static_cast<size_t>(config_.max_num_seqs));
   outcomes_.reserve(static_cast<size_t>(config_.max_num_seqs));
-  draw_jobs_.reserve(static_cast<size_t>(config_.max_num_seqs));
-  draw_reqs_.reserve(static_cast<size_t>(config_.max_num_seqs));
   const size_t slots = static_cast<size_t>(config_.max_num_seqs) * std::max(1, k_);
   scores_dev_.reserve(slots);
   scores_host_.reserve(slots);
@@ -154,8 +152,6 @@ void Scheduler::Commit(double end_s) {
   const bool spec = config_.mode != SpecMode::kNone;
   const bool adaptive = config_.mode == SpecMode::kAdaptive;
   if (draft_step_) {
-    draw_jobs_.clear();
-    draw_reqs_.clear();
     for (const Entry& e : decodes_) {
       Req& r = reqs_[e.req];
       if (r.phase == Phase::kZombie) {
@@ -164,26 +160,16 @@ void Scheduler::Commit(double end_s) {
       }
       const int32_t drafts = adaptive ? k_ : e.q_dev;
       if (adaptive) {
-        // stage_confidences: the host's copy moves one round on, the device gets fresh ones
-        // (drawn below, all requests in one call, in this order).
+        // stage_confidences: the host's copy moves one round on, the device gets fresh ones.
         r.conf_host = r.conf;
-        AcceptanceModel::DrawJob& job = draw_jobs_.emplace_back();
-        job.p = r.p.data();
-        job.shapes = &shapes_[e.req];
-        job.num_drafts = drafts;
-        job.conf = r.conf.data();
-        draw_reqs_.push_back(e.req);
+        r.latent_accept = acceptance_.DrawWithConfidences(r.p.data(), shapes_[e.req], drafts, accept_rng_,
+                                                          r.conf.data());
       } else {
         r.latent_accept = AcceptanceModel::DrawAcceptedPrefix(r.p.data(), drafts, accept_rng_);
       }
       r.num_drafts = drafts;
       r.computed_host = r.computed;
       r.phase = Phase::kNeedVerify;
-    }
-    if (!draw_jobs_.empty()) {
-      acceptance_.DrawWithConfidences(draw_jobs_.data(), static_cast<int32_t>(draw_jobs_.size()), accept_rng_,
-                                      &draw_scratch_);
-      for (size_t j = 0; j < draw_jobs_.size(); ++j) reqs_[draw_reqs_[j]].latent_accept = draw_jobs_[j].accepted;
     }
     CompactRunning();
     return;

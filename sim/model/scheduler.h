@@ -263,10 +263,6 @@ class Scheduler final : public StepMaterializer {
   bool preempted_this_step_ = false;
   std::vector<Entry> decodes_, prefills_;
   std::vector<RequestOutcome> outcomes_;  // the committed step's request events
-  // Adaptive draft commit: the draws of the step's requests (draw_reqs_[j] is job j's).
-  std::vector<AcceptanceModel::DrawJob> draw_jobs_;
-  std::vector<int32_t> draw_reqs_;
-  AcceptanceModel::DrawScratch draw_scratch_;
   // Adaptive scratch: [num_decodes, K] device and host survival scores, per-request counts.
   std::vector<float> scores_dev_, scores_host_;
   std::vector<int32_t> max_drafts_, kept_dev_, kept_host_;

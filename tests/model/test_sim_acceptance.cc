@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -174,43 +173,6 @@ TEST(Acceptance, DrawWithConfidencesEqualsOneByOne) {
       }
       ASSERT_EQ(fast.NextU64(), slow.NextU64()) << "the engines drifted apart, trial " << trial;
     }
-  }
-}
-
-// Many jobs in one call against the jobs one by one, in order from one engine: runs of tabled
-// jobs (drawn four positions at a time across jobs) broken by untabled ones, 0 to 8 drafts each.
-TEST(Acceptance, DrawJobsEqualOneByOne) {
-  Rng pick(99);
-  const float untabled[] = {0.0f, 1.0f, 1e-5f, 0.99999f};
-  AcceptanceParams params = *AcceptancePreset("default", kMaxSpecK);
-  const AcceptanceModel model(params, kMaxSpecK);
-  AcceptanceModel::DrawScratch scratch;
-  for (int trial = 0; trial < 200; ++trial) {
-    const int32_t n = static_cast<int32_t>(pick.UniformInt(70));
-    std::vector<std::array<float, kMaxSpecK>> p(static_cast<size_t>(n));
-    std::vector<AcceptanceModel::ConfidenceShapes> shapes(static_cast<size_t>(n));
-    std::vector<int32_t> drafts(static_cast<size_t>(n));
-    for (int32_t i = 0; i < n; ++i) {
-      for (float& v : p[i]) v = static_cast<float>(0.02 + 0.97 * pick.Uniform());
-      if (pick.UniformInt(6) == 0) p[i][pick.UniformInt(kMaxSpecK)] = untabled[pick.UniformInt(4)];
-      model.PrepareConfidences(p[i].data(), &shapes[i]);
-      drafts[i] = trial % 2 == 0 ? 5 : static_cast<int32_t>(pick.UniformInt(kMaxSpecK + 1));
-    }
-    const uint64_t seed = pick.NextU64();
-    Rng batch_rng(seed), one_rng(seed);
-    std::vector<std::array<float, kMaxSpecK>> q_batch(static_cast<size_t>(n)), q_one(static_cast<size_t>(n));
-    std::vector<AcceptanceModel::DrawJob> jobs(static_cast<size_t>(n));
-    for (int32_t i = 0; i < n; ++i) jobs[i] = {p[i].data(), &shapes[i], drafts[i], q_batch[i].data(), -1};
-    model.DrawWithConfidences(jobs.data(), n, batch_rng, &scratch);
-    for (int32_t i = 0; i < n; ++i) {
-      const int32_t a = AcceptanceModel::DrawWithConfidencesOneByOne(p[i].data(), shapes[i], drafts[i], one_rng,
-                                                                     q_one[i].data());
-      ASSERT_EQ(jobs[i].accepted, a) << "trial " << trial << " job " << i;
-      for (int32_t k = 0; k < drafts[i]; ++k)
-        ASSERT_EQ(std::memcmp(&q_batch[i][k], &q_one[i][k], sizeof(float)), 0)
-            << "trial " << trial << " job " << i << " position " << k;
-    }
-    ASSERT_EQ(batch_rng.NextU64(), one_rng.NextU64()) << "the engines drifted apart, trial " << trial;
   }
 }
 
