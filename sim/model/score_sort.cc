@@ -114,6 +114,7 @@ void SortScoresDescending(std::vector<double>* v, ScoreSortScratch* scratch) {
   std::fill(s.low.begin(), s.low.end(), 0);
   std::fill(s.high4.begin(), s.high4.end(), 0);
   uint32_t* keys = s.keys.data();
+#pragma GCC unroll 4
   for (size_t i = 0; i < n; ++i) {
     const uint32_t b = bucket[i];
     keys[i] = b << 16 | static_cast<uint32_t>(i);
@@ -135,10 +136,12 @@ void SortScoresDescending(std::vector<double>* v, ScoreSortScratch* scratch) {
   // Two stable scatters of the keys, by the bucket's low byte then its high byte: bucket
   // order, each bucket in input order.
   uint32_t* keys_lo = s.keys_lo.data();
+#pragma GCC unroll 4
   for (size_t i = 0; i < n; ++i) {
     const uint32_t key = keys[i];
     keys_lo[low[(key >> 16) & 0xFF]++] = key;
   }
+#pragma GCC unroll 4
   for (size_t i = 0; i < n; ++i) {
     const uint32_t key = keys_lo[i];
     keys[high[key >> 24]++] = key;
@@ -146,6 +149,7 @@ void SortScoresDescending(std::vector<double>* v, ScoreSortScratch* scratch) {
   // The values in that order. Every value is in [+0, 1], where doubles order as their
   // patterns and equal values are the same double.
   double* out = s.out.data();
+#pragma GCC unroll 4
   for (size_t i = 0; i < n; ++i) out[i] = x[keys[i] & 0xFFFFu];
   // The last bucket (may be large) by std::sort; the others are short: an insertion pass inside
   // each run of one bucket (every key of an earlier bucket is larger).
