@@ -202,6 +202,8 @@ class Scheduler final : public StepMaterializer {
     int32_t kept = 0;                   // verification: drafts the device verifies (<= max_drafts)
   };
 
+  static void AddEntry(std::vector<Entry>* entries, int32_t req, int32_t q_dev, int32_t q_host,
+                       int32_t seq_dev, int32_t seq_host, int32_t max_drafts, int32_t kept = 0);
   int32_t VerifyCap(const Req& r) const {
     const int32_t c0 = r.computed;
     int32_t maxd = std::min({k_, r.num_drafts, r.output_len - r.generated - 1});
