@@ -108,6 +108,17 @@ void Engine::OnFinished(int32_t req, double time_s) {
   for (StepObserver* o : observers_) o->OnFinished(req, time_s);
 }
 
+void Engine::OnOutcomes(double time_s, const RequestOutcome* outcomes, size_t n) {
+  // The engine's own part of OnFinished first: observers never read the engine's counts.
+  for (size_t i = 0; i < n; ++i) {
+    if (!outcomes[i].finished) continue;
+    ++finished_;
+    --in_flight_;
+    if (options_.concurrency > 0) free_slots_.push_back(time_s);
+  }
+  for (StepObserver* o : observers_) o->OnOutcomes(time_s, outcomes, n);
+}
+
 void Engine::OnPreempted(int32_t req, double time_s) {
   for (StepObserver* o : observers_) o->OnPreempted(req, time_s);
 }

@@ -50,6 +50,7 @@ class Engine final : public SchedulerEvents {
   void OnVerification(int32_t req, int32_t proposed, int32_t verified, int32_t accepted) override;
   void OnFinished(int32_t req, double time_s) override;
   void OnPreempted(int32_t req, double time_s) override;
+  void OnOutcomes(double time_s, const RequestOutcome* outcomes, size_t n) override;
 
  private:
   void ReleaseArrivals();

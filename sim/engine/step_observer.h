@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "nlohmann/json.hpp"
+#include "sim/model/request_outcome.h"
 #include "sim/model/step_plan.h"
 
 namespace dspark::sim {
@@ -32,6 +33,11 @@ class StepObserver {
                               int32_t /*accepted*/) {}
   virtual void OnFinished(int32_t /*req*/, double /*time_s*/) {}
   virtual void OnPreempted(int32_t /*req*/, double /*time_s*/) {}
+  // A committed step's token, verification and finish events, in order (the engine calls this,
+  // not the three above, for them); by default as the single events.
+  virtual void OnOutcomes(double time_s, const RequestOutcome* outcomes, size_t n) {
+    DeliverOutcomes(*this, time_s, outcomes, n);
+  }
   // End of the run: fill this observer's section of summary.json. Non-OK fails the run.
   virtual absl::Status Finish(nlohmann::json* /*section*/) { return absl::OkStatus(); }
 };

@@ -95,18 +95,29 @@ class AcceptanceModel {
     std::array<float, kMaxSpecK> weight{};   // the second row's weight
     std::array<const float*, kMaxSpecK> nodes{};  // the row pair's nodes (pair_nodes(row))
     std::array<Rng::GammaShape, kMaxSpecK> x, y;  // Gamma(kappa p_k), Gamma(kappa (1 - p_k))
+    int32_t leading_tabled = 0;  // positions [0, leading_tabled) all have a row
   };
-  // Positions [0, count) of p (count < 0: all K); the others are left alone.
+  // Positions [0, count) of p (count < 0: all K); the others are left alone (leading_tabled
+  // counts within [0, count)).
   void PrepareConfidences(const float* p, ConfidenceShapes* shapes, int32_t count = -1) const;
   // DrawWithConfidences with the shapes PrepareConfidences wrote for `p`: the same values and
   // the same stream.
   int32_t DrawWithConfidences(const float* p, const ConfidenceShapes& shapes, int32_t num_drafts,
                               Rng& rng, float* conf) const;
+  // The same draws one position at a time (the definition DrawWithConfidences, which takes
+  // tabled positions four at a time, is tested against).
+  static int32_t DrawWithConfidencesOneByOne(const float* p, const ConfidenceShapes& shapes,
+                                             int32_t num_drafts, Rng& rng, float* conf);
 
  private:
+  // Position k's confidence into conf[k]; returns its outcome.
+  static uint32_t DrawPosition(const float* p, const ConfidenceShapes& shapes, int32_t k, Rng& rng,
+                               float* conf);
+
   AcceptanceParams params_;
   int k_;
   std::shared_ptr<BetaQuantileTable> table_;  // rows built on first use (thread-safe)
+
 };
 
 }  // namespace dspark::sim

@@ -5,6 +5,10 @@
 #include <cmath>
 #include <limits>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -54,7 +58,7 @@ int32_t TopBAllocator::Allocate(const float* scores, const int32_t* max_drafts,
   // ineligible slots marked -1 and the eligible ones counted. count[b + 1] counts bucket b
   // (count[0] is a sink for the ineligible slots' -1).
   const int32_t num_slots = num_decodes * max_k;
-  bucket_.resize(static_cast<size_t>(num_slots));
+  bucket_.resize(static_cast<size_t>(num_slots) + kRowPad);
   keys_.resize(static_cast<size_t>(num_slots));
   boundary_slots_.resize(static_cast<size_t>(num_slots));
   int16_t* bucket = bucket_.data();
@@ -76,7 +80,30 @@ int32_t TopBAllocator::Allocate(const float* scores, const int32_t* max_drafts,
   // call. Then the boundary bucket's keys, ordered exactly only up to the need-th.
   int32_t* in_boundary = boundary_slots_.data();
   int32_t m = 0;
-  for (int32_t r = 0; r < num_decodes; ++r) {
+  int32_t r = 0;
+#if defined(__SSE2__)
+  if (max_k <= 8) {
+    // A row's (up to) 8 buckets in one register, lanes past max_k masked off (the padding
+    // after the last row makes the load safe); its count above the boundary by a byte sum, its
+    // boundary slots (few) from a mask.
+    const __m128i bnd = _mm_set1_epi16(static_cast<int16_t>(boundary));
+    const __m128i lanes = _mm_cmplt_epi16(_mm_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7),
+                                          _mm_set1_epi16(static_cast<int16_t>(max_k)));
+    const __m128i ones = _mm_set1_epi16(1);
+    for (; r < num_decodes; ++r) {
+      const int32_t base = r * max_k;
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bucket + base));
+      const __m128i gt = _mm_and_si128(_mm_cmpgt_epi16(v, bnd), lanes);
+      const __m128i sums = _mm_sad_epu8(_mm_and_si128(gt, ones), _mm_setzero_si128());
+      kept[r] = _mm_cvtsi128_si32(sums) + _mm_extract_epi16(sums, 4);
+      const __m128i eq = _mm_and_si128(_mm_cmpeq_epi16(v, bnd), lanes);
+      uint32_t at = static_cast<uint32_t>(_mm_movemask_epi8(_mm_packs_epi16(eq, eq))) & 0xFFu;
+      for (; at != 0; at &= at - 1) in_boundary[m++] = base + __builtin_ctz(at);
+      for (int32_t k = 0; k < max_k; ++k) count[bucket[base + k] + 1] = 0;  // for the next call
+    }
+  }
+#endif
+  for (; r < num_decodes; ++r) {
     const int32_t base = r * max_k;
     int32_t n = 0;
     for (int32_t k = 0; k < max_k; ++k) {
@@ -183,10 +210,26 @@ int32_t ComputeDraftBudget(const BudgetInputs& in, const DraftCostTables& tables
   int32_t best_b = 0;
   double expected = in.num_sampling;
   double best = expected / (draft + verify(in.non_draft_total));
-  for (int32_t b = 1; b <= max_budget; ++b) {
-    expected += scores[static_cast<size_t>(b - 1)];  // np.cumsum: left to right
-    const double value = expected / (draft + verify(static_cast<int64_t>(in.non_draft_total) + b));
+  // verify(non_draft_total + b) read straight from the table up to its last entry, then that
+  // entry (what the clamp gives), in two loops without the clamp.
+  const int64_t last = static_cast<int64_t>(tables.verify_ms.size()) - 1;
+  const int32_t unclamped =
+      static_cast<int32_t>(std::max<int64_t>(0, std::min<int64_t>(max_budget, last - in.non_draft_total)));
+  const double* verify_at = tables.verify_ms.data() + std::min<int64_t>(in.non_draft_total, last);
+  const double* sorted = scores.data();
+  int32_t b = 1;
+  for (; b <= unclamped; ++b) {
+    expected += sorted[b - 1];  // np.cumsum: left to right
+    const double value = expected / (draft + verify_at[b]);
     if (value > best) {  // np.argmax: the first maximum
+      best = value;
+      best_b = b;
+    }
+  }
+  for (; b <= max_budget; ++b) {
+    expected += sorted[b - 1];
+    const double value = expected / (draft + tables.verify_ms[static_cast<size_t>(last)]);
+    if (value > best) {
       best = value;
       best_b = b;
     }

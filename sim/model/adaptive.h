@@ -42,7 +42,7 @@ class TopBAllocator {
   explicit TopBAllocator(int32_t max_slots = 0) {
     keys_.reserve(static_cast<size_t>(max_slots));
     boundary_slots_.reserve(static_cast<size_t>(max_slots));
-    bucket_.reserve(static_cast<size_t>(max_slots));
+    bucket_.reserve(static_cast<size_t>(max_slots) + kRowPad);
   }
 
   // scores: [num_decodes, max_k] (>= 0, not NaN); max_drafts: [num_decodes] in [0, max_k].
@@ -52,9 +52,10 @@ class TopBAllocator {
 
  private:
   static constexpr int kBuckets = 4096;
+  static constexpr int kRowPad = 8;  // buckets past the last slot: a row is read 8 at a time
   std::vector<uint64_t> keys_;    // [slots] the boundary bucket's keys
   std::vector<int32_t> boundary_slots_;  // [slots] the boundary bucket's slots first
-  std::vector<int16_t> bucket_;  // [slots] score bucket, -1 for an ineligible slot
+  std::vector<int16_t> bucket_;  // [slots + kRowPad] score bucket, -1 for an ineligible slot
   std::array<int32_t, kBuckets + 1> bucket_count_{};  // [1 + bucket], zero between calls
 };
 

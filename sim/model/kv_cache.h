@@ -26,6 +26,12 @@ class KvCache {
   // Blocks a request holding `tokens` tokens needs.
   int32_t BlocksFor(int32_t tokens) const { return (tokens + block_size_ - 1) / block_size_; }
 
+  // Whether `blocks` already covers `tokens` tokens (BlocksFor(tokens) <= blocks.size(),
+  // without the division: the planner asks this of every request every step).
+  bool Covers(const std::vector<int32_t>& blocks, int32_t tokens) const {
+    return static_cast<int64_t>(blocks.size()) * block_size_ >= tokens;
+  }
+
   // Grows `blocks` so that it covers `tokens` tokens. All or nothing: returns false, and
   // changes nothing, when the pool has too few free blocks.
   bool Grow(std::vector<int32_t>& blocks, int32_t tokens) {

@@ -81,6 +81,7 @@ Scheduler::Scheduler(const SchedulerConfig& config, const std::vector<RequestSpe
   running_.reserve(static_cast<size_t>(config_.max_num_seqs) + 1);
   decodes_.reserve(static_cast<size_t>(config_.max_num_seqs));
   prefills_.reserve(static_cast<size_t>(config_.max_num_seqs));
+  outcomes_.reserve(static_cast<size_t>(config_.max_num_seqs));
   const size_t slots = static_cast<size_t>(config_.max_num_seqs) * std::max(1, k_);
   scores_dev_.reserve(slots);
   scores_host_.reserve(slots);
@@ -100,19 +101,6 @@ void Scheduler::Submit(int32_t req) {
   r.prefill_len = r.prompt_len;
   r.blocks.reserve(static_cast<size_t>(kv_.BlocksFor(r.prompt_len + r.output_len + 2 * k_ + 2)));
   waiting_.push_back(req);
-}
-
-int32_t Scheduler::VerifyCap(const Req& r) const {
-  const int32_t c0 = r.computed;
-  int32_t maxd = std::min({k_, r.num_drafts, r.output_len - r.generated - 1});
-  if (config_.mode == SpecMode::kDSpark) {
-    // Room for this verification and a full K-token draft after it.
-    maxd = std::min(maxd, config_.max_model_len - c0 - 1 - k_);
-  } else {
-    // Room for this verification and an adaptive draft of up to 1 + maxd tokens after it.
-    maxd = std::min(maxd, (config_.max_model_len - c0 - 2) / 2);
-  }
-  return std::max(0, maxd);
 }
 
 void Scheduler::Release(int32_t req) {
@@ -142,7 +130,7 @@ void Scheduler::Preempt(int32_t victim, double now_s) {
   if (events_ != nullptr) events_->OnPreempted(victim, now_s);
 }
 
-bool Scheduler::EnsureBlocks(int32_t req, int32_t tokens, double now_s) {
+bool Scheduler::GrowBlocks(int32_t req, int32_t tokens, double now_s) {
   Req& r = reqs_[req];
   while (!kv_.Grow(r.blocks, tokens)) {
     const int32_t victim = running_.back();
@@ -186,8 +174,11 @@ void Scheduler::Commit(double end_s) {
     CompactRunning();
     return;
   }
+  outcomes_.clear();
   for (const Entry& e : decodes_) {
     Req& r = reqs_[e.req];
+    RequestOutcome& out = outcomes_.emplace_back();
+    out.req = e.req;
     int32_t emitted = 1;
     if (!spec) {
       r.computed += 1;
@@ -195,7 +186,10 @@ void Scheduler::Commit(double end_s) {
     } else {
       const int32_t verified = e.kept;
       const int32_t accepted = std::min(r.latent_accept, verified);
-      if (events_ != nullptr) events_->OnVerification(e.req, r.num_drafts, verified, accepted);
+      out.verification = true;
+      out.proposed = r.num_drafts;
+      out.verified = verified;
+      out.accepted = accepted;
       const int32_t c0 = r.computed;
       r.computed = c0 + 1 + accepted;
       r.computed_host = c0 + 1 + e.max_drafts;
@@ -209,9 +203,9 @@ void Scheduler::Commit(double end_s) {
       emitted = 1 + accepted;
     }
     r.generated += emitted;
-    if (events_ != nullptr) events_->OnTokens(e.req, end_s, emitted);
+    out.tokens = emitted;
     if (r.generated >= r.output_len) {
-      if (events_ != nullptr) events_->OnFinished(e.req, end_s);
+      out.finished = true;
       if (spec) r.phase = Phase::kZombie; else Release(e.req);
     } else {
       r.phase = spec ? Phase::kNeedDraft : Phase::kDecode;
@@ -224,15 +218,18 @@ void Scheduler::Commit(double end_s) {
     if (r.computed < r.prefill_len) continue;
     r.generated += 1;
     r.verified_last = false;
-    if (events_ != nullptr) events_->OnTokens(e.req, end_s, 1);
+    RequestOutcome& out = outcomes_.emplace_back();
+    out.req = e.req;
+    out.tokens = 1;
     if (r.generated >= r.output_len) {
-      if (events_ != nullptr) events_->OnFinished(e.req, end_s);
+      out.finished = true;
       Release(e.req);
     } else {
       r.phase = spec ? Phase::kNeedDraft : Phase::kDecode;
     }
   }
   CompactRunning();
+  if (events_ != nullptr && !outcomes_.empty()) events_->OnOutcomes(end_s, outcomes_.data(), outcomes_.size());
 }
 
 absl::Status Scheduler::CheckKvConsistency() const {

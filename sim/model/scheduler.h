@@ -67,6 +67,7 @@
 // padded to the next capture size (see step_plan.h for the padded request count).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -78,6 +79,7 @@
 #include "sim/model/acceptance.h"
 #include "sim/model/adaptive.h"
 #include "sim/model/kv_cache.h"
+#include "sim/model/request_outcome.h"
 #include "sim/model/spec_mode.h"
 #include "sim/workload/rng.h"
 #include "sim/model/step_plan.h"
@@ -113,6 +115,11 @@ class SchedulerEvents {
                               int32_t accepted) = 0;
   virtual void OnFinished(int32_t req, double time_s) = 0;
   virtual void OnPreempted(int32_t req, double time_s) = 0;
+  // A committed step's token, verification and finish events at `time_s`, in order, once per
+  // Commit; by default as the single events above.
+  virtual void OnOutcomes(double time_s, const RequestOutcome* outcomes, size_t n) {
+    DeliverOutcomes(*this, time_s, outcomes, n);
+  }
 };
 
 struct SchedulerCounters {
@@ -195,14 +202,30 @@ class Scheduler final : public StepMaterializer {
     int32_t kept = 0;                   // verification: drafts the device verifies (<= max_drafts)
   };
 
-  int32_t VerifyCap(const Req& r) const;
+  static void AddEntry(std::vector<Entry>* entries, int32_t req, int32_t q_dev, int32_t q_host,
+                       int32_t seq_dev, int32_t seq_host, int32_t max_drafts, int32_t kept = 0);
+  int32_t VerifyCap(const Req& r) const {
+    const int32_t c0 = r.computed;
+    int32_t maxd = std::min({k_, r.num_drafts, r.output_len - r.generated - 1});
+    if (config_.mode == SpecMode::kDSpark) {
+      // Room for this verification and a full K-token draft after it.
+      maxd = std::min(maxd, config_.max_model_len - c0 - 1 - k_);
+    } else {
+      // Room for this verification and an adaptive draft of up to 1 + maxd tokens after it.
+      maxd = std::min(maxd, (config_.max_model_len - c0 - 2) / 2);
+    }
+    return std::max(0, maxd);
+  }
   // [tokens] KV to hold for a prefill chunk ending at `seq`: in adaptive mode a chunk that
   // completes the prefill (of a request that will draft) also reserves the K positions of the
   // draft step after it.
   int32_t PrefillDraftReserve(const Req& r, int32_t seq) const;
   // Grows req's blocks to `tokens`, preempting the newest running requests as needed; false
   // when `req` itself was preempted.
-  bool EnsureBlocks(int32_t req, int32_t tokens, double now_s);
+  bool EnsureBlocks(int32_t req, int32_t tokens, double now_s) {
+    return kv_.Covers(reqs_[req].blocks, tokens) || GrowBlocks(req, tokens, now_s);
+  }
+  bool GrowBlocks(int32_t req, int32_t tokens, double now_s);  // EnsureBlocks past its fast path
   void Preempt(int32_t victim, double now_s);
   void PlanTarget(double now_s);
   // FCFS admission of waiting requests (chunked prefill) into the `budget` tokens left.
@@ -241,6 +264,7 @@ class Scheduler final : public StepMaterializer {
   int32_t draft_budget_ = -1;
   bool preempted_this_step_ = false;
   std::vector<Entry> decodes_, prefills_;
+  std::vector<RequestOutcome> outcomes_;  // the committed step's request events
   // Adaptive scratch: [num_decodes, K] device and host survival scores, per-request counts.
   std::vector<float> scores_dev_, scores_host_;
   std::vector<int32_t> max_drafts_, kept_dev_, kept_host_;

@@ -3,10 +3,26 @@
 #include "sim/model/scheduler.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "absl/strings/str_format.h"
 
 namespace dspark::sim {
+
+// Appends an entry field by field: push_back of a braced Entry built it on the stack and
+// copied it with wider loads than its stores, a store-forwarding stall per request that
+// was most of the planning passes' time.
+void Scheduler::AddEntry(std::vector<Entry>* entries, int32_t req, int32_t q_dev, int32_t q_host,
+                         int32_t seq_dev, int32_t seq_host, int32_t max_drafts, int32_t kept) {
+  Entry& e = entries->emplace_back();
+  e.req = req;
+  e.q_dev = q_dev;
+  e.q_host = q_host;
+  e.seq_dev = seq_dev;
+  e.seq_host = seq_host;
+  e.max_drafts = max_drafts;
+  e.kept = kept;
+}
 
 int32_t Scheduler::PrefillDraftReserve(const Req& r, int32_t seq) const {
   if (config_.mode != SpecMode::kAdaptive || seq < r.prefill_len || r.generated + 1 >= r.output_len) return seq;
@@ -24,7 +40,7 @@ void Scheduler::PlanTarget(double now_s) {
       if (chunk <= 0) continue;
       const int32_t seq = r.computed + chunk;
       if (!EnsureBlocks(idx, PrefillDraftReserve(r, seq), now_s)) continue;
-      prefills_.push_back({idx, chunk, chunk, seq, seq, 0});
+      AddEntry(&prefills_, idx, chunk, chunk, seq, seq, 0);
       budget -= chunk;
     } else if (r.phase == Phase::kDecode || r.phase == Phase::kNeedVerify) {
       if (budget < 1) continue;
@@ -33,7 +49,7 @@ void Scheduler::PlanTarget(double now_s) {
       // Adaptive: also the draft after it, up to 1 + maxd positions past the host's bound seq.
       const int32_t reserve = adaptive ? seq + 1 + maxd : seq;
       if (!EnsureBlocks(idx, reserve, now_s)) continue;
-      decodes_.push_back({idx, 1 + maxd, 1 + maxd, seq, seq, maxd, maxd});
+      AddEntry(&decodes_, idx, 1 + maxd, 1 + maxd, seq, seq, maxd, maxd);
       budget -= 1 + maxd;
     }
   }
@@ -53,7 +69,7 @@ void Scheduler::AdmitWaiting(int32_t budget) {
     r.phase = Phase::kPrefill;
     running_.push_back(idx);
     const int32_t seq = r.computed + chunk;
-    prefills_.push_back({idx, chunk, chunk, seq, seq, 0});
+    AddEntry(&prefills_, idx, chunk, chunk, seq, seq, 0);
     budget -= chunk;
   }
 }
@@ -62,7 +78,7 @@ void Scheduler::AllocateAdaptive() {
   const int32_t nd = static_cast<int32_t>(decodes_.size());
   const size_t slots = static_cast<size_t>(nd) * k_;
   scores_dev_.resize(slots);
-  scores_host_.resize(slots);  // the staged (stale) confidences, row by row
+  scores_host_.resize(slots + kMaxSpecK);  // the staged (stale) confidences, row by row
   max_drafts_.resize(nd);
   kept_dev_.resize(nd);
   kept_host_.resize(nd);
@@ -70,7 +86,9 @@ void Scheduler::AllocateAdaptive() {
   for (int32_t i = 0; i < nd; ++i) {
     const Req& r = reqs_[decodes_[i].req];
     SurvivalScores(r.conf.data(), k_, &scores_dev_[static_cast<size_t>(i) * k_]);
-    std::copy(r.conf_host.begin(), r.conf_host.begin() + k_, &scores_host_[static_cast<size_t>(i) * k_]);
+    // All kMaxSpecK of them (a fixed-size copy): the next row overwrites those past k_, the
+    // last row's go to the padding.
+    std::memcpy(&scores_host_[static_cast<size_t>(i) * k_], r.conf_host.data(), sizeof(r.conf_host));
     max_drafts_[i] = decodes_[i].max_drafts;
     eligible += decodes_[i].max_drafts;
   }
@@ -123,7 +141,7 @@ void Scheduler::PlanDraft(double now_s) {
     }
     if (!EnsureBlocks(idx, need, now_s)) continue;
     if (adaptive && r.verified_last) kept_total += r.last_kept_dev;
-    decodes_.push_back({idx, q_dev, q_host, r.computed + q_dev, r.computed_host + q_host, 0});
+    AddEntry(&decodes_, idx, q_dev, q_host, r.computed + q_dev, r.computed_host + q_host, 0);
   }
   if (adaptive) draft_budget_ = kept_total;
 }

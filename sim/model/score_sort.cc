@@ -12,6 +12,7 @@ namespace dspark::sim {
 namespace {
 
 constexpr size_t kMinBucketed = 512;
+constexpr size_t kMaxBucketed = size_t{1} << 16;  // indices in the keys' low 16 bits
 constexpr int kShift = 52 - ScoreSortScratch::kMantissaBits;
 constexpr int kLast = ScoreSortScratch::kBuckets - 1;
 constexpr uint64_t kOne = 0x3FF0000000000000ULL;   // 1.0
@@ -88,17 +89,17 @@ bool Buckets(const double* x, size_t n, uint16_t* bucket) {
 void SortScoresDescending(std::vector<double>* v, ScoreSortScratch* scratch) {
   const size_t n = v->size();
   // Below a few hundred scores the bucket passes cost more than std::sort (a Vidur trace's
-  // steps: tens of drafts over many octaves).
-  if (n < kMinBucketed) {
+  // steps: tens of drafts over many octaves). An index must fit the keys' low 16 bits.
+  if (n < kMinBucketed || n > kMaxBucketed) {
     std::sort(v->begin(), v->end(), std::greater<double>());
     return;
   }
-  double* x = v->data();
+  const double* x = v->data();
   ScoreSortScratch& s = *scratch;
   s.bucket.resize(n);
-  s.bucket_lo.resize(n);
-  s.bucket_out.resize(n);
-  s.x_lo.resize(n);
+  s.keys.resize(n);
+  s.keys_lo.resize(n);
+  s.out.resize(n);
   uint16_t* bucket = s.bucket.data();
   int32_t* low = s.low.data();
   int32_t* high = s.high.data();
@@ -109,11 +110,14 @@ void SortScoresDescending(std::vector<double>* v, ScoreSortScratch* scratch) {
     return;
   }
   // Counting pass: the counts of the buckets' two bytes (the high byte's in four interleaved
-  // copies: there are few high bytes, and consecutive values often share one).
+  // copies: there are few high bytes, and consecutive values often share one); the keys.
   std::fill(s.low.begin(), s.low.end(), 0);
   std::fill(s.high4.begin(), s.high4.end(), 0);
+  uint32_t* keys = s.keys.data();
+#pragma GCC unroll 4
   for (size_t i = 0; i < n; ++i) {
-    const int b = bucket[i];
+    const uint32_t b = bucket[i];
+    keys[i] = b << 16 | static_cast<uint32_t>(i);
     ++low[b & 0xFF];
     ++high4[(b >> 8) * 4 + static_cast<int>(i & 3)];
   }
@@ -129,42 +133,41 @@ void SortScoresDescending(std::vector<double>* v, ScoreSortScratch* scratch) {
     high[d] = sum;
     sum += q[0] + q[1] + q[2] + q[3];
   }
-  // Two stable scatters, by the low byte then the high byte: bucket order, each bucket in
-  // input order.
-  uint16_t* bucket_lo = s.bucket_lo.data();
-  double* x_lo = s.x_lo.data();
+  // Two stable scatters of the keys, by the bucket's low byte then its high byte: bucket
+  // order, each bucket in input order.
+  uint32_t* keys_lo = s.keys_lo.data();
+#pragma GCC unroll 4
   for (size_t i = 0; i < n; ++i) {
-    const uint16_t b = bucket[i];
-    const int32_t at = low[b & 0xFF]++;
-    bucket_lo[at] = b;
-    x_lo[at] = x[i];
+    const uint32_t key = keys[i];
+    keys_lo[low[(key >> 16) & 0xFF]++] = key;
   }
-  // The second scatter writes the result in place: every value is now in [+0, 1], where
-  // doubles order as their patterns and equal values are the same double.
-  uint16_t* bucket_out = s.bucket_out.data();
-  double* out = x;
+#pragma GCC unroll 4
   for (size_t i = 0; i < n; ++i) {
-    const uint16_t b = bucket_lo[i];
-    const int32_t at = high[b >> 8]++;
-    bucket_out[at] = b;
-    out[at] = x_lo[i];
+    const uint32_t key = keys_lo[i];
+    keys[high[key >> 24]++] = key;
   }
+  // The values in that order. Every value is in [+0, 1], where doubles order as their
+  // patterns and equal values are the same double.
+  double* out = s.out.data();
+#pragma GCC unroll 4
+  for (size_t i = 0; i < n; ++i) out[i] = x[keys[i] & 0xFFFFu];
   // The last bucket (may be large) by std::sort; the others are short: an insertion pass inside
   // each run of one bucket (every key of an earlier bucket is larger).
   size_t end = n;
-  while (end > 0 && bucket_out[end - 1] == kLast) --end;
+  while (end > 0 && (keys[end - 1] >> 16) == static_cast<uint32_t>(kLast)) --end;
   std::sort(out + end, out + n, std::greater<double>());
   for (size_t i = 1; i < end; ++i) {
-    const uint16_t b = bucket_out[i];
-    if (b != bucket_out[i - 1]) continue;
+    const uint32_t b = keys[i] >> 16;
+    if (b != keys[i - 1] >> 16) continue;
     const double key = out[i];
     size_t j = i;
-    while (j > 0 && bucket_out[j - 1] == b && out[j - 1] < key) {
+    while (j > 0 && (keys[j - 1] >> 16) == b && out[j - 1] < key) {
       out[j] = out[j - 1];
       --j;
     }
     out[j] = key;
   }
+  v->swap(s.out);
 }
 
 }  // namespace dspark::sim

@@ -14,8 +14,9 @@ struct ScoreSortScratch {
   static constexpr int kOctaves = 16;       // of 1 - x above 1/2 and of x below it
   static constexpr int kBuckets = 2 * kOctaves * (1 << kMantissaBits) + 3;  // < 2^16
   static constexpr int kHighDigits = ((kBuckets - 1) >> 8) + 1;  // buckets' high bytes
-  std::vector<uint16_t> bucket, bucket_lo, bucket_out;  // [n] each value's bucket, per pass
-  std::vector<double> x_lo;                             // [n] the values after the first pass
+  std::vector<uint16_t> bucket;                         // [n] each value's bucket
+  std::vector<uint32_t> keys, keys_lo;                  // [n] bucket << 16 | index, per pass
+  std::vector<double> out;                              // [n] the sorted values (then swapped)
   std::array<int32_t, 256> low{};                       // low-byte counts, then offsets
   std::array<int32_t, kHighDigits> high{};              // high-byte counts, then offsets
   std::array<int32_t, 4 * kHighDigits> high4{};         // high-byte counts by i mod 4
@@ -28,8 +29,10 @@ struct ScoreSortScratch {
 // bucketed by 1 - x (exact there), the top 10 mantissa bits of each of its 16 octaves below
 // 1/2, x < 1/2 by x the same way; what is closer to 1 than 2^-17 shares the first bucket, what
 // is below 2^-17 the last (ordered by std::sort). The buckets (16 bits) are sorted by two
-// stable counting passes of a byte each (least significant first). Any other input takes
-// std::sort.
+// stable counting passes of a byte each (least significant first), on 32-bit keys that hold
+// a value's bucket and its index (so a pass moves 4 bytes, not a bucket and a double; the
+// values are gathered once at the end). Any other input, and more than 65,536 values, takes
+// std::sort. `v`'s buffer may be swapped with the scratch's.
 void SortScoresDescending(std::vector<double>* v, ScoreSortScratch* scratch);
 
 }  // namespace dspark::sim

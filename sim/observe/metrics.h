@@ -62,6 +62,7 @@ class MetricsObserver final : public StepObserver {
   void OnArrival(int32_t req, double time_s) override { requests_[req].submit_s = time_s; }
   void OnTokens(int32_t req, double time_s, int32_t tokens) override;
   void OnVerification(int32_t req, int32_t proposed, int32_t verified, int32_t accepted) override;
+  void OnOutcomes(double time_s, const RequestOutcome* outcomes, size_t n) override;
   void OnFinished(int32_t req, double time_s) override { requests_[req].finish_s = time_s; }
   void OnPreempted(int32_t req, double /*time_s*/) override {
     ++requests_[req].preemptions;

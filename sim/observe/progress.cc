@@ -115,6 +115,10 @@ absl::Status ProgressObserver::OnStep(const StepPlan& /*plan*/) {
 
 void ProgressObserver::OnFinished(int32_t /*req*/, double /*time_s*/) { ++finished_; }
 
+void ProgressObserver::OnOutcomes(double time_s, const RequestOutcome* outcomes, size_t n) {
+  DeliverOutcomes(*this, time_s, outcomes, n);  // final: only the finishes do anything
+}
+
 // A run that stopped before its first step says so in its error alone.
 void ProgressObserver::End() {
   if (steps_ > 0) meter_.End(finished_, Detail());

@@ -69,6 +69,7 @@ class ProgressObserver final : public StepObserver {
   absl::string_view name() const override { return "progress"; }
   absl::Status OnStep(const StepPlan& plan) override;
   void OnFinished(int32_t req, double time_s) override;
+  void OnOutcomes(double time_s, const RequestOutcome* outcomes, size_t n) override;
   void End();  // after Engine::Run: the final line (none when no step ran)
 
  private:

@@ -31,32 +31,22 @@ class Mt19937_64 {
     return out_[next_++];
   }
 
- private:
-  static constexpr uint64_t kUpper = ~uint64_t{0} << 31, kLower = ~kUpper;
-  static constexpr uint64_t kMatrixA = 0xB5026F5AA96619E9ULL;
-
-  static uint64_t Twist(uint64_t cur, uint64_t nxt, uint64_t far) {
-    const uint64_t y = (cur & kUpper) | (nxt & kLower);
-    return far ^ (y >> 1) ^ ((0 - (y & 1)) & kMatrixA);
-  }
-
-  void Refill() {
-    uint64_t* s = state_.data();
-    // Words [0, N - M) read the old [M, N); words [N - M, N - 1) read the new [0, M - 1): the
-    // standard's order, in loops without a carried dependence.
-    for (size_t i = 0; i < kN - kM; ++i) s[i] = Twist(s[i], s[i + 1], s[i + kM]);
-    for (size_t i = kN - kM; i < kN - 1; ++i) s[i] = Twist(s[i], s[i + 1], s[i + kM - kN]);
-    s[kN - 1] = Twist(s[kN - 1], s[0], s[kM - 1]);
-    for (size_t i = 0; i < kN; ++i) {
-      uint64_t z = s[i];
-      z ^= (z >> 29) & 0x5555555555555555ULL;
-      z ^= (z << 17) & 0x71D67FFFEDA60000ULL;
-      z ^= (z << 37) & 0xFFF7EEE000000000ULL;
-      z ^= z >> 43;
-      out_[i] = z;
+  // The next n outputs into out[0, n): n calls' worth, copied in runs.
+  void Fill(uint64_t* out, size_t n) {
+    while (n > 0) {
+      if (next_ == kN) Refill();
+      const size_t run = n < kN - next_ ? n : kN - next_;
+      for (size_t i = 0; i < run; ++i) out[i] = out_[next_ + i];
+      next_ += run;
+      out += run;
+      n -= run;
     }
-    next_ = 0;
   }
+
+ private:
+  // The next kN outputs: the state regenerated, its words tempered into out_
+  // (sim/workload/mt19937_64.cc).
+  void Refill();
 
   std::array<uint64_t, kN> state_;
   std::array<uint64_t, kN> out_;  // tempered outputs of the current state

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 #include "sim/workload/mt19937_64.h"
@@ -38,6 +39,8 @@ class Rng {
       : engine_(SplitMix64(seed ^ SplitMix64(static_cast<uint64_t>(stream)))) {}
 
   uint64_t NextU64() { return engine_(); }
+  // n NextU64() calls' outputs, in order.
+  void NextU64s(uint64_t* out, size_t n) { engine_.Fill(out, n); }
 
   // [0, 1) with all 53 mantissa bits random.
   double Uniform() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "sim/model/acceptance.h"
@@ -138,6 +139,40 @@ TEST(Acceptance, CertainPositionsStayCertain) {
     EXPECT_EQ(model.DrawWithConfidences(p, 3, rng, q), 2);
     EXPECT_EQ(q[0], 1.0f);
     EXPECT_EQ(q[2], 0.0f);
+  }
+}
+
+// The four-at-a-time draw of tabled positions against the one-by-one definition: the same
+// confidences (bit for bit), accepted prefixes and engine position, for K = 1..8, curves
+// that are tabled throughout or have untabled positions (0, 1, or a logit past the table) at
+// any place, several concentrations, and the engine's state refills crossed many times.
+TEST(Acceptance, DrawWithConfidencesEqualsOneByOne) {
+  Rng pick(2024);
+  const float untabled[] = {0.0f, 1.0f, 1e-5f, 0.99999f};
+  for (double kappa : {0.5, 2.0, 8.0}) {
+    AcceptanceParams params = *AcceptancePreset("default", kMaxSpecK);
+    params.confidence_concentration = kappa;
+    const AcceptanceModel model(params, kMaxSpecK);
+    for (int trial = 0; trial < 300; ++trial) {
+      const int32_t k = 1 + static_cast<int32_t>(pick.UniformInt(kMaxSpecK));
+      float p[kMaxSpecK];
+      for (int32_t i = 0; i < k; ++i) p[i] = static_cast<float>(0.02 + 0.97 * pick.Uniform());
+      if (trial % 3 == 0) p[pick.UniformInt(static_cast<uint64_t>(k))] = untabled[pick.UniformInt(4)];
+      AcceptanceModel::ConfidenceShapes shapes;
+      model.PrepareConfidences(p, &shapes, k);
+      const uint64_t seed = pick.NextU64();
+      Rng fast(seed), slow(seed);
+      for (int round = 0; round < 200; ++round) {
+        float q_fast[kMaxSpecK], q_slow[kMaxSpecK];
+        const int32_t a_fast = model.DrawWithConfidences(p, shapes, k, fast, q_fast);
+        const int32_t a_slow = AcceptanceModel::DrawWithConfidencesOneByOne(p, shapes, k, slow, q_slow);
+        ASSERT_EQ(a_fast, a_slow) << "kappa " << kappa << " trial " << trial << " round " << round;
+        for (int32_t i = 0; i < k; ++i)
+          ASSERT_EQ(std::memcmp(&q_fast[i], &q_slow[i], sizeof(float)), 0)
+              << "kappa " << kappa << " trial " << trial << " round " << round << " position " << i;
+      }
+      ASSERT_EQ(fast.NextU64(), slow.NextU64()) << "the engines drifted apart, trial " << trial;
+    }
   }
 }
 

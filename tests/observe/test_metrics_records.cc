@@ -48,5 +48,60 @@ TEST(MetricsRecords, StrideKeepsEveryNthStepAndTheSameSummary) {
   EXPECT_EQ(b["steps"]["total"].get<int64_t>(), steps);
 }
 
+// Feeds a MetricsObserver the single events (StepObserver's default OnOutcomes), not the
+// records its own OnOutcomes takes in one loop.
+class SingleEvents final : public StepObserver {
+ public:
+  explicit SingleEvents(MetricsObserver* metrics) : m_(metrics) {}
+  absl::string_view name() const override { return "single-events"; }
+  void OnStart(const Engine& engine) override { m_->OnStart(engine); }
+  absl::Status OnStep(const StepPlan& plan) override { return m_->OnStep(plan); }
+  void OnArrival(int32_t req, double time_s) override { m_->OnArrival(req, time_s); }
+  void OnTokens(int32_t req, double time_s, int32_t tokens) override { m_->OnTokens(req, time_s, tokens); }
+  void OnVerification(int32_t req, int32_t proposed, int32_t verified, int32_t accepted) override {
+    m_->OnVerification(req, proposed, verified, accepted);
+  }
+  void OnFinished(int32_t req, double time_s) override { m_->OnFinished(req, time_s); }
+  void OnPreempted(int32_t req, double time_s) override { m_->OnPreempted(req, time_s); }
+
+ private:
+  MetricsObserver* m_;
+};
+
+// A step's request events as records (MetricsObserver::OnOutcomes) give the metrics the same
+// events one by one give, bit for bit: adaptive runs with preemptions, several seeds.
+TEST(MetricsRecords, OutcomeRecordsEqualSingleEvents) {
+  for (uint64_t seed : {1, 2, 3}) {
+    SchedulerConfig c;
+    c.max_num_seqs = 16;
+    c.max_num_batched_tokens = 512;
+    c.max_model_len = 2048;
+    c.num_kv_blocks = 120;  // tight: preemptions
+    Rng lengths(seed, RngStream::kLengths);
+    std::vector<RequestSpec> reqs(60);
+    for (size_t i = 0; i < reqs.size(); ++i)
+      reqs[i] = {static_cast<int64_t>(i), 0.001 * static_cast<double>(i),
+                 1 + static_cast<int32_t>(lengths.UniformInt(1200)),
+                 1 + static_cast<int32_t>(lengths.UniformInt(300)), {}};
+    const AcceptanceModel acceptance(*AcceptancePreset("default", 5), 5);
+    const TimeModel time_model(DefaultTimeModelParams());
+    EngineOptions options;
+    options.concurrency = 24;
+    Engine engine(c, reqs, acceptance, time_model, options, seed);
+    MetricsObserver records(reqs), singles(reqs);
+    SingleEvents adaptor(&singles);
+    engine.AddObserver(&records);
+    engine.AddObserver(&adaptor);
+    ASSERT_TRUE(engine.Run().ok());
+    ASSERT_GT(records.mean_acceptance_length(), 1.0);
+    nlohmann::json a, b;
+    ASSERT_TRUE(records.Finish(&a).ok());
+    ASSERT_TRUE(singles.Finish(&b).ok());
+    EXPECT_EQ(a.dump(), b.dump()) << "seed " << seed;
+    EXPECT_EQ(records.serving_result().dump(), singles.serving_result().dump()) << "seed " << seed;
+    EXPECT_EQ(records.RequestsCsv(), singles.RequestsCsv()) << "seed " << seed;
+  }
+}
+
 }  // namespace
 }  // namespace dspark::sim

@@ -44,6 +44,21 @@ TEST(Rng, EngineEqualsStdMt19937_64AcrossRefills) {
   }
 }
 
+// Fill (Rng::NextU64s) hands out the words the calls would, in runs of every length that
+// cross the state refills, mixed with single calls.
+TEST(Rng, FillEqualsSingleCalls) {
+  Rng pick(11);
+  Mt19937_64 ours(77);
+  std::mt19937_64 want(77);
+  std::vector<uint64_t> run(2 * Mt19937_64::kN + 3);
+  for (int i = 0; i < 400; ++i) {
+    const size_t n = static_cast<size_t>(pick.UniformInt(run.size() + 1));
+    ours.Fill(run.data(), n);
+    for (size_t j = 0; j < n; ++j) ASSERT_EQ(run[j], want()) << "run " << i << " word " << j;
+    ASSERT_EQ(ours(), want()) << "after run " << i;
+  }
+}
+
 // Gamma from prepared constants is the recursive formula's draw, value for value and in the
 // same stream order: Marsaglia-Tsang at shape (+ 1 below 1), then U^(1/shape) drawn after it.
 double FormulaGamma(Rng& rng, double shape, double scale) {
