@@ -165,7 +165,7 @@ absl::Status GpuRegionCheck::Enqueue() {
   if (p_.suite == nullptr || p_.enqueued)
     return absl::FailedPreconditionError("GpuRegionCheck::Enqueue: needs a Prepare, once");
   const auto t0 = std::chrono::steady_clock::now();
-  const absl::Status s = [&]() -> absl::Status {
+  const absl::Status enqueued = [&]() -> absl::Status {
     // 1. The device truth of the inputs, behind everything the implementations issued.
     const BatchInputs& staged = p_.suite->staged_view();
     cudaStream_t s = p_.suite->stream();
@@ -190,9 +190,9 @@ absl::Status GpuRegionCheck::Enqueue() {
     if (p_.counts_staged) DS_RETURN_IF_ERROR(EnqueueCounts(s, p_));
     return absl::OkStatus();
   }();
-  if (!s.ok()) {
+  if (!enqueued.ok()) {
     p_ = Pending{};
-    return s;
+    return enqueued;
   }
   p_.enqueued = true;
   p_.host_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
