@@ -5,7 +5,7 @@
 // Pointers in `device` point to memory the metadata builders treat as device memory (real
 // device memory on a GPU, host memory in CPU emulation). Pointers in `host` always point to
 // host memory and hold what the host believes, which is stale under DSpark adaptive
-// verification (DESIGN.md section 3).
+// verification (docs/design.md section 3).
 #pragma once
 
 #include <cstdint>
@@ -32,7 +32,7 @@ struct ModelConsts {
 // Ring capacity of the ratio-2 compressor state: max(8, next_pow2(K + 2)).
 int32_t CompressorRingCapacity(int32_t spec_k);
 
-// CUDA-graph capture sizes in tokens (DESIGN.md s.3), as vLLM derives them:
+// CUDA-graph capture sizes in tokens (docs/design.md s.3), as vLLM derives them:
 // [1, 2, 4] + range(8, 256, 8) + range(256, max + 1, 16) with
 // max = min(max_num_seqs * (1 + spec_k) * 2, 512); with speculation (spec_k > 0) every size is
 // rounded up to a multiple of 1 + spec_k; sizes above max_num_batched_tokens are dropped (no

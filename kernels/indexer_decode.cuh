@@ -1,4 +1,4 @@
-// Indexer decode metadata, varlen path, fused (PR #56562 semantics, DESIGN.md section 3): ONE
+// Indexer decode metadata, varlen path, fused (PR #56562 semantics, docs/design.md section 3): ONE
 // launch flattens the decode requests' device query boundaries into per-token rows and clears
 // the CUDA-graph padding, reading nothing from the host.
 //

@@ -1,5 +1,5 @@
 // Indexer kernels that vLLM's indexer builder launches besides the decode metadata, in states
-// (c) and (d) alike (VLLM_CODE_MAP.md s.2.5-2.6):
+// (c) and (d) alike (docs/states.md s.2.5-2.6):
 //
 //   PrefillChunkMetadataKernel  vLLM's BuildPrefillChunkMetadataKernel (indexer.py), one
 //       program per request of the chunk. For request b with query [qs, qe) of the chunk's

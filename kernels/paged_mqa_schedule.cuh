@@ -1,6 +1,6 @@
 // DeepGEMM's paged-MQA-logits scheduler metadata, varlen form: what vLLM's indexer builder gets
 // from `get_paged_mqa_logits_metadata(seq_lens, block_size, num_sms, indices)` at the end of every
-// decode build, in states (c) and (d) alike (VLLM_CODE_MAP.md s.2.5). DeepGEMM's kernel is
+// decode build, in states (c) and (d) alike (docs/states.md s.2.5). DeepGEMM's kernel is
 // `sched::smxx_paged_mqa_logits_metadata<aligned_batch, SPLIT_KV = 256, num_sms, varlen>`: one
 // warp, one block. This is a body of the same shape and the same output, written from its
 // semantics:

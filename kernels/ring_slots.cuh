@@ -7,7 +7,7 @@
 //   pos    = seq_lens[r] - qlen_r + (t - qsl[r])
 //   blk    = block_table[r, 0]
 //   out[t] = blk > 0 ? blk * CAP + pos % CAP : -1      (block 0 is the null page)
-// Every t in [M, capacity) gets -1. DESIGN.md says "for t < num_tokens" and "unused positions up
+// Every t in [M, capacity) gets -1. docs/design.md says "for t < num_tokens" and "unused positions up
 // to the buffer length are also -1"; graph padding tokens (M <= t < N) own no request, so they
 // are unused positions too, and giving them -1 keeps the padding from writing into the ring of
 // whichever request a padding token would be mapped to (request 0 by token_to_req_indices).

@@ -1,4 +1,4 @@
-// DSpark adaptive verification: the device-side draft allocation (DESIGN.md section 3).
+// DSpark adaptive verification: the device-side draft allocation (docs/design.md section 3).
 //
 // The host chose a draft budget B. The device keeps the global top-B (request, position) slots
 // ranked by survival score S(r, k) = prod_{i<=k} p_i, ties broken by (score descending,
@@ -19,7 +19,7 @@
 // over the real requests (decodes first; the others keep no drafts).
 //
 // The scores are float32 computed once on the host in a fixed order and passed in, so CPU
-// emulation and GPU give the same allocation bit for bit (DESIGN.md section 6). Survival scores
+// emulation and GPU give the same allocation bit for bit (docs/design.md section 6). Survival scores
 // never increase along a request's positions and ties go to the lower position, so every
 // request keeps a prefix of its drafts.
 //

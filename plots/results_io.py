@@ -8,7 +8,7 @@ import csv
 import json
 import os
 
-# Display order and names of the axes (DESIGN.md sections 3 and 4).
+# Display order and names of the axes (docs/design.md sections 3 and 4).
 IMPLS = ["chain", "cached", "device-chain", "fused", "fused-suite"]
 MODES = ["none", "dspark", "adaptive"]
 CASES = [
@@ -32,7 +32,7 @@ CASE_TITLES = {
     "dspark_adaptive_draft": "DSpark adaptive draft",
 }
 MODE_TITLES = {"none": "No DSpark", "dspark": "DSpark", "adaptive": "DSpark + adaptive"}
-# The three kinds of metadata difference, never folded into each other (DESIGN.md section 6).
+# The three kinds of metadata difference, never folded into each other (docs/design.md section 6).
 MISMATCH_KINDS = ["stale_host", "padding_residue", "bug"]
 
 

@@ -165,7 +165,7 @@ class InputsTest(PlotTestCase):
 
 
 class ReadabilityTest(PlotTestCase):
-    """Issue 15: labelled log ticks, request counts said, a stale-host plot that checked all."""
+    """Readability: labelled log ticks, request counts said, a stale-host plot that checked all."""
 
     def setUp(self):
         super().setUp()

@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """Reconstructs a bench run's batch-1 TPOT table from its raw files, term by term.
 
-Why the GPU TPOT loop and the CPU model differed (issue 13): the script replays the schedules
+Why the GPU TPOT loop and the CPU model can differ: the script replays the schedules
 bench's loop ran (request s of batch1-512 alone, scheduler seed 1 + s, s < --samples; the CPU
 `run` reproduces them step for step) on two clocks written out here:
 
   model    the CPU engine clock (sim/model/engine_clock.h): TimeModel::Work's terms, each eager
            launch's GPU share after its dispatch, a draft joining its target's engine step,
            the batch queue (inflight_steps) and the adaptive stage_confidences sync;
-  loop     the GPU TPOT loop as session 6 ran it (sim/studies/tpot_loop.cu before the 4-suite
-           change): the metadata on the GPU at the builders' start, the eager launches' gaps on
+  loop     the GPU TPOT loop with 2 suites (sim/studies/tpot_loop.cu before it used 4
+           suites): the metadata on the GPU at the builders' start, the eager launches' gaps on
            the forward stand-in, GpuSuite::Stage's stream sync on step i - 2, and optionally the
            harness's own host time per step and the stand-in's overshoot;
            --loop-now: the loop as it is now (4 suites: step i - 4; gaps behind the metadata).
@@ -19,7 +19,7 @@ the bench run's measured metadata section (graph method, batch 16, L2 cold). The
 checked against `run`'s own TPOT first: the two must agree to 0.1 µs.
 
   scripts/batch1_tpot_decomposition.py --sim build/dspark-sim \\
-      --bench plots/results_h200/session6/bench.json
+      --bench plots/results_h200/bench.json
 """
 import argparse
 import collections
@@ -189,7 +189,7 @@ def main():
     table('1. CPU model (model clock, calibration metadata)', 'model')
     table('2. + the bench run\'s measured metadata (batch 16, L2 cold): the composition bench now reports',
           'model', measured)
-    table('3. + the session-6 loop\'s structure (gaps on the stand-in, Stage sync on step i - 2)',
+    table('3. + the 2-suite loop\'s structure (gaps on the stand-in, Stage sync on step i - 2)',
           'loop', measured)
     table('4. + harness host time (10 us in the step, 6 us between steps) and stand-in overshoot (10 us)',
           'loop', measured, host_in=10, host_out=6, fwd_over=10)

@@ -3,14 +3,14 @@
 
 `dspark-sim bench` measures every implementation's builder suite per case at batch 16, cold L2,
 by the graph method: the measurement the calibration file's metadata.<impl>.gpu_us.<case> and
-launches.<case> hold (workloads/README.md, "Time model"). Its batch-1 table uses those figures
+launches.<case> hold (docs/models.md, "Time model"). Its batch-1 table uses those figures
 in place of the calibration's (sim/studies/tpot_loop_model.h); this script puts them into the
 calibration file, so that the CPU model and bench's table agree on the same H200 run. Every other
 key (the per-token slopes, engine, host, forward, adaptive costs) is kept; meta.metadata_source
 records the bench run's meta. The fitted constants were fitted with the old metadata: rerun
 scripts/fit_forward.py after this before comparing the serving rows.
 
-  scripts/calibration_from_bench.py --bench plots/results_h200/session6/bench.json \\
+  scripts/calibration_from_bench.py --bench plots/results_h200/bench.json \\
       --calibration workloads/calibration_h200.json --out /tmp/calibration_h200.json
 """
 import argparse

@@ -2,7 +2,7 @@
 """Fits the forward's free constants, the drafter's cost, DSpark's host work and the batch-1
 acceptance.
 
-The fit uses only what issue 13 allows: seed 000's batch-1 512/128 table and SPEED-Bench at
+The fit uses only the allowed fitting data: seed 000's batch-1 512/128 table and SPEED-Bench at
 concurrency 1. It never runs concurrency 8, 128 or 1024. Those are the model's predictions.
 
   unknown                                  solved from (seed 000; After = vllm-56562, Before = vllm-pre56562)

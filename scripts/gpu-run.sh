@@ -6,7 +6,6 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 source build-gpu/env.sh
 out=${OUT:-gpu-out}; mkdir -p "$out"
-export DSPARK_DATA_DIR="$PWD/.gpu-data"
 what=("$@"); [ ${#what[@]} -eq 0 ] && what=(all)
 rc=0
 want() { for w in "${what[@]}"; do [ "$w" = "$1" ] || [ "$w" = all ] && return 0; done; return 1; }

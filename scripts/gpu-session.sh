@@ -9,8 +9,8 @@
 #   calibrate  the metadata-cost calibration file
 #   microbench, triton, torchops   the mapping + indexer pair, the Triton pair of #56562, PyTorch's
 #              own (c) ops (scripts/torch_op_costs.py)
-#   replay     a dumped real-trace run replayed through the Triton pair (issue 11's example)
-#   gpuexec    issue 14's GPU-executor throughput: every implementation, then (d) + fused-suite, cold and warm L2
+#   replay     a dumped real-trace run replayed through the Triton pair (scripts/replay_steps.py's example)
+#   gpuexec    the GPU executor's throughput: every implementation, then (d) + fused-suite, cold and warm L2
 #   sweep      the GPU-executor sweep
 #   flushab    the GPU executor with its L2 flush at twice and at once the L2 (NVBench's size),
 #              alternating, every implementation then (d) + fused-suite: the steps/s and the µs side by side
@@ -24,7 +24,6 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 o=/tmp/gpu-session; rm -rf "$o"; mkdir -p "$o"
 export PYTHONUNBUFFERED=1
-export DSPARK_DATA_DIR="$PWD/.gpu-data"
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
 # Every step gets at most its own limit and never more than what is left of the whole budget,
@@ -67,18 +66,18 @@ for stage in "${stages[@]}"; do
       timeout $(left 45) python3 scripts/torch_op_costs.py --json "$o/torch_op_costs.json" > "$o/torch_op_costs.txt" 2>&1
       stamp "torchops rc=$?" ;;
     replay)
-      timeout $(left 40) build-gpu/dspark-sim run --trace .gpu-data/azure_llm_inference_conv_2023.csv --num-requests 64 \
+      timeout $(left 40) build-gpu/dspark-sim run --trace workloads/traces/azure_llm_inference_conv_2023.csv --num-requests 64 \
         --mode adaptive --no-check --out "$o/dump-run" --dump-steps "$o/dump" --dump-steps-limit 400 > "$o/dump-run.txt" 2>&1
       stamp "dump rc=$?"
       timeout $(left 90) python3 scripts/replay_steps.py "$o/dump" --device cuda \
         --impl scripts/replay_examples/triton_56562.py:build --json "$o/replay_triton.json" > "$o/replay_triton.txt" 2>&1
       stamp "replay triton rc=$?"; tail -5 "$o/replay_triton.txt"; rm -rf "$o/dump" ;;
     gpuexec)
-      # Issue 14's GPU-executor targets: 64 Azure requests, every implementation replayed and
+      # The GPU executor's throughput: 64 Azure requests, every implementation replayed and
       # checked on the device every step (cold L2); then only (d) and fused-suite, cold and warm.
       # GpuExecutor.CheckMethodsGiveIdenticalResults (tests) compares the check against the old
       # whole-buffer download (DSPARK_GPU_CHECK=whole), which is too slow to rerun here.
-      T=.gpu-data/azure_llm_inference_conv_2023.csv
+      T=workloads/traces/azure_llm_inference_conv_2023.csv
       timeout $(left 90) build-gpu/dspark-sim run --trace $T --num-requests 64 --executor gpu --no-check \
         --out "$o/az-all-cold" > "$o/az-all-cold.txt" 2>&1; stamp "gpuexec all (cold) rc=$?"; grep -h "steps/s" "$o/az-all-cold.txt" | tail -1
       for l2 in cold warm; do
@@ -87,7 +86,7 @@ for stage in "${stages[@]}"; do
         grep -h "steps/s" "$o/az-d-$l2.txt" | tail -1
       done ;;
     flushab)
-      T=.gpu-data/azure_llm_inference_conv_2023.csv
+      T=workloads/traces/azure_llm_inference_conv_2023.csv
       for round in 1 2; do
         for x in 2 1; do
           for set in all d; do
@@ -100,7 +99,7 @@ for stage in "${stages[@]}"; do
       done
       stamp "flushab" ;;
     checkab)
-      T=.gpu-data/azure_llm_inference_conv_2023.csv
+      T=workloads/traces/azure_llm_inference_conv_2023.csv
       for round in $(seq 1 "${CHECKAB_ROUNDS:-3}"); do
         for x in after enqueue prepare; do
           for set in all d; do

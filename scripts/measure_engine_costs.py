@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Measure the engine-cost constants of the time model on the GPU machine, with PyTorch.
 
-Writes the `engine` section of a calibration file (workloads/README.md, "Time model";
+Writes the `engine` section of a calibration file (docs/models.md, "Time model";
 sim/model/engine_clock.h says how each constant is charged):
 
   dispatch_us_per_launch  host time of one eager launch: a Python loop of the ops of vLLM's

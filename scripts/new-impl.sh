@@ -20,10 +20,14 @@ if [[ -e $out ]]; then
   echo "new-impl.sh: $out exists already" >&2
   exit 1
 fi
-if grep -rqs "i.name = \"$name\"" "$root/kernels/impls" || grep -rqsE "aliases = \{[^}]*\"$name\"" "$root/kernels/impls"; then
+# Only the implementation files (*.cu) register names; register.h's usage comment names an
+# example ("mine") that is free to take.
+if grep -rqs --include='*.cu' "i.name = \"$name\"" "$root/kernels/impls" ||
+   grep -rqsE --include='*.cu' "aliases = \{[^}]*\"$name\"" "$root/kernels/impls"; then
   echo "new-impl.sh: an implementation named '$name' is registered already" >&2
   exit 1
 fi
 sed -e "s/@NAME@/$name/g" -e "s/@IDENT@/$ident/g" "$root/kernels/impls/TEMPLATE.cu.in" > "$out"
 echo "created $out"
-echo "rebuild (cmake --build <build dir>), then: dspark-sim verify --impl $name"
+echo "next: scripts/build-sim.sh   (builds build-sim/dspark-sim with the new file)"
+echo "then: build-sim/dspark-sim verify --impl $name"

@@ -9,7 +9,7 @@ subset of the fields the dump holds (`--list-fields` prints them); each returned
 over its defined region (the reference's shape; a larger output is cut to it). Field names,
 shapes and dtypes are in workloads/STEP_DUMP.md.
 
-Every differing cell is classified (DESIGN.md s.6), never folded together:
+Every differing cell is classified (docs/design.md s.6), never folded together:
   stale-host       the step's host view is stale and the cell equals what the HOST view gives
                    (the dump's hostref.* arrays): the callable read host boundaries;
   padding-residue  an indexer bt_out cell of a padding row (rows [A, N_d), columns [1, W)),

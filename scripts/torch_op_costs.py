@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What vLLM's own PyTorch ops cost on this GPU, beside dspark-sim's kernels for the same ops.
 
-State (c)'s chains (VLLM_CODE_MAP.md s.2.1 and s.2.5, written from vLLM's builders: the token
+State (c)'s chains (docs/states.md s.2.1 and s.2.5, written from vLLM's builders: the token
 map of CommonAttentionMetadata and the old varlen indexer decode chain, ratio 1) are issued with
 PyTorch on a batch-16 decode step, captured in one CUDA graph, and replayed with the L2 flushed
 before every replay. Two figures per chain, as `bench` reports its suites:

@@ -1,4 +1,4 @@
-// fused-suite: the project's own step beyond the seeds (DESIGN.md s.4): every output of the
+// fused-suite: the project's own step beyond the seeds (docs/design.md s.4): every output of the
 // builder suite from one launch (kernels/suite/fused_suite.cuh), reading no host state.
 #include "kernels/impls/register.h"
 

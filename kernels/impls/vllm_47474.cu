@@ -1,4 +1,4 @@
-// vllm-47474: vLLM with PR #47474, state (b) of DESIGN.md s.3 (alias "cached").
+// vllm-47474: vLLM with PR #47474, state (b) of docs/design.md s.3 (alias "cached").
 // See kernels/impls/README.md for the op-by-op table and the vLLM function of every op.
 #include "kernels/impls/register.h"
 #include "kernels/suite/vllm_ops.h"

@@ -1,4 +1,4 @@
-// vllm-56562: vLLM with PR #56562, state (d) of DESIGN.md s.3, the seed's "After"
+// vllm-56562: vLLM with PR #56562, state (d) of docs/design.md s.3, the seed's "After"
 // (aliases "after", "fused").
 // See kernels/impls/README.md for the op-by-op table and the vLLM function of every op.
 #include "kernels/impls/register.h"

@@ -1,4 +1,4 @@
-// vllm-pre47474: vLLM before PR #47474, state (a) of DESIGN.md s.3 (alias "chain").
+// vllm-pre47474: vLLM before PR #47474, state (a) of docs/design.md s.3 (alias "chain").
 // See kernels/impls/README.md for the op-by-op table and the vLLM function of every op.
 #include "kernels/impls/register.h"
 #include "kernels/suite/vllm_ops.h"

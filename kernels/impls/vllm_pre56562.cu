@@ -1,4 +1,4 @@
-// vllm-pre56562: vLLM just before PR #56562, state (c) of DESIGN.md s.3, the seed's "Before"
+// vllm-pre56562: vLLM just before PR #56562, state (c) of docs/design.md s.3, the seed's "Before"
 // (aliases "before", "device-chain").
 // See kernels/impls/README.md for the op-by-op table and the vLLM function of every op.
 #include "kernels/impls/register.h"

@@ -64,7 +64,7 @@ struct InclusiveScanKernel {
 
 // cub::DeviceScan's first kernel (DeviceScanInitKernel): clears the tile-status words the scan
 // kernel's decoupled look-back reads. PyTorch's cumsum and repeat_interleave issue it before
-// every scan, so each scan is two launches (VLLM_CODE_MAP.md s.2.8).
+// every scan, so each scan is two launches (docs/states.md s.2.8).
 struct ScanTileInitKernel {
   static constexpr int kPhases = 1;
   using Shared = NoShared;

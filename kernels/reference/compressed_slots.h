@@ -1,4 +1,4 @@
-// CPU truth for the compressed (MLA ratio 1 / 2) slot mapping, written from DESIGN.md
+// CPU truth for the compressed (MLA ratio 1 / 2) slot mapping, written from docs/design.md
 // section 3, not from the kernel.
 #pragma once
 

@@ -1,4 +1,4 @@
-// CPU truth for the indexer decode metadata (varlen path), written from DESIGN.md section 3,
+// CPU truth for the indexer decode metadata (varlen path), written from docs/design.md section 3,
 // not from the kernel. It is computed from whichever boundaries it is given; the simulator
 // and the tests give it the device truth.
 #pragma once

@@ -1,5 +1,5 @@
 // CPU truth for the indexer's prefill chunk metadata (vLLM's build_prefill_chunk_metadata and
-// BuildPrefillChunkMetadataKernel, DESIGN.md s.3 "Indexer prefill metadata"), written from the
+// BuildPrefillChunkMetadataKernel, docs/design.md s.3 "Indexer prefill metadata"), written from the
 // semantics, not from kernels/indexer_prefill.cuh.
 #pragma once
 

@@ -1,5 +1,5 @@
-// CPU truth for the indexer's prefill metadata of a whole step (DESIGN.md s.3 "Indexer prefill
-// metadata", VLLM_CODE_MAP.md s.2.6), written from vLLM's semantics, not from the suite's ops:
+// CPU truth for the indexer's prefill metadata of a whole step (docs/design.md s.3 "Indexer prefill
+// metadata", docs/states.md s.2.6), written from vLLM's semantics, not from the suite's ops:
 // DeepseekV32IndexerMetadataBuilder.build's prefill branch (indexer.py, read_file id
 // 61702236028) plans the chunks with split_indexer_prefill_chunks and builds each kept one with
 // build_prefill_chunk_metadata (ref::IndexerPrefillChunk, kernels/reference/indexer_prefill.h).

@@ -1,4 +1,4 @@
-// CPU truth for prefill query segmentation (PR #57207), written from DESIGN.md section 3, not
+// CPU truth for prefill query segmentation (PR #57207), written from docs/design.md section 3, not
 // from the kernel.
 #pragma once
 

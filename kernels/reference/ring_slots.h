@@ -1,4 +1,4 @@
-// CPU truth for the ratio-2 compressor ring slot mapping, written from DESIGN.md section 3, not
+// CPU truth for the ratio-2 compressor ring slot mapping, written from docs/design.md section 3, not
 // from the kernel.
 #pragma once
 

@@ -1,4 +1,4 @@
-// CPU truth for the SWA builder, written from DESIGN.md section 3, not from the kernel.
+// CPU truth for the SWA builder, written from docs/design.md section 3, not from the kernel.
 #pragma once
 
 #include <cstdint>

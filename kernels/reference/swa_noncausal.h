@@ -1,7 +1,7 @@
 // CPU truth for the DSpark draft step's non-causal SWA rows, written from the semantics of vLLM's
 // _compute_dspark_noncausal_swa_indices_kernel (sparse_swa.py, DeepseekSparseSWAMetadataBuilder
 // .build when CommonAttentionMetadata.causal is false; read_file id 61399074654), not from the
-// kernel here. DESIGN.md s.3 "DSpark draft rows are non-causal".
+// kernel here. docs/design.md s.3 "DSpark draft rows are non-causal".
 #pragma once
 
 #include <cstdint>

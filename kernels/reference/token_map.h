@@ -1,4 +1,4 @@
-// CPU truth for token_to_req_indices, written from DESIGN.md section 3, not from the kernel.
+// CPU truth for token_to_req_indices, written from docs/design.md section 3, not from the kernel.
 #pragma once
 
 #include <cstdint>

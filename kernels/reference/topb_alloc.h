@@ -1,4 +1,4 @@
-// CPU truth for the adaptive-verification draft allocation, written from DESIGN.md section 3
+// CPU truth for the adaptive-verification draft allocation, written from docs/design.md section 3
 // (and section 6 for the tie order), not from kernels/topb_alloc.cuh: list every eligible
 // (request, position) slot, sort by (score descending, request id, position), keep the first
 // B, count per request, and lay the boundaries out.

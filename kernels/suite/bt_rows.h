@@ -1,5 +1,5 @@
 // The CPU check's row-matrix buffers grow with the steps instead of being allocated at
-// [token_capacity, row width] (issue 14: memory follows the step, not the capacity):
+// [token_capacity, row width] (memory follows the step, not the capacity):
 //   - the indexer bt_out: only rows [0, N_d) are ever written (IndexerDecodeKernel, the old
 //     chain, the fused suite) or compared;
 //   - swa_indices: only rows [0, N) (SwaKernel's rows token_offset + [0, num_tokens) with

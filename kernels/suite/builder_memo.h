@@ -1,4 +1,4 @@
-// Builder-level deduplication of the CPU check (issue 14): the vLLM states (a)-(d) run most
+// Builder-level deduplication of the CPU check: the vLLM states (a)-(d) run most
 // builders op for op on the same inputs, so a step's check emulates each such builder once and
 // every implementation that calls it on the same inputs reads that one result.
 //

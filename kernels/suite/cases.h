@@ -1,4 +1,4 @@
-// Deterministic batches for the seed's eight cases (DESIGN.md s.3, "The seed's eight cases"),
+// Deterministic batches for the seed's eight cases (docs/design.md s.3, "The seed's eight cases"),
 // used by the suite tests and by `bench`. Plain host arrays, no simulator types: a CaseBatch
 // views itself as BatchInputs whose device pointers are host memory (CPU emulation, or the source
 // of a GPU upload).
@@ -19,7 +19,7 @@
 //                    request) also comes from a device-side allocation; the host keeps K each
 //                    (same total) and the upper-bound seq_lens
 // The token count N is the real count M padded to the next CUDA-graph capture size
-// (DESIGN.md s.3; sizes rounded to multiples of 1 + K for the DSpark cases), or M when M is past
+// (docs/design.md s.3; sizes rounded to multiples of 1 + K for the DSpark cases), or M when M is past
 // the largest size (an empty step stays empty). Decode-only batches count their padding requests as decodes (N_d = N);
 // mixed batches have N_d = the decode tokens. Positions are kept >= 0 under any re-split of the
 // decode tokens among decode requests (contexts are at least 2K + 2).

@@ -11,7 +11,7 @@
 //                        (kernels/suite/vllm_indexer_ops.h, IndexerPrefill).
 //
 // vLLM plans the chunks on the host from seq_lens_cpu_upper_bound and qsl_cpu, which are exact
-// for prefill rows (VLLM_CODE_MAP.md s.4); here every block plans them again from the DEVICE
+// for prefill rows (docs/states.md s.4); here every block plans them again from the DEVICE
 // view, with the same greedy step (NextPrefillGroup, kernels/indexer_prefill.cuh), so the kernel
 // reads no host state and a replayed graph follows seq_lens rewritten on the device.
 //

@@ -1,4 +1,4 @@
-// The open registry of builder-suite implementations (the `impl` axis, DESIGN.md s.4).
+// The open registry of builder-suite implementations (the `impl` axis, docs/design.md s.4).
 //
 // An implementation is ONE file, kernels/impls/<name>.cu, that registers itself with
 // DSPARK_REGISTER_IMPL (kernels/impls/register.h): its name, aliases, a one-line description,
@@ -28,7 +28,7 @@ class GpuBackend;
 struct SuiteStep;
 struct SuiteLayout;
 
-// Which host state an implementation reads and what that costs (DESIGN.md s.3, "Where stale
+// Which host state an implementation reads and what that costs (docs/design.md s.3, "Where stale
 // host state really breaks vLLM"). They decide how CompareSuite classifies a difference and
 // whether a graph may be captured.
 struct ImplTraits {
@@ -42,7 +42,7 @@ struct ImplTraits {
   // A blocking copy or host sync per step: the host waits for the device.
   bool serializes_host = false;
   // Its indexer is the pre-#56562 varlen chain, which zeroes only column 0 of the padding rows
-  // of bt_out: a difference there is "padding residue", not a bug (DESIGN.md s.3).
+  // of bt_out: a difference there is "padding residue", not a bug (docs/design.md s.3).
   bool old_indexer_chain = false;
   // It writes the prefill metadata of SWA (prefill_gather_lens) and of the indexer (the prefill
   // chunks), kernels/suite/suite.h. Every built-in does; a user's implementation that builds only

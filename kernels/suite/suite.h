@@ -1,4 +1,4 @@
-// The builder suite of one step, in every implementation of the `impl` axis (DESIGN.md s.4),
+// The builder suite of one step, in every implementation of the `impl` axis (docs/design.md s.4),
 // and the exact check of its outputs against the CPU reference built from device truth.
 //
 // This is the interface the simulator and the executors program against. Each implementation is
@@ -84,7 +84,7 @@ namespace dspark {
 
 // The implementations are registered handles (kernels/suite/impl_registry.h).
 
-// What a difference against the reference is (DESIGN.md s.6); never folded into each other.
+// What a difference against the reference is (docs/design.md s.6); never folded into each other.
 enum class MismatchKind {
   kStaleHost,       // an implementation that reads the host split read it stale
   kPaddingResidue,  // the old indexer chain: padding block-table rows keep data past column 0
@@ -243,7 +243,7 @@ SuiteReference ComputeSuiteReference(const BatchInputs& in, const SuiteLayout& l
 bool HostViewStale(const BatchInputs& in);
 
 // Compares `got` (host-readable) with the reference over every defined region and classifies
-// each differing field (DESIGN.md s.6):
+// each differing field (docs/design.md s.6):
 //   - field bt_out_padding: kPaddingResidue for an impl that runs the old indexer chain
 //     (ImplTraits::old_indexer_chain), kBug otherwise;
 //   - impls that read no host boundaries (ImplTraits::reads_host_boundaries false): kBug;

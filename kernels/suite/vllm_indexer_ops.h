@@ -257,7 +257,7 @@ absl::Status IndexerBuildOps(Backend& be, const SuiteStep& s, int k, bool fused)
     max_decode_len = MaxI(max_decode_len, in.host.query_start_loc[r + 1] - in.host.query_start_loc[r]);
   // (c), ratio 2, q == 1: seq_lens_is_buffer_view is false, so it hands out
   // expanded_seq_lens_buffer and the ratio-1 lengths go to scratch. (d)'s kernel always writes
-  // the buffer, which is divided in place (VLLM_CODE_MAP.md s.2.5: ratio 2 = 7 launches).
+  // the buffer, which is divided in place (docs/states.md s.2.5: ratio 2 = 7 launches).
   const bool esl_path = !fused && ratio == 2 && max_decode_len <= 1;
   IndexerOutputs work = o;
   if (esl_path) {

@@ -1,4 +1,4 @@
-// The builders of vLLM's states (a)-(d) (DESIGN.md s.3, VLLM_CODE_MAP.md s.2-3), op for op,
+// The builders of vLLM's states (a)-(d) (docs/design.md s.3, docs/states.md s.2-3), op for op,
 // each written once over a Backend. Every function names the vLLM function it stands for; the
 // launch count of each is in kernels/impls/README.md. [k] kernel, [c] copy, [f] fill, [h2d]
 // host-to-device copy. An op with nothing to do is not issued (a graph's node count equals the
@@ -35,7 +35,7 @@ inline constexpr int64_t kIndexerMaxLogits = ModelConsts{}.indexer_max_logits;  
 // The index of torch.repeat_interleave(repeats, output_size=n_out) on CUDA: [k] int64 cast of
 // the repeats, cub's scan as [k] tile init + [k] scan, [k] the compute kernel. The caller's
 // index_select (suite_internal::IndexSelect, PyTorch's small- or large-index kernel) makes the
-// fifth launch (VLLM_CODE_MAP.md s.2.8).
+// fifth launch (docs/states.md s.2.8).
 template <class Backend>
 absl::StatusOr<const int32_t*> RepeatInterleaveIndex(Backend& be, const int32_t* repeats, int32_t n, int32_t n_out) {
   int64_t* wide = be.template Scratch<int64_t>(static_cast<size_t>(MaxI(n, 1)));
@@ -153,7 +153,7 @@ absl::Status SwaBuildOps(Backend& be, const SuiteStep& s, const int32_t* t2r) {
 // DeepseekV4SparseMLAMetadataBuilder.build, ratio 2: block_table_tensor.clamp_(min=0) [k] (in
 // place on the step's block table: vLLM's own side effect), then get_compressed_slot_mapping:
 // out.fill_(-1) [f] and _compressed_slot_mapping_kernel [k]. It reads the device qsl, not the
-// token map (VLLM_CODE_MAP.md s.4: always right). Ratio 1 launches nothing: it hands out
+// token map (docs/states.md s.4: always right). Ratio 1 launches nothing: it hands out
 // cm.slot_mapping and the shared token map.
 template <class Backend>
 absl::Status MlaRatio2BuildOps(Backend& be, const SuiteStep& s) {

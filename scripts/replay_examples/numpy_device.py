@@ -1,5 +1,5 @@
 """Worked example for scripts/replay_steps.py on the CPU: the token map and the indexer decode
-metadata of vLLM #56562 (DESIGN.md s.3), in numpy, read from the DEVICE boundaries only. On any
+metadata of vLLM #56562 (docs/design.md s.3), in numpy, read from the DEVICE boundaries only. On any
 dump it must give 0 differences of every kind.
 
     python3 scripts/replay_steps.py DIR --impl scripts/replay_examples/numpy_device.py:build

@@ -41,7 +41,8 @@ struct MetadataSection {
 
 absl::StatusOr<MetadataSection> RunMetadata(const BenchConfig& cfg, std::FILE* progress);
 void MetadataMarkdown(const BenchConfig& cfg, const MetadataSection& m, std::string* md);
-// The issue's and DESIGN.md s.8's targets, graph method, same run: met or missed (never fatal).
+// The targets of docs/design.md s.8 and of the seed comparison, graph method, same run: met or
+// missed (never fatal).
 ojson Targets(const MetadataSection& m, std::string* md);
 
 // ---- (b) TPOT table (bench_tpot.cu)

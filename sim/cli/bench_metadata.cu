@@ -309,7 +309,7 @@ ojson Targets(const MetadataSection& m, std::string* md) {
         absl::StrFormat("%.2fx", speedup));
   }
   if (su != graph.end() && floor.count("decode"))
-    add("fused-suite <= 2x the graph floor at decode batch 16 (DESIGN.md s.8)",
+    add("fused-suite <= 2x the graph floor at decode batch 16 (docs/design.md s.8)",
         su->second->stats.median_us <= 2.0 * floor["decode"],
         absl::StrFormat("%.2f µs vs floor %.2f µs (%.2fx)", su->second->stats.median_us, floor["decode"],
                         floor["decode"] > 0 ? su->second->stats.median_us / floor["decode"] : 0.0));

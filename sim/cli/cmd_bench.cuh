@@ -1,4 +1,4 @@
-// `dspark-sim bench`: the seed's tables on the local GPU (DESIGN.md sections 5 and 8).
+// `dspark-sim bench`: the seed's tables on the local GPU (docs/design.md sections 5 and 8).
 //
 //  (a) Metadata table: the eight seed cases at batch 16 (kernels/suite/cases.h) x every
 //      implementation; GPU µs per builder suite (median, p10, p90 over each row's samples, taken

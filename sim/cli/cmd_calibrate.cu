@@ -1,6 +1,6 @@
 // `dspark-sim calibrate --out FILE`: measures the metadata cost of every implementation per seed
 // case and padded size on the local GPU and writes the calibration JSON the CPU time model reads
-// (schema: workloads/README.md, "Calibration file"; loader: LoadCalibration in sim/model/time_model.cc).
+// (schema: docs/models.md, "Calibration file"; loader: LoadCalibration in sim/model/time_model.cc).
 //
 // What is measured: GPU µs per builder suite by the graph method of sim/studies/metadata_bench.cuh
 // (chain and cached through a graph captured for timing only, as the seed's "Before" column),

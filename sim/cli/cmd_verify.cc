@@ -1,5 +1,5 @@
 // `dspark-sim verify`: the exactness check on its own, without a workload. Every selected seed
-// case (DESIGN.md s.3, "the seed's eight cases") is drawn at several batch sizes and seeds, run
+// case (docs/design.md s.3, "the seed's eight cases") is drawn at several batch sizes and seeds, run
 // through every implementation's builder suite (CPU emulation of the same kernel bodies), and
 // compared exactly with the reference built from the device view. Prints, per implementation
 // and case, how many batches showed stale-host divergence, padding residue and bugs. Exits 1 if

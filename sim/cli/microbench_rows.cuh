@@ -191,7 +191,7 @@ struct RowResult {
 };
 
 // Compares the outputs a row wrote (after PoisonOutputs) with the reference built from the
-// device boundaries, and says what kind of difference it is (DESIGN.md section 6).
+// device boundaries, and says what kind of difference it is (docs/design.md section 6).
 std::string CheckOutputs(const RowSpec& spec, const DeviceState& st, bool* bug);
 absl::StatusOr<RowResult> MeasureRow(const RowSpec& spec, DeviceState& st, cudaStream_t stream,
                                      timing::L2Flusher& flusher, const timing::TimingOptions& opt);

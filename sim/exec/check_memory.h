@@ -1,4 +1,4 @@
-// The metadata check's pre-flight of host memory (issue 14): what the check may hold at once at a
+// The metadata check's pre-flight of host memory: what the check may hold at once at a
 // run's largest sizes, against the machine's memory, so that sizes that cannot fit end in a clear
 // error naming the option to change instead of a bad_alloc later.
 #pragma once

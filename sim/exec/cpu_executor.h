@@ -1,4 +1,4 @@
-// The CPU executor, the metadata check (DESIGN.md s.6): every step's inputs go through the CPU
+// The CPU executor, the metadata check (docs/design.md s.6): every step's inputs go through the CPU
 // reference (built from the device view) and through each selected implementation's emulated
 // builder suite; every output field is compared exactly. Differences are counted per
 // implementation, builder, field, case and kind (stale-host divergence, padding residue, bug),

@@ -104,12 +104,12 @@ absl::Status InjectCudaFault(const int32_t* src, cudaStream_t stream) {
 GpuExecutor::GpuExecutor(std::unique_ptr<State> state) : d_(std::move(state)) {}
 GpuExecutor::~GpuExecutor() = default;
 
-// The executor flushes before every suite of every step, so the flush is most of its own time
-// (issue 14): it writes the L2 size once, as NVBench's flush does, not bench's 256 MiB floor,
-// which `bench` and `microbench` keep as the seed's method. Session 8 on the H200 (scripts/
-// gpu-session.sh flushab, plots/results_h200/session8/): at once and at twice the L2, alternating,
-// the graph suites' medians agree within their p10-p90 spread (fused-suite 5.15 / 5.15 vs 5.23 /
-// 5.12 us, (d) 31.2 vs 31.2, (c) 96.1 vs 94.7) and a step costs ~60 us less.
+// The executor flushes before every suite of every step, so the flush is most of its own time:
+// it writes the L2 size once, as NVBench's flush does, not bench's 256 MiB floor, which `bench`
+// and `microbench` keep as the seed's method. On the H200 (scripts/gpu-session.sh flushab), at
+// once and at twice the L2, alternating, the graph suites' medians agree within their p10-p90
+// spread (fused-suite 5.15 / 5.15 vs 5.23 / 5.12 us, (d) 31.2 vs 31.2, (c) 96.1 vs 94.7) and a
+// step costs ~60 us less.
 constexpr size_t kExecutorFlushMinBytes = 0;
 
 // The flush's L2 multiple: 1, or DSPARK_EXECUTOR_FLUSH_L2 (1 to 4; a measuring aid for

@@ -1,4 +1,4 @@
-// The GPU executor (DESIGN.md sections 5 and 6): the simulator's step plans through the real
+// The GPU executor (docs/design.md sections 5 and 6): the simulator's step plans through the real
 // kernels on the device, timed and checked exactly, step by step.
 //
 // Per step (GpuExecutor::Execute):

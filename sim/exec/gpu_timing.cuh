@@ -2,7 +2,7 @@
 // an L2 flusher, a CUDA-event timer, sample statistics, the empty-kernel floor, and the
 // device/driver facts every result file carries in its meta block.
 //
-// Method (DESIGN.md section 5 and 8): GPU time per call, CUDA events around each call; with a
+// Method (docs/design.md section 5 and 8): GPU time per call, CUDA events around each call; with a
 // cold L2, a buffer of max(2 x L2, 256 MiB) is written before every sample, outside the timed
 // region. A captured graph is timed as replays enqueued right behind the flush (the flush
 // hides the host's launch call, as in the reference figures). An eager sequence is timed

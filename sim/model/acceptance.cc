@@ -86,7 +86,7 @@ absl::StatusOr<AcceptanceParams> AcceptancePreset(absl::string_view name, int sp
   AcceptanceParams params;
   params.name = std::string(name);
   if (name == "default") {
-    // Fitted so that `sweep --workload speed-8k --concurrency 1 --mode adaptive` (the issue's
+    // Fitted so that `sweep --workload speed-8k --concurrency 1 --mode adaptive` (the serving
     // command) gives the seed's 3.29 at concurrency 1, and nothing else: vLLM's aggregate
     // (total accepted / total verifications, the harmonic mean of the per-request lengths) of
     // the bare curve is 3.33 with the jitter, 3.38 without it. With the table-drawn confidences

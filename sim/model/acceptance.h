@@ -1,6 +1,6 @@
 // DSpark acceptance model (K draft positions per request).
 //
-// Model (workloads/README.md, "Acceptance model"):
+// Model (docs/models.md, "Acceptance model"):
 //  - A curve gives the conditional acceptance p_k = P(draft k accepted | drafts < k accepted),
 //    k = 1..K. The mean acceptance length (vLLM's definition: 1 + accepted drafts per
 //    verification) of a curve with all K drafts verified is 1 + sum_k prod_{i<=k} p_i.
@@ -43,12 +43,12 @@ inline constexpr int kMaxSpecK = 8;
 struct AcceptanceParams {
   std::vector<double> curve;        // [K] conditional acceptance p_1..p_K, each in [0, 1]
   double request_logit_sigma = 0;   // [logit] per-request jitter of the whole curve
-  double confidence_concentration = 2.0;  // kappa of the Beta confidence (workloads/README.md)
+  double confidence_concentration = 2.0;  // kappa of the Beta confidence (docs/models.md)
   std::string name;                 // preset name or "custom"
 };
 
 // Presets: "default" (SPEED-Bench-like, mean acceptance length ~3.3 at K=5) and
-// "repeated-prompt" (one greedy prompt, ~4.6; see workloads/README.md for why batch1-512
+// "repeated-prompt" (one greedy prompt, ~5.7; see docs/models.md for why batch1-512
 // uses it).
 absl::StatusOr<AcceptanceParams> AcceptancePreset(absl::string_view name, int spec_k);
 // Parses "p1,p2,...,pK" (fewer values: the last repeats up to K).

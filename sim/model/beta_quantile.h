@@ -1,5 +1,5 @@
 // The drafter confidences' Beta(kappa p, kappa (1 - p)) draws by inverse CDF from a table
-// (workloads/README.md, "Acceptance model"; issue 14: the Gamma draws were two thirds of an
+// (docs/models.md, "Acceptance model"; two Gamma draws per confidence were two thirds of an
 // unchecked adaptive run).
 //
 // Rows: the Beta quantile function Q(u; p) at u = j / kCells, j = 0..kCells, for p on a grid

@@ -1,4 +1,4 @@
-// The real engine's host/GPU timeline of one step, on two clocks (workloads/README.md, "Time
+// The real engine's host/GPU timeline of one step, on two clocks (docs/models.md, "Time
 // model"). The CPU engine (sim/engine.cc) and the GPU TPOT loop (sim/tpot_loop.cu) charge the
 // same terms; only the loop has them happen on a real device.
 //

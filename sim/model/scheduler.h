@@ -3,7 +3,7 @@
 // Each call of Plan() decides one model step; Commit() applies its outcome. In DSpark modes
 // steps alternate: a target step (verifications of the decoding requests, plus prefill chunks)
 // and a draft step (one parallel drafter pass for every request that got a token from the
-// target step). Semantics, with the choices DESIGN.md leaves open:
+// target step). Semantics, with the choices docs/design.md leaves open:
 //
 // Target step. Running requests are visited in admission order (vLLM's running list): a
 // decoding request takes 1 + k_r tokens, a partially prefilled one its next chunk from the

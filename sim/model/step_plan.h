@@ -1,11 +1,11 @@
-// One simulated model step as the metadata builders see it (DESIGN.md section 3).
+// One simulated model step as the metadata builders see it (docs/design.md section 3).
 //
 // The summary fields are always filled. The per-request and per-token arrays (host view,
 // device view, block table, slot mapping) are built only when an observer asks for them
 // (StepPlan::Arrays), because a run with no such observer must not pay for them: `run` aims at
 // more than 100k simulated steps per second with the metadata check off.
 //
-// Layout conventions (the simulator's choices where DESIGN.md is silent):
+// Layout conventions (the simulator's choices where docs/design.md is silent):
 //  - Rows [0, num_decodes) are decodes (verifications or drafts), the prefill chunks follow,
 //    then CUDA-graph padding rows. Padding rows have query length 0 (qsl = M), seq_len 0, a
 //    block-table row of 0 (the null page) and no tokens.

@@ -55,7 +55,7 @@ TimeModelParams DefaultTimeModelParams() {
   p.target = {5570.0, 20.0, 0.008, 0.0005};
   // The roofline's structure is RooflineForward's defaults (DeepSeek-V4-Flash, TP = 4, GB200);
   // its three fitted constants come from scripts/fit_forward.py on seed 000's batch-1 512/128
-  // table and SPEED-Bench concurrency 1 only (workloads/README.md, "Time model").
+  // table and SPEED-Bench concurrency 1 only (docs/models.md, "Time model").
   p.target_roofline_on = true;
   p.target_roofline.floor_us = kFitFloorUs;
   p.target_roofline.compute_efficiency = kFitComputeEfficiency;
@@ -83,7 +83,7 @@ TimeModelParams DefaultTimeModelParams() {
   p.reference_tokens = 96;
   // The engine's host costs (sim/engine_clock.h): fitted on seed 000's batch-1 512/128 table
   // and SPEED-Bench concurrency 1 with the shipped calibration's metadata costs, which carries
-  // the same values and their method (workloads/README.md, "Time model").
+  // the same values and their method (docs/models.md, "Time model").
   p.engine.dispatch_us_per_launch = 16.98;  // measured (scripts/measure_engine_costs.py)
   p.engine.gpu_gap_us_per_launch = 0.63;    // measured (the chain on a warm GPU)
   p.engine.sync_us = 1.24;                  // measured
@@ -104,7 +104,7 @@ TimeModelParams DefaultTimeModelParams() {
   At(p, Impl::kFused).launches = {8, 8, 8, 8, 8, 8, 8, 8};
   // Estimates (no seed measurement): `cached` shares one host mapping (~10% fewer GPU ops than
   // chain, less host work, still host-boundary and serialised); `device-chain` is fused plus
-  // the ~58 us DESIGN.md section 8 measured between a 34-launch device chain and the fused
+  // the ~58 us docs/design.md section 8 measured between a 34-launch device chain and the fused
   // kernels; `fused-suite` is a quarter of fused (the project's target is <= 2x the ~3 us
   // graph floor at decode batch 16). A calibration file replaces all of these.
   ImplCost cached = At(p, Impl::kChain);

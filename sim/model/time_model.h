@@ -16,7 +16,7 @@
 // while step k runs, so the builders' eager dispatch costs time only where an engine step's
 // host work outlasts its GPU work, or behind a sync.
 //
-// Metadata costs come from a calibration JSON (schema in workloads/README.md) when given,
+// Metadata costs come from a calibration JSON (schema in docs/models.md) when given,
 // otherwise from the documented defaults in time_model.cc: the seed's GB200 batch-16 table
 // (seed 000's Before / After on `chain` / `fused`) and labelled estimates for the others. The
 // shipped calibration (workloads/calibration_h200.json) carries the H200 measurements of

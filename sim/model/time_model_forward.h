@@ -1,5 +1,5 @@
 // The target model's forward on the GPU as a roofline over the model's structure
-// (workloads/README.md, "Time model"). Per step of N tokens (padded tokens are computed too):
+// (docs/models.md, "Time model"). Per step of N tokens (padded tokens are computed too):
 //
 //   experts(N) = E * (1 - (1 - k/E)^N) + S     distinct routed experts touched per MoE layer by
 //                                              N independently routed tokens, plus the shared

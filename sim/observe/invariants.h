@@ -1,4 +1,4 @@
-// An invariant check of the scheduler, the engine and the KV pool, written from DESIGN.md and
+// An invariant check of the scheduler, the engine and the KV pool, written from docs/design.md and
 // the layout conventions of sim/model/step_plan.h rather than from the scheduler: it recomputes the
 // CUDA-graph capture sizes itself and calls no scheduler helper. It is a StepObserver: it reads
 // each plan, the request events and (through OnStart) the KV state, and never steers.
@@ -66,7 +66,7 @@ struct KvView {
   std::vector<Holder> holders;                        // one per running request
 };
 
-// CUDA-graph capture sizes [tokens] as DESIGN.md s.3 states them: [1, 2, 4] + range(8, 256, 8)
+// CUDA-graph capture sizes [tokens] as docs/design.md s.3 states them: [1, 2, 4] + range(8, 256, 8)
 // + range(256, max + 1, 16), max = min(max_num_seqs * (1 + K) * 2, 512); with speculation
 // (spec_k > 0) rounded up to multiples of 1 + K; sizes above max_num_batched_tokens dropped.
 std::vector<int32_t> DesignCaptureSizes(int32_t max_num_seqs, int32_t max_num_batched_tokens,

@@ -24,7 +24,7 @@ struct CalibrationPoint {
 inline constexpr int32_t kCalibrationReferenceBatch = 16;   // the seed's table
 inline constexpr int32_t kCalibrationReferenceTokens = 96;  // TimeModelParams::reference_tokens
 
-// The "metadata" object of the calibration file (workloads/README.md) from measured points: per
+// The "metadata" object of the calibration file (docs/models.md) from measured points: per
 // implementation, gpu_us.<case> = the point at the reference batch; gpu_us_per_token = the
 // least-squares slope, through the reference points, of the decode-like cases' (decode, verify,
 // adaptive verify, draft, adaptive draft) points of larger batches with N > 96 against

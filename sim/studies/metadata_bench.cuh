@@ -1,5 +1,5 @@
 // Timing one builder suite per (case, implementation) on the GPU, shared by `bench` (the seed's
-// metadata table) and `calibrate` (the CPU time model's metadata costs). Method: DESIGN.md s.5 / s.8
+// metadata table) and `calibrate` (the CPU time model's metadata costs). Method: docs/design.md s.5 / s.8
 // and sim/exec/gpu_timing.cuh:
 //   method "graph": CUDA events around each replay of the suite's captured graph, enqueued right
 //     behind the L2 flush (cold) so the host's launch call is hidden. device-chain, fused and

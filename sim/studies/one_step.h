@@ -1,7 +1,7 @@
 // `dspark-sim step`: one hand-made batch (sim/studies/step_input.h) through every selected
 // implementation in CPU emulation and through the reference, reported as JSON: every builder's
 // outputs over the defined regions (kernels/suite/reference_fields.h names and shapes), the
-// reference's, and every difference CompareSuite finds, classified (DESIGN.md s.6).
+// reference's, and every difference CompareSuite finds, classified (docs/design.md s.6).
 #pragma once
 
 #include <cstdint>

@@ -91,7 +91,7 @@ po::options_description RunOptions() {
     ("no-cuda-graphs", po::bool_switch(), "never pad")
     ("acceptance-preset", po::value<std::string>(), "default or repeated-prompt (default: the workload's)")
     ("acceptance-curve", po::value<std::string>(), "conditional acceptance per draft position, p1,...,pK")
-    ("confidence-concentration", po::value<double>(), "kappa of the drafter confidences' Beta distribution (default 2; workloads/README.md)")
+    ("confidence-concentration", po::value<double>(), "kappa of the drafter confidences' Beta distribution (default 2; docs/models.md)")
     ("calibration", po::value<std::string>(), "time-model calibration JSON (default: workloads/calibration_h200.json when present)")
     ("step-log", po::value<std::string>(), "write every step's arrays to this text file (small runs)")
     ("dump-workload", po::value<std::string>(), "also write the workload as built (generated or parsed, re-timed, truncated) to this JSONL file")

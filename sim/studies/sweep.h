@@ -135,7 +135,7 @@ absl::StatusOr<SweepLog> ReadSweepLog(const std::string& path);
 // Ordered by plan index, then id.
 std::vector<nlohmann::ordered_json> DedupeRows(const std::vector<nlohmann::ordered_json>& rows);
 
-// Counts of the three kinds of metadata difference (DESIGN.md s.6) for `impls`, summed, read
+// Counts of the three kinds of metadata difference (docs/design.md s.6) for `impls`, summed, read
 // from summary.json's `metadata_check` section when it has them: an object holding, per
 // implementation key, either directly or under "impls", the counts "stale_host",
 // "padding_residue" and "bug" (or a "by_case" object of such counts, summed). Returns an

@@ -1,4 +1,4 @@
-// The TPOT-like loop on a GPU (DESIGN.md section 5): the real simulator schedules each step on
+// The TPOT-like loop on a GPU (docs/design.md section 5): the real simulator schedules each step on
 // the host, the chosen implementation builds its metadata on the device the way an engine
 // would, and a "forward stand-in" kernel occupies the GPU for the time model's forward time.
 // TTFT, TPOT, ITL and throughput come from real wall-clock time, as `vllm bench serve`

@@ -1,4 +1,4 @@
-// The batch-1 TPOT table's one composition of the time model's terms (workloads/README.md,
+// The batch-1 TPOT table's one composition of the time model's terms (docs/models.md,
 // "Time model"): the CPU engine clock (sim/model/engine_clock.h) over TimeModel::Work's terms
 // (the scheduler's host work, the eager builders' dispatch, launch gaps and syncs, the graph
 // launch, the forward, the drafter's builders in draft steps, the adaptive confidence sync and

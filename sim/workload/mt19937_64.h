@@ -3,7 +3,7 @@
 // (tests/workload/test_sim_rng.cc compares them over many state refills and seeds).
 //
 // Why not std::mt19937_64 itself: libstdc++ regenerates the state one word at a time and
-// tempers on every call, which was 18 % of an unchecked adaptive run (perf, issue 14). Here the
+// tempers on every call, which was 18 % of an unchecked adaptive run (perf). Here the
 // regeneration is three loops the compiler vectorizes, and the 312 outputs of a state are
 // tempered in one pass into a buffer, so a draw is a load.
 #pragma once

@@ -67,7 +67,7 @@ TEST(Bench, TinyRunWritesEveryKeyOfTheSchema) {
     EXPECT_LE(e["gpu_us_median"].get<double>(), e["gpu_us_p90"].get<double>());
     EXPECT_GT(e["launches"].get<int64_t>(), 0);
     EXPECT_EQ(e["bug"].get<int64_t>(), 0);
-    // Only the host mappings of (a) and (b) read the host split (VLLM_CODE_MAP.md s.4).
+    // Only the host mappings of (a) and (b) read the host split (docs/states.md s.4).
     const absl::StatusOr<Impl> impl = ParseImpl(e["impl"].get<std::string>());
     ASSERT_TRUE(impl.ok()) << impl.status();
     if (*impl == Impl::kChain) EXPECT_DOUBLE_EQ(e["speedup_vs_chain"].get<double>(), 1.0);

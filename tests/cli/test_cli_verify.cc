@@ -23,7 +23,7 @@ TEST(CliVerify, StaleCasesShowStaleHostForHostReadersAndNoBugs) {
   std::ifstream f(json);
   const nlohmann::json j = nlohmann::json::parse(f);
   // Only the host mappings of (a) and (b) go wrong, and only where the host split is stale
-  // (adaptive verification); a draft step's host layout is the device's (VLLM_CODE_MAP.md s.4).
+  // (adaptive verification); a draft step's host layout is the device's (docs/states.md s.4).
   for (const char* impl : {"vllm-pre47474", "vllm-47474"}) {
     EXPECT_EQ(j["counts"][impl]["decode"]["stale_host"], 0) << impl;
     EXPECT_EQ(j["counts"][impl]["adaptive_verify"]["stale_host"], 2) << impl;

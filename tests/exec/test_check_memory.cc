@@ -1,6 +1,6 @@
 // The metadata check's pre-flight of host memory (sim/exec/check_memory.h): sizes that cannot fit
-// give a clear ResourceExhausted naming the option to change, not a bad_alloc later; the 128K
-// context of issue 14 fits in 1 GB.
+// give a clear ResourceExhausted naming the option to change, not a bad_alloc later; a 128K
+// context fits in 1 GB.
 #include <string>
 
 #include "gtest/gtest.h"

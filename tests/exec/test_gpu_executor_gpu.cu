@@ -235,7 +235,7 @@ TEST(GpuExecutor, DSparkRunWithoutAdaptiveHasNoDeviceAllocation) {
   EXPECT_EQ(run.executor->stats(Impl::kFusedSuite).mismatch_cells, (std::array<int64_t, 3>{0, 0, 0}));
   // DSpark draft steps carry upper-bound host seq_lens, which no builder reads for decode rows,
   // and without adaptive verification the host split is right: (b) is exact too
-  // (VLLM_CODE_MAP.md s.4).
+  // (docs/states.md s.4).
   EXPECT_EQ(run.executor->stats(Impl::kCached).mismatch_steps[0], 0);
 }
 

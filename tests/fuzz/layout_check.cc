@@ -21,7 +21,7 @@ namespace dspark::fuzz {
 
 namespace {
 
-// What vLLM builds from the host mapping of (a) and (b) (DESIGN.md s.3): token_to_req_indices,
+// What vLLM builds from the host mapping of (a) and (b) (docs/design.md s.3): token_to_req_indices,
 // SWA's indices and lengths, the compressor ring's slots. Compressed slots, the indexer and the
 // #57207 segments read device state (or exact prefill rows) in every state.
 bool HostMappingField(const FieldMismatch& m) {

@@ -1,10 +1,10 @@
 // The differential check of the layout fuzz: every registered implementation against the
 // references, on layouts from tests/fuzz/layout_gen.h, with every difference classified as the
-// tests and `bench` classify it today (DESIGN.md s.6):
+// tests and `bench` classify it today (docs/design.md s.6):
 //   - bug: never allowed;
 //   - stale-host: only for an implementation whose traits say it reads the host split, only when
 //     the host split really is stale (a host seq_lens bound alone is read by no decode row:
-//     VLLM_CODE_MAP.md s.4), and only in what vLLM builds from the host mapping (DESIGN.md s.3,
+//     docs/states.md s.4), and only in what vLLM builds from the host mapping (docs/design.md s.3,
 //     "Where stale host state really breaks vLLM"): the token map, SWA, the compressor ring;
 //   - padding residue: only for the old indexer chain (ImplTraits::old_indexer_chain), only in
 //     bt_out_padding.

@@ -1,5 +1,4 @@
-// Random batch layouts for the differential fuzz of the builder suite (issue 12, "A differential
-// fuzz target over batch layouts"): one step's arrays as DESIGN.md s.3 defines them, drawn from
+// Random batch layouts for the differential fuzz of the builder suite: one step's arrays as docs/design.md s.3 defines them, drawn from
 // either libFuzzer's bytes or a seeded PRNG through the same code, so that a libFuzzer input, a
 // CI seed and a GPU seed all name a layout exactly.
 //

@@ -228,7 +228,7 @@ struct ChainCountCase {
   int64_t kernels, h2d, d2d, fills;
 };
 
-// State (c)'s chain, as VLLM_CODE_MAP.md s.2.5 counts it: 26 launches at batch-16 decode (one
+// State (c)'s chain, as docs/states.md s.2.5 counts it: 26 launches at batch-16 decode (one
 // repeat_interleave of a tensor is 4 kernels + its index_select), + 3 with graph padding.
 TEST(IndexerLaunches, ChainCountsPerCase) {
   const ChainCountCase cases[] = {

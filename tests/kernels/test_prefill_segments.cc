@@ -199,7 +199,7 @@ TEST(PrefillSegmentsByHand, Q8192Prefix99000) {
 }
 
 // vLLM's test_segments_preserve_positions_and_replay_updates (#57207): queries
-// [1, 1, 2051, 19, 1024], prefixes [5000, 9000, 3, 0, 99000], 2 decodes (DESIGN.md s.3).
+// [1, 1, 2051, 19, 1024], prefixes [5000, 9000, 3, 0, 99000], 2 decodes (docs/design.md s.3).
 TEST(PrefillSegmentsByHand, Vllm57207TestCase) {
   BatchSpec spec = SegmentSpec("vllm_57207", {1, 1, 2051, 19, 1024}, 0, 2);
   spec.prefixes = {5000, 9000, 3, 0, 99000};

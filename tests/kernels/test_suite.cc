@@ -55,7 +55,7 @@ TEST_P(SuiteEquivalence, EveryImplEqualsReferenceOrDivergesOnlyFromStaleHost) {
     const std::vector<FieldMismatch>& ms = r->mismatches;
     EXPECT_FALSE(HasKind(ms, MismatchKind::kBug)) << DescribeMismatches(ms);
     // Only the host mappings of (a) and (b) go wrong, and only when the split is stale (a draft
-    // step's host seq_lens bound is read by no decode row: VLLM_CODE_MAP.md s.4).
+    // step's host seq_lens bound is read by no decode row: docs/states.md s.4).
     EXPECT_EQ(HasKind(ms, MismatchKind::kStaleHost), ReadsHostBoundaries(impl) && HostSplitStale(b))
         << DescribeMismatches(ms);
     // The old indexer chain clears only column 0 of padding rows: the poisoned cells past it

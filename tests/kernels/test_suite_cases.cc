@@ -187,7 +187,7 @@ TEST(SeedCasesBatch16, MatchTheSeedShapes) {
   const CaseBatch verify = MustMake(SeedCase::kVerify, o);
   EXPECT_EQ(verify.sizes.num_tokens, 96);
   const CaseBatch adaptive = MustMake(SeedCase::kAdaptiveVerify, o);
-  EXPECT_EQ(adaptive.qsl.back(), 64) << "DESIGN.md s.8: adaptive verify with 64 tokens";
+  EXPECT_EQ(adaptive.qsl.back(), 64) << "docs/design.md s.8: adaptive verify with 64 tokens";
   EXPECT_EQ(adaptive.sizes.num_tokens, 66);
   const CaseBatch draft = MustMake(SeedCase::kDraft, o);
   EXPECT_EQ(draft.qsl.back(), 80);

@@ -1,5 +1,5 @@
 // The DSpark draft step's non-causal SWA rows (vLLM's _compute_dspark_noncausal_swa_indices_kernel,
-// DESIGN.md s.3), and #57207's prefill_segment_max_query_len, through every implementation.
+// docs/design.md s.3), and #57207's prefill_segment_max_query_len, through every implementation.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -92,7 +92,7 @@ TEST(DraftSwa, EveryStateExactOnVllmsDraftLayout) {
   }
 }
 
-// The non-causal kernel replaces the causal one (VLLM_CODE_MAP.md s.2.2): a draft step issues
+// The non-causal kernel replaces the causal one (docs/states.md s.2.2): a draft step issues
 // the same ops in every implementation as the same layout built causal.
 TEST(DraftSwa, NonCausalIssuesTheSameOps) {
   CaseOptions o;

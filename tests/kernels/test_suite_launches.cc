@@ -1,5 +1,5 @@
-// Launch counts of every registered vLLM state in every seed case (VLLM_CODE_MAP.md s.2.7), and
-// the stale-host count of DESIGN.md s.8's adaptive layout, under CPU emulation.
+// Launch counts of every registered vLLM state in every seed case (docs/states.md s.2.7), and
+// the stale-host count of docs/design.md s.8's adaptive layout, under CPU emulation.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -39,10 +39,10 @@ TEST(SuiteLaunchCounts, Batch16Decode) {
   // fused-suite: one kernel, nothing else.
   EXPECT_EQ(counts[Impl::kFusedSuite].Launches(), 1);
   EXPECT_EQ(counts[Impl::kFusedSuite].kernels, 1);
-  // VLLM_CODE_MAP.md s.2.7, columns token map, SWA, MLA r1, MLA r2, ring, indexer r1, r2 (no
+  // docs/states.md s.2.7, columns token map, SWA, MLA r1, MLA r2, ring, indexer r1, r2 (no
   // prefills, so no segment fields):
   //   (c) 8 + 4 + 0 + 3 + 1 + 28 + 33 = 77, the seed's "Before";
-  //   (d) 1 + 4 + 0 + 3 + 1 + 3 + 7 = 19 (the seed says 17: the map's count, see README.md);
+  //   (d) 1 + 4 + 0 + 3 + 1 + 3 + 7 = 19 (the seed says 17: docs/states.md s.2.7 says why);
   //   (b) one host mapping (1 copy) instead of (c)'s 8 -> 70;
   //   (a) four builder mappings (SWA, MLA r1, MLA r2, ring; 1 copy each) -> 73.
   EXPECT_EQ(counts[Impl::kDeviceChain].Launches(), 77);
@@ -62,7 +62,7 @@ TEST(SuiteLaunchCounts, Batch16Decode) {
 
 // The launch count of every implementation in every seed case (batch 16, seed 4, the default
 // options: the cases `bench` and `verify` run). Columns: vllm-pre47474, vllm-47474,
-// vllm-pre56562, vllm-56562, fused-suite. README.md's table is this one.
+// vllm-pre56562, vllm-56562, fused-suite (docs/states.md s.2.7 explains the decode row).
 TEST(SuiteLaunchCounts, EveryCase) {
   const std::map<std::string, std::vector<int64_t>> expected = {
       // (c) = vllm-pre56562 is 77 at decode (the seed's Before), (d) = vllm-56562 19. Padded
@@ -98,7 +98,7 @@ TEST(SuiteLaunchCounts, EveryCase) {
   }
 }
 
-// DESIGN.md s.8: on the microbench's adaptive layout (64 tokens, the host holding the reversed
+// docs/design.md s.8: on the microbench's adaptive layout (64 tokens, the host holding the reversed
 // split), vLLM's host numpy mapping of #47474 wrote 24 of 64 token ids wrong and its old indexer
 // chain none. So do (b) and (c) here; (d) and fused-suite are exact.
 TEST(SuiteStaleBoundaries, AdaptiveLayoutOfDesignSection8) {

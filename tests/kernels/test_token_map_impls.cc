@@ -187,7 +187,7 @@ TEST(MappingLaunches, CountsPerImpl) {
   EXPECT_EQ(host.kernels, 0);
   EXPECT_EQ(host.host_array_ops, 3);
   EXPECT_EQ(host.Launches(), 2);
-  // (c)'s device chain (VLLM_CODE_MAP.md s.2.1): diff, arange, repeat_interleave's five (int64
+  // (c)'s device chain (docs/states.md s.2.1): diff, arange, repeat_interleave's five (int64
   // cast, cub's tile init and scan, the compute kernel, index_select), copy_, zero_.
   EXPECT_EQ(chain.kernels, 7);
   EXPECT_EQ(chain.d2d_copies, 1);

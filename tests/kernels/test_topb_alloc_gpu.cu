@@ -1,5 +1,5 @@
 // The adaptive-verification allocation kernel on the GPU against the reference: CPU and GPU
-// must agree exactly (DESIGN.md section 6), including on ties and padding tails.
+// must agree exactly (docs/design.md section 6), including on ties and padding tails.
 #include <gtest/gtest.h>
 
 #include <random>

@@ -50,7 +50,7 @@ double SimulatedTpotMs(SpecMode mode, Impl impl, const std::string& preset_name 
 
 class Batch1Calibration : public ::testing::TestWithParam<CalibrationPoint> {};
 
-// "Before" in the seed is vLLM state (c), "After" is (d). The fit (workloads/README.md, "Time
+// "Before" in the seed is vLLM state (c), "After" is (d). The fit (docs/models.md, "Time
 // model") reproduces each figure to within 3%.
 TEST_P(Batch1Calibration, ReproducesTheSeedTpot) {
   const CalibrationPoint p = GetParam();
@@ -68,7 +68,7 @@ INSTANTIATE_TEST_SUITE_P(
                       CalibrationPoint{SpecMode::kAdaptive, Impl::kFused, 1.457, "adaptive_after"}),
     [](const ::testing::TestParamInfo<CalibrationPoint>& info) { return info.param.name; });
 
-// The issue's criterion: the batch-1 TPOT reduction of each mode within 3 percentage points of
+// The criterion: the batch-1 TPOT reduction of each mode within 3 percentage points of
 // the seed's 5.8 / 15.1 / 18.2 %, in that order.
 TEST(Batch1Reductions, PerModeWithinThreePointsOfTheSeed) {
   const struct { SpecMode mode; double seed_pct; } rows[] = {

@@ -1,4 +1,4 @@
-// Catalogue cases (issue 15) of inputs that are not plain files (a directory, /dev/zero,
+// Catalogue cases of inputs that are not plain files (a directory, /dev/zero,
 // /dev/urandom, a FIFO with no writer, a huge sparse file), times a double cannot hold,
 // numeric options that size memory, huge values in messages, and vLLM's spellings. Each
 // non-regular read must end within a few seconds and ~100 MB (sim/workload/input_file.h).

@@ -1,4 +1,4 @@
-// Catalogue cases (issue 7) of what `dspark-sim run` is given: trace rows beyond --max-model-len,
+// Catalogue cases of what `dspark-sim run` is given: trace rows beyond --max-model-len,
 // impossible option values, --config files, and the command end to end (exit code and stderr).
 #include <string>
 #include <utility>

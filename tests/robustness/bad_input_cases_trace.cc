@@ -1,4 +1,4 @@
-// Catalogue cases (issue 7) of trace files: the file as a whole, rows, token counts and
+// Catalogue cases of trace files: the file as a whole, rows, token counts and
 // timestamps that are rejected with their exact error, and the line endings, byte-order mark,
 // final newline and blank lines that are accepted as the LF file is.
 #include <string>

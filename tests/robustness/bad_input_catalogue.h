@@ -1,4 +1,4 @@
-// The bad-input catalogue's case type and builders (README.md "Bad-input catalogue"), shared by
+// The bad-input catalogue's case type and builders (docs/bad-input.md), shared by
 // the file that runs and renders the cases (test_bad_input_catalogue.cc) and the files that
 // hold the cases (bad_input_cases_*.cc).
 #pragma once
@@ -26,8 +26,8 @@ enum class Kind {
 
 struct Case {
   std::string name;    // the test's name
-  std::string input;   // README: what was tried (markdown)
-  std::string format;  // README: trace format, or which part of `dspark-sim run`
+  std::string input;   // docs/bad-input.md: what was tried (markdown)
+  std::string format;  // docs/bad-input.md: trace format, or which part of `dspark-sim run`
   Kind kind = Kind::kTrace;
   std::string text;               // trace or config file contents
   bool absent = false;            // the file named by "<file>" does not exist
@@ -41,7 +41,7 @@ struct Case {
   // skipped rows: the first skipped row's message.
   std::string error;
   int exit_code = 0;  // kCommand
-  // Accepted inputs: what the README says happens, and what the parse must give.
+  // Accepted inputs: what docs/bad-input.md says happens, and what the parse must give.
   std::string accepted;
   std::vector<RequestSpec> requests;  // kTrace: exactly these (id, arrival, lengths)
   int64_t skipped = 0;                // kTrace: rows skipped under --skip-bad-rows

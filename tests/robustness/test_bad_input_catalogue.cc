@@ -1,9 +1,8 @@
-// The bad-input catalogue (issue 7): every malformed trace, impossible config and awkward file
+// The bad-input catalogue: every malformed trace, impossible config and awkward file
 // tried, each with the exact outcome: the error message (file, line, column, field, what was
 // expected) or, for inputs that must be accepted (CRLF, BOM, no final newline, ...), the
 // requests they parse to. This file runs the cases (tests/robustness/bad_input_cases_*.cc) and
-// renders README.md's "Bad-input catalogue" table from them; ReadmeTableMatchesTheCases keeps
-// the two equal.
+// renders docs/bad-input.md's table from them; DocTableMatchesTheCases keeps the two equal.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -190,7 +189,7 @@ TEST(BadInputCatalogue, NamesAreUniqueAndEveryRowSaysWhatHappens) {
   EXPECT_EQ(std::adjacent_find(names.begin(), names.end()), names.end());
 }
 
-// ---- the README table
+// ---- the table of docs/bad-input.md
 
 std::string Cell(const std::string& text) { return absl::StrReplaceAll(text, {{"|", "\\|"}}); }
 
@@ -209,21 +208,21 @@ std::string RenderTable() {
   return table;
 }
 
-TEST(BadInputCatalogue, ReadmeTableMatchesTheCases) {
-  const std::string readme_path = (testing_util::SourceRoot() / "README.md").string();
-  const std::string readme = SlurpFile(readme_path);
-  ASSERT_FALSE(readme.empty()) << "cannot read " << readme_path;
+TEST(BadInputCatalogue, DocTableMatchesTheCases) {
+  const std::string doc_path = (testing_util::SourceRoot() / "docs" / "bad-input.md").string();
+  const std::string doc = SlurpFile(doc_path);
+  ASSERT_FALSE(doc.empty()) << "cannot read " << doc_path;
   const std::string begin = "<!-- bad-input-catalogue:begin -->\n";
   const std::string end = "<!-- bad-input-catalogue:end -->";
-  const size_t b = readme.find(begin);
-  const size_t e = readme.find(end);
+  const size_t b = doc.find(begin);
+  const size_t e = doc.find(end);
   // A blank line ends the table before the end marker.
   const std::string expected = RenderTable() + "\n";
   ASSERT_TRUE(b != std::string::npos && e != std::string::npos && b < e)
-      << "README.md lacks the markers " << begin << "and " << end << "; the table to put between "
+      << "docs/bad-input.md lacks the markers " << begin << "and " << end << "; the table to put between "
       << "them:\n" << expected;
-  const std::string got = readme.substr(b + begin.size(), e - b - begin.size());
-  EXPECT_EQ(got, expected) << "README.md's bad-input table differs from the cases of "
+  const std::string got = doc.substr(b + begin.size(), e - b - begin.size());
+  EXPECT_EQ(got, expected) << "docs/bad-input.md's table differs from the cases of "
                               "tests/robustness/bad_input_cases_*.cc; paste this between the markers:\n"
                            << expected;
 }

@@ -260,7 +260,7 @@ TEST(ResultsOnKill, KilledRunLeavesOnlyWholeFiles) {
   EXPECT_EQ(TemporariesUnder(dir / "out"), std::vector<fs::path>{});
 }
 
-// The kill test of issue 7: a sweep is SIGKILLed again and again and resumed each time.
+// The kill test: a sweep is SIGKILLed again and again and resumed each time.
 TEST(ResultsOnKill, SweepKilledAtRandomMomentsResumesToTheUninterruptedResults) {
   const fs::path reference = TempDir("sweep_reference");
   const fs::path dir = TempDir("sweep_killed");

@@ -1,4 +1,4 @@
-// Issue 15: `run` takes vLLM's `bench serve` flags with their meanings and writes vLLM's result
+// `run` takes vLLM's `bench serve` flags with their meanings and writes vLLM's result
 // keys; every infinite --request-rate means the same; length-only traces, --over-length,
 // --time-scale; options that size memory are bounded or clamped.
 #include <gtest/gtest.h>
@@ -222,7 +222,7 @@ TEST(VllmFlags, SweepTakesTheAliasesForItsAxes) {
             "--concurrency and --max-concurrency are the same option: give one");
 }
 
-// The issue's "done when": vLLM's flags give a result JSON with vLLM's keys.
+// vLLM's flags give a result JSON with vLLM's keys.
 TEST(VllmFlags, DoneWhenCommandWritesVllmResultKeys) {
   const std::string out = testing_util::ProcessTempDir("conventions", "done_when", false);
   const std::string dir = testing_util::ProcessTempDir("conventions", "done_when_results", false);

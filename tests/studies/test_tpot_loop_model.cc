@@ -150,11 +150,11 @@ TEST(Batch1Composition, MetadataNotMeasuredAsTheCalibrationIsNotUsed) {
   EXPECT_NE(source.find("no metadata"), std::string::npos) << source;
 }
 
-// The criterion on the CPU model (the shipped calibration) and on the last H200 bench's
-// measured metadata (raw file plots/results_h200/session6/bench.json): what `bench` reports from
+// The seed comparison's criterion on the CPU model (the shipped calibration) and on the last H200 bench's
+// measured metadata (an H200 bench at e3f8b19, tests/fixtures/h200/bench_e3f8b19.json): what `bench` reports from
 // those measurements. Each (c) -> (d) reduction within 3 points of the seed's 5.8 / 15.1 / 18.2 %.
-TEST(Batch1Composition, CpuModelAndSessionSixH200MetadataGiveTheSeedsReductions) {
-  std::ifstream f(testing_util::SourceRoot() / "plots" / "results_h200" / "session6" / "bench.json");
+TEST(Batch1Composition, CpuModelAndAnH200BenchsMetadataGiveTheSeedsReductions) {
+  std::ifstream f(testing_util::TestDir() / "fixtures" / "h200" / "bench_e3f8b19.json");
   ASSERT_TRUE(f.good());
   const ojson bench = ojson::parse(f);
   std::string source;
@@ -171,7 +171,7 @@ TEST(Batch1Composition, CpuModelAndSessionSixH200MetadataGiveTheSeedsReductions)
       const Batch1Row& before = (*rows)[2 * m];
       const Batch1Row& after = (*rows)[2 * m + 1];
       std::printf("batch-1 %s, %s: %.4f -> %.4f ms, %.2f %% (seed %.1f %%), acceptance %.3f\n",
-                  h200 ? "session-6 H200 metadata" : "calibration", std::string(SpecModeName(modes[m])).c_str(),
+                  h200 ? "H200 bench metadata" : "calibration", std::string(SpecModeName(modes[m])).c_str(),
                   before.tpot.mean_tpot_ms, after.tpot.mean_tpot_ms, after.reduction_vs_before_pct, seed_pct[m],
                   after.tpot.mean_acceptance_length);
       EXPECT_NEAR(after.reduction_vs_before_pct, seed_pct[m], 3.0) << SpecModeName(modes[m]) << (h200 ? " H200" : " CPU");

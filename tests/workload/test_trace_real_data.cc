@@ -1,6 +1,7 @@
-// Parsers on the real traces in shared/data (never committed; skipped when absent).
+// Parsers on the real traces shipped in workloads/traces (skipped when the folder is absent).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -12,18 +13,20 @@ namespace dspark::sim {
 namespace {
 
 // Empty names (no data folder found) do not exist, so the tests skip naming what was looked for.
-std::string SharedFile(const char* name) {
-  const std::filesystem::path dir = testing_util::SharedDataDir();
+std::string TraceFile(const char* name) {
+  const std::filesystem::path dir = testing_util::TraceDataDir();
   return dir.empty() ? std::string() : (dir / name).string();
 }
-const std::string kAzure = SharedFile("azure_llm_inference_conv_2023.csv");
-const std::string kVidur = SharedFile("vidur_splitwise_conv.csv");
-constexpr char kWhere[] = " (looked in $DSPARK_DATA_DIR, <tree>/../shared/data, <tree>/.gpu-data)";
+const std::string kAzure = TraceFile("azure_llm_inference_conv_2023.csv");
+const std::string kVidur = TraceFile("vidur_splitwise_conv.csv");
+const std::string kAzureCode = TraceFile("azure_llm_inference_code_2023.csv");
+const std::string kLongContext = TraceFile("mooncake_style_long_context.jsonl");
+constexpr char kWhere[] = " (looked in $DSPARK_DATA_DIR, <tree>/workloads/traces)";
 
 bool Exists(const std::string& path) { return std::ifstream(path).good(); }
 
 TEST(TraceRealData, AzureConversationTraceHas19366Requests) {
-  if (!Exists(kAzure)) GTEST_SKIP() << "shared data absent: azure_llm_inference_conv_2023.csv" << kWhere;
+  if (!Exists(kAzure)) GTEST_SKIP() << "trace absent: azure_llm_inference_conv_2023.csv" << kWhere;
   auto t = LoadTrace(kAzure, {});
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_EQ(t->format, TraceFormat::kAzure);
@@ -36,7 +39,7 @@ TEST(TraceRealData, AzureConversationTraceHas19366Requests) {
 
 TEST(TraceRealData, VidurSplitwiseCopyHasTheSameRequestsRowByRow) {
   if (!Exists(kAzure) || !Exists(kVidur))
-    GTEST_SKIP() << "shared data absent: azure_llm_inference_conv_2023.csv or vidur_splitwise_conv.csv" << kWhere;
+    GTEST_SKIP() << "trace absent: azure_llm_inference_conv_2023.csv or vidur_splitwise_conv.csv" << kWhere;
   auto a = LoadTrace(kAzure, {});
   auto v = LoadTrace(kVidur, {});
   ASSERT_TRUE(a.ok()) << a.status();
@@ -51,6 +54,31 @@ TEST(TraceRealData, VidurSplitwiseCopyHasTheSameRequestsRowByRow) {
       ++mismatched;
   }
   EXPECT_EQ(mismatched, 0);
+}
+
+TEST(TraceRealData, AzureCodeTraceHas8819Requests) {
+  if (!Exists(kAzureCode)) GTEST_SKIP() << "trace absent: azure_llm_inference_code_2023.csv" << kWhere;
+  auto t = LoadTrace(kAzureCode, {});
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->format, TraceFormat::kAzure);
+  EXPECT_EQ(t->requests.size(), 8819u);
+  EXPECT_EQ(t->skipped_rows, 0);
+  EXPECT_EQ(t->requests.front().arrival_s, 0.0);
+}
+
+// The generated long-context example (scripts/gen-mooncake-style-trace.py): Mooncake's format,
+// prompts up to 126,000 tokens, so it needs --max-model-len 131072.
+TEST(TraceRealData, LongContextExampleIsMooncakeShaped) {
+  if (!Exists(kLongContext)) GTEST_SKIP() << "trace absent: mooncake_style_long_context.jsonl" << kWhere;
+  auto t = LoadTrace(kLongContext, {});
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->format, TraceFormat::kMooncake);
+  EXPECT_TRUE(t->has_hash_ids);
+  ASSERT_EQ(t->requests.size(), 200u);
+  int32_t longest = 0;
+  for (const RequestSpec& r : t->requests) longest = std::max(longest, r.prompt_len + r.output_len);
+  EXPECT_GT(longest, 65536);
+  EXPECT_LE(longest, 131072);
 }
 
 }  // namespace
