@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Installs what dspark-sim needs to build, test and plot, and nothing that is already there.
 # Debian 12 packages via apt-get; matplotlib via pip. Safe to run repeatedly.
+#   scripts/deps.sh          everything: build, test, plot
+#   scripts/deps.sh --sim    what the dspark-sim executable and the plots need (no test framework)
 set -euo pipefail
 
-pkgs=(cmake g++ make libboost-program-options-dev libabsl-dev nlohmann-json3-dev libgtest-dev python3 python3-pip file)
+pkgs=(cmake g++ make libboost-program-options-dev libabsl-dev nlohmann-json3-dev python3 python3-pip file)
+[ "${1:-}" = --sim ] || pkgs+=(libgtest-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

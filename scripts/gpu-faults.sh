@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# There (on the H200 machine): the three GPU faults of the README, end to end through the CLI:
+# There (on the H200 machine): the three GPU faults of docs/reliability.md ("Faults"), end to end
+# through the CLI:
 # an injected CUDA error mid-run, no visible device, and a capacity beyond device memory.
 # Prints each command's exit status and message; the aborted run's summary goes to $OUT.
 set -uo pipefail

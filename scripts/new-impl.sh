@@ -29,5 +29,5 @@ if grep -rqs --include='*.cu' "i.name = \"$name\"" "$root/kernels/impls" ||
 fi
 sed -e "s/@NAME@/$name/g" -e "s/@IDENT@/$ident/g" "$root/kernels/impls/TEMPLATE.cu.in" > "$out"
 echo "created $out"
-echo "next: scripts/build-sim.sh   (builds build-sim/dspark-sim with the new file)"
-echo "then: build-sim/dspark-sim verify --impl $name"
+echo "next: scripts/build-sim.sh   (builds build-cpu/dspark-sim with the new file)"
+echo "then: build-cpu/dspark-sim verify --impl $name"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The soak (sim/studies/soak.h, README "Soak"): builds dspark-sim when needed, then runs
+# The soak (sim/studies/soak.h, docs/reliability.md "Soak"): builds dspark-sim when needed, then runs
 # `dspark-sim soak --steps 1000000` (two same-seed runs, invariants every step, digests, RSS)
 # and prints its summary; the figures go to results/soak/soak.json. Extra arguments go to the
 # command (e.g. --seed 3, --steps 200000, --out DIR). Exits non-zero when a check failed.

@@ -91,7 +91,7 @@ absl::StatusOr<AcceptanceParams> AcceptancePreset(absl::string_view name, int sp
     // (total accepted / total verifications, the harmonic mean of the per-request lengths) of
     // the bare curve is 3.33 with the jitter, 3.38 without it. With the table-drawn confidences
     // (a new random stream) the command gives 3.318, inside its +-0.03 noise of 32 requests: not
-    // refitted (README, "Serving figures").
+    // refitted (docs/models.md, "Serving figures: seed vs model").
     params.curve = Extend({0.806, 0.766, 0.726, 0.686, 0.646}, spec_k);
     params.request_logit_sigma = 0.3;
   } else if (name == "repeated-prompt") {

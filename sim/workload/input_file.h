@@ -22,7 +22,7 @@ struct ReadLimits {
   int64_t idle_timeout_ms = 5000;  // non-regular files: the longest wait for more data
 };
 
-// Limits of each kind of input, in one place so the README can quote them.
+// Limits of each kind of input, in one place so docs/bad-input.md can quote them.
 ReadLimits TraceReadLimits();        // traces: 2 GiB file, 64 MiB stream, 1 MiB line
 ReadLimits ConfigReadLimits();       // --config files: 1 MiB, 64 KiB lines
 ReadLimits CalibrationReadLimits();  // calibration JSON: 16 MiB, 16 MiB lines (one-line JSON)
