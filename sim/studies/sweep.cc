@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "kernels/common/status_macros.h"
 #include "sim/exec/cuda_device.h"
+#include "sim/results/out_folder.h"
 #include "sim/results/result_files.h"
 
 namespace dspark::sim {
@@ -98,6 +99,8 @@ absl::StatusOr<SweepOutcome> RunSweep(const SweepConfig& config, std::FILE* prog
   std::error_code ec;
   fs::create_directories(out / "points", ec);
   if (ec) return absl::PermissionDeniedError(absl::StrCat("--out: cannot create '", out.string(), "': ", ec.message()));
+  // Point folders are made and removed under OUT/points only: never through a symlink.
+  DS_RETURN_IF_ERROR(CheckRealFolder(out / "points", "--out", /*absent_ok=*/false));
   const fs::path log_path = out / kLogName;
   // Temporary files of writers killed with an earlier invocation; never under a final name.
   for (const fs::path& dir : {out, out / "points"}) DS_RETURN_IF_ERROR(RemoveStaleTempFiles(dir).status());
@@ -109,6 +112,12 @@ absl::StatusOr<SweepOutcome> RunSweep(const SweepConfig& config, std::FILE* prog
     return absl::FailedPreconditionError(absl::StrFormat(
         "'%s' already holds %d rows: pass --resume to continue that sweep, or choose another --out",
         log_path.string(), log.rows.size()));
+  // sweep_meta.json: the first invocation's meta stays; each invocation is appended.
+  const fs::path meta_path = out / kMetaName;
+  ojson meta_file;
+  if (config.resume && fs::exists(meta_path)) {
+    DS_ASSIGN_OR_RETURN(meta_file, ReadJsonFile(meta_path));
+  }
   Progress progress(config.progress, progress_out, 0);
   if (log.partial_tail) {
     DS_RETURN_IF_ERROR(TruncateFile(log_path, log.valid_bytes));
@@ -119,12 +128,6 @@ absl::StatusOr<SweepOutcome> RunSweep(const SweepConfig& config, std::FILE* prog
   for (const ojson& row : log.rows)
     if (StatusRank(row) <= 1) done.insert(row.value("point_id", std::string()));
 
-  // sweep_meta.json: the first invocation's meta stays; each invocation is appended.
-  const fs::path meta_path = out / kMetaName;
-  ojson meta_file;
-  if (config.resume && fs::exists(meta_path)) {
-    DS_ASSIGN_OR_RETURN(meta_file, ReadJsonFile(meta_path));
-  }
   ojson meta = ResultMeta({"dspark-sim sweep", "", kSweepSchemaVersion, config.argv, config.seed});
   meta["executor"] = config.executor;
   meta["created_utc"] = UtcNow();
@@ -185,11 +188,11 @@ absl::StatusOr<SweepOutcome> RunSweep(const SweepConfig& config, std::FILE* prog
     }
     run_progress.Starting(*p);
     // A point with no row may have left some of its files when a kill stopped it: its folder
-    // must hold this run's files only.
-    fs::remove_all(p->config.out_dir, ec);
-    if (ec)
-      return absl::Status(absl::ErrnoToStatusCode(ec.value()),
-                          absl::StrCat("cannot clear '", p->config.out_dir, "' before running its point: ", ec.message()));
+    // must hold this run's files only. It is removed only when it is a real folder of that
+    // point's name under OUT/points (a symlink there is refused, never followed).
+    if (absl::Status cleared = RemoveOwnFolder(out / "points", p->id); !cleared.ok())
+      return absl::Status(cleared.code(), absl::StrCat("cannot clear the folder of point ", p->id,
+                                                       " before running it: ", cleared.message()));
     const auto t0 = std::chrono::steady_clock::now();
     absl::StatusOr<RunResult> result = runner(p->config);
     const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
