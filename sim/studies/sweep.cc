@@ -96,6 +96,8 @@ absl::StatusOr<SweepOutcome> RunSweep(const SweepConfig& config, std::FILE* prog
   DS_ASSIGN_OR_RETURN(std::vector<SweepPoint> points, PlanSweep(config));
 
   const fs::path out(config.out_dir);
+  // One process per --out: a second sweep (or a merge) into it fails here, before it writes.
+  DS_ASSIGN_OR_RETURN(const OutFolderLock out_lock, OutFolderLock::Acquire(out, "sweep"));
   std::error_code ec;
   fs::create_directories(out / "points", ec);
   if (ec) return absl::PermissionDeniedError(absl::StrCat("--out: cannot create '", out.string(), "': ", ec.message()));

@@ -97,6 +97,10 @@ absl::StatusOr<MergeOutcome> MergeSweeps(const std::vector<std::string>& inputs,
     return absl::FailedPreconditionError(
         absl::StrCat("--out: '", (out / kLogName).string(), "' already exists; merge into a new folder"));
   DS_RETURN_IF_ERROR(CheckEmptyOut(out));
+  // An input still being written (a shard that runs) would be merged in part.
+  for (const std::string& in : inputs) DS_RETURN_IF_ERROR(OutFolderLock::CheckNotHeld(in, "--merge input"));
+  DS_ASSIGN_OR_RETURN(const OutFolderLock out_lock, OutFolderLock::Acquire(out, "sweep --merge"));
+  DS_RETURN_IF_ERROR(CheckEmptyOut(out));  // again, now that no other dspark-sim can write it
 
   std::vector<ojson> rows;
   std::vector<size_t> source_of_row;
