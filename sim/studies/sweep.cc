@@ -119,6 +119,23 @@ absl::StatusOr<SweepOutcome> RunSweep(const SweepConfig& config, std::FILE* prog
   ojson meta_file;
   if (config.resume && fs::exists(meta_path)) {
     DS_ASSIGN_OR_RETURN(meta_file, ReadJsonFile(meta_path));
+    if (!meta_file.is_object())
+      return absl::InvalidArgumentError(absl::StrCat(meta_path.string(), ": expected a JSON object"));
+  }
+  // What the results are made from: a resume adds rows only to a sweep of the same inputs.
+  DS_ASSIGN_OR_RETURN(const ojson fingerprint, SweepFingerprint(config, points));
+  const std::string digest = fingerprint["digest"].get<std::string>();
+  if (config.resume && (meta_file.contains("fingerprint") || !log.rows.empty())) {
+    std::string differs = FingerprintDifference(meta_file.value("fingerprint", ojson()), fingerprint);
+    for (size_t i = 0; differs.empty() && i < log.rows.size(); ++i)
+      if (log.rows[i].value("fingerprint", ojson()) != digest)
+        differs = absl::StrCat(log_path.string(), ":", i + 1, " has fingerprint ",
+                               log.rows[i].value("fingerprint", ojson()).dump(), ", this invocation ", digest);
+    if (!differs.empty())
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--resume: '", out.string(), "' was made from other inputs than this invocation's: ", differs,
+          ". Its rows would mix with results of different inputs: start fresh with another --out (or "
+          "remove that folder), or resume with the options, traces, calibration and code it was made with"));
   }
   Progress progress(config.progress, progress_out, 0);
   if (log.partial_tail) {
@@ -130,6 +147,7 @@ absl::StatusOr<SweepOutcome> RunSweep(const SweepConfig& config, std::FILE* prog
   for (const ojson& row : log.rows)
     if (StatusRank(row) <= 1) done.insert(row.value("point_id", std::string()));
 
+  meta_file["fingerprint"] = fingerprint;
   ojson meta = ResultMeta({"dspark-sim sweep", "", kSweepSchemaVersion, config.argv, config.seed});
   meta["executor"] = config.executor;
   meta["created_utc"] = UtcNow();
@@ -158,6 +176,9 @@ absl::StatusOr<SweepOutcome> RunSweep(const SweepConfig& config, std::FILE* prog
   const size_t invocation_index = meta_file["invocations"].size() - 1;
   DS_RETURN_IF_ERROR(WriteFileAtomically(meta_path, meta_file.dump(2) + "\n"));
 
+  // Rows carry the fingerprint's digest.
+  SweepConfig row_config = config;
+  row_config.fingerprint = digest;
   SweepOutcome outcome;
   outcome.planned = static_cast<int64_t>(points.size());
   std::vector<const SweepPoint*> to_run;
@@ -169,7 +190,7 @@ absl::StatusOr<SweepOutcome> RunSweep(const SweepConfig& config, std::FILE* prog
       continue;
     }
     if (!p.skip_reason.empty()) {
-      DS_RETURN_IF_ERROR(AppendLineDurably(log_path, MakeSkippedRow(p, config).dump()));
+      DS_RETURN_IF_ERROR(AppendLineDurably(log_path, MakeSkippedRow(p, row_config).dump()));
       ++outcome.skipped_invalid;
       progress.Note(absl::StrCat("sweep: skipping ", p.id, ": ", p.skip_reason));
       continue;
@@ -198,8 +219,8 @@ absl::StatusOr<SweepOutcome> RunSweep(const SweepConfig& config, std::FILE* prog
     const auto t0 = std::chrono::steady_clock::now();
     absl::StatusOr<RunResult> result = runner(p->config);
     const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const ojson row = result.ok() ? MakeOkRow(*p, config, *result, wall_s)
-                                  : MakeFailedRow(*p, config, result.status(), wall_s);
+    const ojson row = result.ok() ? MakeOkRow(*p, row_config, *result, wall_s)
+                                  : MakeFailedRow(*p, row_config, result.status(), wall_s);
     DS_RETURN_IF_ERROR(AppendLineDurably(log_path, row.dump()));
     ++outcome.ran;
     if (!result.ok()) {

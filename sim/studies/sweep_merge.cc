@@ -106,6 +106,7 @@ absl::StatusOr<MergeOutcome> MergeSweeps(const std::vector<std::string>& inputs,
   std::vector<size_t> source_of_row;
   ojson merged_from = ojson::array();
   std::map<std::string, ojson> planned;  // id -> planned point entry
+  ojson common_fingerprint;
   for (size_t s = 0; s < inputs.size(); ++s) {
     const fs::path dir(inputs[s]);
     DS_RETURN_IF_ERROR(CheckRealFolder(dir / "points", "--merge", /*absent_ok=*/true));
@@ -116,6 +117,7 @@ absl::StatusOr<MergeOutcome> MergeSweeps(const std::vector<std::string>& inputs,
       if (!meta.is_object())
         return absl::InvalidArgumentError(absl::StrCat((dir / kMetaName).string(), ": expected a JSON object"));
       source["meta"] = meta.value("meta", ojson());
+      source["fingerprint"] = meta.value("fingerprint", ojson());
       source["invocations"] = meta.value("invocations", ojson::array());
       if (meta.contains("points") && meta["points"].is_array())
         for (const ojson& p : meta["points"]) {
@@ -127,6 +129,28 @@ absl::StatusOr<MergeOutcome> MergeSweeps(const std::vector<std::string>& inputs,
             return absl::InvalidArgumentError(absl::StrCat(where, ".index: expected an integer"));
           planned.emplace(p["point_id"].get<std::string>(), p);
         }
+    }
+    // Shards of one sweep only: each input's rows carry its fingerprint's digest, and every
+    // input's fingerprint is the first one's.
+    const ojson fingerprint = fs::exists(dir / kMetaName) ? source["fingerprint"] : ojson();
+    if (!fingerprint.is_object() || !fingerprint.contains("digest"))
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--merge: '", inputs[s], "' has no fingerprint in its ", kMetaName,
+          " (it was made by an older dspark-sim, or not by a sweep), so what its rows were made from is unknown; "
+          "run that shard again with this dspark-sim into a new folder"));
+    for (size_t r = 0; r < log.rows.size(); ++r)
+      if (log.rows[r].value("fingerprint", ojson()) != fingerprint["digest"])
+        return absl::FailedPreconditionError(absl::StrCat(
+            "--merge: ", (dir / kLogName).string(), ":", r + 1, " has fingerprint ",
+            log.rows[r].value("fingerprint", ojson()).dump(), " but its ", kMetaName, " says ",
+            fingerprint["digest"].dump(), ": that folder mixes results of different inputs; run it again into a new folder"));
+    if (s == 0) {
+      common_fingerprint = fingerprint;
+    } else if (const std::string differs = FingerprintDifference(common_fingerprint, fingerprint); !differs.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--merge: '", inputs[s], "' was made from other inputs than '", inputs[0], "': ", differs,
+          ". Merge only shards of one sweep (the same options, traces, calibration and code): run that shard "
+          "again as the others were, or merge it separately"));
     }
     merged_from.push_back(std::move(source));
     for (ojson& row : log.rows) {
@@ -172,7 +196,7 @@ absl::StatusOr<MergeOutcome> MergeSweeps(const std::vector<std::string>& inputs,
     return a.value("index", int64_t{0}) < b.value("index", int64_t{0});
   });
   for (ojson& e : planned_sorted) planned_list.push_back(std::move(e));
-  const ojson meta_file = {{"meta", meta}, {"merged_from", merged_from}, {"points", planned_list},
+  const ojson meta_file = {{"meta", meta}, {"fingerprint", common_fingerprint}, {"merged_from", merged_from}, {"points", planned_list},
                            {"duplicates_dropped", outcome.duplicates}, {"missing", outcome.missing}};
   DS_RETURN_IF_ERROR(WriteFileAtomically(out / kMetaName, meta_file.dump(2) + "\n"));
   return outcome;

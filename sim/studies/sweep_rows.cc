@@ -113,6 +113,7 @@ ojson RowHead(const SweepPoint& p, const SweepConfig& c, const char* status) {
   row["check"] = p.config.check;
   row["executor"] = c.executor;
   row["seed"] = c.seed;
+  row["fingerprint"] = c.fingerprint;  // what the results are made from (sweep_meta.json)
   return row;
 }
 
