@@ -177,6 +177,20 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
   if (auto s = CheckOptionArgs(argc, argv); !s.ok()) return s;
   try {
     const po::parsed_options parsed = po::command_line_parser(argc, argv).options(all).allow_unregistered().run();
+    // A word that is not an option is kept only as the value of a pass-through option before it
+    // (--spec-k 4); `run` checks those. Any other stray word is refused, never dropped.
+    for (size_t i = 0; i < parsed.options.size(); ++i) {
+      const po::option& o = parsed.options[i];
+      if (o.position_key < 0 && !o.string_key.empty()) continue;
+      const po::option* before = i > 0 ? &parsed.options[i - 1] : nullptr;
+      const bool a_value = before != nullptr && before->unregistered && before->original_tokens.size() == 1 &&
+                           before->original_tokens[0].find('=') == std::string::npos;
+      if (!a_value) {
+        po::parsed_options alone(parsed.description);
+        alone.options.push_back(o);
+        return RefusePositional(alone, "sweep");
+      }
+    }
     cli_pass = po::collect_unrecognized(parsed.options, po::include_positional);
     po::store(parsed, vm);
     cli_trace = vm.count("trace") > 0;
