@@ -29,6 +29,7 @@ import argparse
 import importlib.util
 import json
 import os
+import re
 import statistics
 import sys
 
@@ -43,11 +44,25 @@ class DumpError(Exception):
     pass
 
 
+# A step folder as `run --dump-steps` names it: steps/<index>. Nothing read from index.json may
+# name a path outside the dump (an absolute path, "..", a symlink).
+STEP_DIR = re.compile(r"steps/[0-9]{6,19}")
+
+
+def step_folder(root, rel, where):
+    if not isinstance(rel, str) or not STEP_DIR.fullmatch(rel):
+        raise DumpError(f"{where}: dir: expected 'steps/<6+ digits>' (a folder of the dump), got {rel!r}")
+    path = os.path.join(root, rel)
+    if os.path.islink(os.path.join(root, "steps")) or os.path.islink(path):
+        raise DumpError(f"{path}: is a symlink; a step dump holds only the folders it wrote")
+    return path
+
+
 class Step:
     """One dumped step. `device` and `host` hold the inputs by short name (query_start_loc,
     seq_lens, block_table, slot_mapping); `sizes` the batch sizes; `consts` the model constants."""
 
-    def __init__(self, root, entry, consts):
+    def __init__(self, root, entry, consts, where="index.json"):
         self.index = entry["index"]
         self.case = entry["case"]
         self.sizes = dict(entry["sizes"])
@@ -55,7 +70,7 @@ class Step:
         self.causal = entry.get("causal", True)  # false in a DSpark draft step (non-causal SWA rows)
         self.host_view_stale = entry["host_view_stale"]
         self.consts = consts
-        self.dir = os.path.join(root, entry["dir"])
+        self.dir = step_folder(root, entry.get("dir"), where)
         if not os.path.isdir(self.dir):
             raise DumpError(f"{self.dir}: missing step folder (index.json names it)")
         self.device = {n.split(".", 1)[1]: self._load(n) for n in INPUTS if n.startswith("device.")}
@@ -96,7 +111,7 @@ def load_dump(root):
     if meta.get("schema") != "dspark-step-dump" or meta.get("schema_version") != 1:
         raise DumpError(f"{path}: expected meta.schema 'dspark-step-dump' version 1, got "
                         f"{meta.get('schema')!r} version {meta.get('schema_version')!r}")
-    return index, [Step(root, e, index["consts"]) for e in index["steps"]]
+    return index, [Step(root, e, index["consts"], f"{path}: steps[{i}]") for i, e in enumerate(index["steps"])]
 
 
 def load_callable(spec):

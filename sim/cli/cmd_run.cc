@@ -11,6 +11,7 @@
 #include "nlohmann/json.hpp"
 #include "sim/cli/cli_registry.h"
 #include "sim/cli/command.h"
+#include "sim/engine/stop_signal.h"
 #include "sim/exec/executor_registry.h"
 #include "sim/studies/run.h"
 
@@ -19,8 +20,15 @@ namespace dspark::sim {
 namespace {
 
 int RunMain(RunConfig& config) {
+  config.lock_out = true;  // one process per --out
+  // SIGINT/SIGTERM: the step in progress ends, the steps done are written ("interrupted").
+  InstallStopHandlers();
   auto result = ExecuteRun(config);
-  if (!result.ok()) return cli::CommandError("run", result.status(), 1);
+  if (!result.ok()) {
+    const int signal = StopSignal().load();
+    // The shell's convention for a process ended by a signal: 128 + its number.
+    return cli::CommandError("run", result.status(), absl::IsCancelled(result.status()) && signal != 0 ? 128 + signal : 1);
+  }
   const nlohmann::json& s = result->summary;
   const nlohmann::json& m = s["metrics"];
   const auto ms = [&](const std::string& key) { return s.contains(key) ? s[key].get<double>() : 0.0; };

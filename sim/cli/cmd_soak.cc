@@ -17,6 +17,11 @@
 
 namespace dspark::sim {
 namespace {
+
+// [MiB] the largest --rss-limit-mib: 2^40 MiB (1 EiB) is far above any machine and far below
+// the int64 KiB it is turned into.
+constexpr double kMaxRssLimitMib = 1099511627776.0;
+
 namespace po = boost::program_options;
 
 po::options_description SoakOptionsDescription() {
@@ -76,7 +81,12 @@ absl::StatusOr<SoakCommandConfig> ParseSoakArgs(int argc, char** argv, std::stri
   o.scheduler.num_kv_blocks = vm["num-kv-blocks"].as<int32_t>();
   o.scheduler.cuda_graphs = !vm["no-cuda-graphs"].as<bool>();
   o.rss_sample_every = vm["rss-sample-every"].as<int64_t>();
-  o.rss_limit_kib = static_cast<int64_t>(vm["rss-limit-mib"].as<double>() * 1024.0);
+  // Checked before the cast: NaN, inf or a value beyond int64 KiB has no integer to become.
+  const double rss_limit_mib = vm["rss-limit-mib"].as<double>();
+  if (!(rss_limit_mib >= 0.0 && rss_limit_mib <= kMaxRssLimitMib))
+    return absl::InvalidArgumentError(
+        absl::StrCat("--rss-limit-mib: expected a number of MiB in [0, 2^40], got ", rss_limit_mib));
+  o.rss_limit_kib = static_cast<int64_t>(rss_limit_mib * 1024.0);
   o.kv_check_every = vm["kv-check-every"].as<int64_t>();
   o.rows_check_every = vm["rows-check-every"].as<int64_t>();
   if (vm.count("calibration")) o.calibration = vm["calibration"].as<std::string>();

@@ -43,11 +43,16 @@ is a slug of its axes plus a hash of its whole run config; OUT/points/<id>/ hold
 
 Results. OUT/sweep.jsonl gets one row per finished point, written and fsync'ed when the point
 ends; OUT/sweep.csv is rewritten from it at the end; OUT/sweep_meta.json has meta (argv, git SHA,
-schema version), the axes and every planned point with its `run` command line.
+schema version), the axes and every planned point with its `run` command line. sweep_meta.json
+holds the fingerprint of what the results are made from (the options of every point's run, the
+SHA-1 of each trace and of the calibration, the git SHA and whether the tree had uncommitted
+changes); every row carries its digest. One process writes an OUT at a time (a lock file,
+OUT/.dspark-sim.lock, released when the process ends); a second one fails at once.
 
 Resume. A killed sweep loses only the point it was running: rerun the same command with
 --resume; points whose row says ok or skipped are not run again (failed ones are), and a last
-line cut short by the kill is dropped.
+line cut short by the kill is dropped. A resume whose inputs differ from the fingerprint is
+refused, naming what differs: start fresh with another --out.
 
 Shards. --shard i/n runs the comparison groups g with g % n == i; a group is the points that
 differ only in --impl, so one shard (one GPU) measures every implementation of its groups side
@@ -60,6 +65,8 @@ by side. Give each shard its own --out, then merge:
         --out results/sweep.$SLURM_ARRAY_TASK_ID --resume
   merge (rows deduplicated by point id, point folders copied, missing points listed):
     dspark-sim sweep --merge results/sweep.* --out results/sweep
+The merge writes into a new or empty --out, refuses shards of different fingerprints, and takes
+point ids from the rows only as single safe folder names.
 )";
 
 po::options_description VisibleOptions() {
@@ -170,6 +177,20 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
   if (auto s = CheckOptionArgs(argc, argv); !s.ok()) return s;
   try {
     const po::parsed_options parsed = po::command_line_parser(argc, argv).options(all).allow_unregistered().run();
+    // A word that is not an option is kept only as the value of a pass-through option before it
+    // (--spec-k 4); `run` checks those. Any other stray word is refused, never dropped.
+    for (size_t i = 0; i < parsed.options.size(); ++i) {
+      const po::option& o = parsed.options[i];
+      if (o.position_key < 0 && !o.string_key.empty()) continue;
+      const po::option* before = i > 0 ? &parsed.options[i - 1] : nullptr;
+      const bool a_value = before != nullptr && before->unregistered && before->original_tokens.size() == 1 &&
+                           before->original_tokens[0].find('=') == std::string::npos;
+      if (!a_value) {
+        po::parsed_options alone(parsed.description);
+        alone.options.push_back(o);
+        return RefusePositional(alone, "sweep");
+      }
+    }
     cli_pass = po::collect_unrecognized(parsed.options, po::include_positional);
     po::store(parsed, vm);
     cli_trace = vm.count("trace") > 0;

@@ -1,4 +1,5 @@
 #include "sim/engine/engine.h"
+#include "sim/engine/stop_signal.h"
 
 #include <algorithm>
 
@@ -58,6 +59,10 @@ absl::Status Engine::Run() {
       ReleaseArrivals();
       continue;
     }
+    if (options_.stop != nullptr)
+      if (const int signal = options_.stop->load(std::memory_order_relaxed); signal != 0)
+        return absl::CancelledError(absl::StrFormat("stopped by %s after %d steps (%d of %d requests finished)",
+                                                    StopSignalName(signal), steps_, finished_, workload_.size()));
     plan = StepPlan();
     plan.index = steps_;
     DS_RETURN_IF_ERROR(scheduler_.Plan(now_s_, &plan));

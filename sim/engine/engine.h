@@ -9,6 +9,7 @@
 // broken by (time, workload order), and the workload is sorted by (arrival_s, id).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <vector>
@@ -27,6 +28,9 @@ struct EngineOptions {
   int32_t concurrency = 0;        // C [requests in flight], 0 = unlimited
   Impl time_impl = Impl::kFused;  // implementation whose metadata cost times the steps
   bool check_kv_each_step = false;  // full KV consistency check after every step (tests)
+  // Nonzero: finish the step in progress, then stop; Run returns Cancelled naming the signal
+  // (sim/engine/stop_signal.h). Read once per step.
+  const std::atomic<int>* stop = nullptr;
 };
 
 class Engine final : public SchedulerEvents {

@@ -11,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "nlohmann/json.hpp"
 #include "sim/workload/input_file.h"
+#include "sim/workload/json_keys.h"
 
 namespace dspark::sim {
 namespace {
@@ -244,6 +245,7 @@ absl::StatusOr<TimeModelParams> LoadCalibration(const std::string& path) {
   } catch (const nlohmann::json::parse_error& e) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": not valid JSON: ", e.what()));
   }
+  if (absl::Status once = CheckJsonKeysOnce(*text, path); !once.ok()) return once;
   TimeModelParams p = DefaultTimeModelParams();
   p.source = path;
   if (auto s = CheckKeys(path, doc, {"meta", "forward", "host", "metadata", "engine", "adaptive_costs"}, ""); !s.ok()) return s;

@@ -208,40 +208,49 @@ absl::Status MetricsObserver::Finish(nlohmann::json* section) {
   return absl::OkStatus();
 }
 
+const char* MetricsObserver::StepsCsvHeader() {
+  return "step,start_s,duration_s,case,draft_step,graph_padded,host_view_stale,num_reqs_real,"
+         "num_reqs,num_tokens_real,num_tokens,num_decodes,num_decode_tokens,num_prefills,"
+         "num_prefill_tokens,draft_budget,eligible_drafts,gpu_us,host_us\n";
+}
+
+void MetricsObserver::AppendStepsCsvRow(const StepRecord& s, std::string* out) {
+  absl::StrAppendFormat(out, "%d,%.9f,%.9f,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%.3f,%.3f\n", s.index,
+                        s.start_s, s.duration_s, StepCaseName(static_cast<StepCase>(s.step_case)), s.draft_step,
+                        s.graph_padded, s.host_view_stale, s.num_reqs_real, s.num_reqs, s.num_tokens_real,
+                        s.num_tokens, s.num_decodes, s.num_decode_tokens, s.num_prefills, s.num_prefill_tokens,
+                        s.draft_budget, s.eligible_drafts, s.gpu_us, s.host_us);
+}
+
 std::string MetricsObserver::StepsCsv(int64_t stride) const {
-  std::string out =
-      "step,start_s,duration_s,case,draft_step,graph_padded,host_view_stale,num_reqs_real,"
-      "num_reqs,num_tokens_real,num_tokens,num_decodes,num_decode_tokens,num_prefills,"
-      "num_prefill_tokens,draft_budget,eligible_drafts,gpu_us,host_us\n";
+  std::string out = StepsCsvHeader();
   out.reserve(out.size() + steps_.size() / static_cast<size_t>(std::max<int64_t>(stride, 1)) * 120);
   for (const StepRecord& s : steps_) {
     if (stride > 1 && s.index % stride != 0) continue;
-    absl::StrAppendFormat(&out, "%d,%.9f,%.9f,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%.3f,%.3f\n",
-                          s.index, s.start_s, s.duration_s,
-                          StepCaseName(static_cast<StepCase>(s.step_case)), s.draft_step,
-                          s.graph_padded, s.host_view_stale, s.num_reqs_real, s.num_reqs,
-                          s.num_tokens_real, s.num_tokens, s.num_decodes, s.num_decode_tokens,
-                          s.num_prefills, s.num_prefill_tokens, s.draft_budget, s.eligible_drafts,
-                          s.gpu_us, s.host_us);
+    AppendStepsCsvRow(s, &out);
   }
   return out;
 }
 
+const char* MetricsObserver::RequestsCsvHeader() {
+  return "id,arrival_s,submit_s,prompt_len,output_len,ttft_ms,tpot_ms,e2el_ms,finish_s,"
+         "preemptions,verifications,drafts_verified,drafts_accepted,acceptance_length\n";
+}
+
+void MetricsObserver::AppendRequestsCsvRow(size_t i, std::string* out) const {
+  const RequestRecord& r = requests_[i];
+  const RequestSpec& w = workload_[i];
+  const double tpot = r.output_tokens > 1 ? (r.finish_s - r.first_token_s) / (r.output_tokens - 1) : 0.0;
+  const double al = r.verifications > 0 ? 1.0 + static_cast<double>(r.drafts_accepted) / r.verifications : 0.0;
+  absl::StrAppendFormat(out, "%d,%.9f,%.9f,%d,%d,%.6f,%.6f,%.6f,%.9f,%d,%d,%d,%d,%.6f\n", w.id, w.arrival_s,
+                        r.submit_s, w.prompt_len, w.output_len, (r.first_token_s - r.submit_s) * 1e3, tpot * 1e3,
+                        (r.finish_s - r.submit_s) * 1e3, r.finish_s, r.preemptions, r.verifications,
+                        r.drafts_verified, r.drafts_accepted, al);
+}
+
 std::string MetricsObserver::RequestsCsv() const {
-  std::string out =
-      "id,arrival_s,submit_s,prompt_len,output_len,ttft_ms,tpot_ms,e2el_ms,finish_s,"
-      "preemptions,verifications,drafts_verified,drafts_accepted,acceptance_length\n";
-  for (size_t i = 0; i < requests_.size(); ++i) {
-    const RequestRecord& r = requests_[i];
-    const RequestSpec& w = workload_[i];
-    const double tpot = r.output_tokens > 1 ? (r.finish_s - r.first_token_s) / (r.output_tokens - 1) : 0.0;
-    const double al = r.verifications > 0 ? 1.0 + static_cast<double>(r.drafts_accepted) / r.verifications : 0.0;
-    absl::StrAppendFormat(&out, "%d,%.9f,%.9f,%d,%d,%.6f,%.6f,%.6f,%.9f,%d,%d,%d,%d,%.6f\n", w.id,
-                          w.arrival_s, r.submit_s, w.prompt_len, w.output_len,
-                          (r.first_token_s - r.submit_s) * 1e3, tpot * 1e3,
-                          (r.finish_s - r.submit_s) * 1e3, r.finish_s, r.preemptions,
-                          r.verifications, r.drafts_verified, r.drafts_accepted, al);
-  }
+  std::string out = RequestsCsvHeader();
+  for (size_t i = 0; i < requests_.size(); ++i) AppendRequestsCsvRow(i, &out);
   return out;
 }
 

@@ -87,6 +87,11 @@ class MetricsObserver final : public StepObserver {
   // per-request records.
   std::string StepsCsv(int64_t stride) const;
   std::string RequestsCsv() const;
+  // Their header lines and rows, for a writer that streams them as the run goes (the same bytes).
+  static const char* StepsCsvHeader();
+  static void AppendStepsCsvRow(const StepRecord& s, std::string* out);
+  static const char* RequestsCsvHeader();
+  void AppendRequestsCsvRow(size_t i, std::string* out) const;  // request i of the workload
 
  private:
   const std::vector<RequestSpec>& workload_;

@@ -172,4 +172,16 @@ absl::Status ConfigFileError(const po::options_description& desc, const po::erro
                                                  command, " --help)"));
 }
 
+absl::Status RefusePositional(const boost::program_options::parsed_options& parsed, absl::string_view command) {
+  for (const boost::program_options::option& o : parsed.options) {
+    if (o.position_key < 0 && !o.string_key.empty()) continue;
+    const std::string word = o.original_tokens.empty() ? (o.value.empty() ? "" : o.value.front())
+                                                       : o.original_tokens.front();
+    return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", Abbreviate(word), "' (dspark-sim ",
+                                                   command, " takes options only, each value after its --option; "
+                                                   "see dspark-sim ", command, " --help)"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace dspark::sim

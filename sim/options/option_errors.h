@@ -26,4 +26,10 @@ absl::Status ConfigFileError(const boost::program_options::options_description& 
                              const boost::program_options::error& e, const std::string& path,
                              absl::string_view text, absl::string_view command);
 
+// InvalidArgument for the first positional argument of `parsed` (a word that is not an option
+// or an option's value, e.g. a path typed without its option): every command takes options
+// only, and a stray word must not vanish. "unexpected argument 'W' (COMMAND takes options
+// only: did you mean --trace W? see dspark-sim COMMAND --help)".
+absl::Status RefusePositional(const boost::program_options::parsed_options& parsed, absl::string_view command);
+
 }  // namespace dspark::sim

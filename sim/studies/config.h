@@ -83,6 +83,9 @@ struct RunConfig {
   // way, so not in ToJson.
   bool dedup = true;
   bool check_invariants = false;   // sim/observe/invariants.h on every step (section "invariants")
+  // Hold the advisory lock of out_dir (sim/results/out_folder.h) while the run writes there:
+  // `dspark-sim run` sets it; a sweep point does not (the sweep holds its --out's). Not in ToJson.
+  bool lock_out = false;
 
   absl::Status Validate() const;
   // --save-result's file name: vLLM's "{label}-{rate}qps[-concurrency{C}]-{model}-{date}.json"

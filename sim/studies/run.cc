@@ -11,6 +11,7 @@
 #include <limits>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -27,17 +28,20 @@
 #include "sim/model/acceptance.h"
 #include "sim/exec/cuda_device.h"
 #include "sim/engine/engine.h"
+#include "sim/engine/stop_signal.h"
 #include "sim/exec/executor_registry.h"
 #include "sim/exec/step_dump.h"
 #include "sim/exec/worker_pool.h"
 #include "sim/observe/invariants.h"
 #include "sim/observe/metrics.h"
 #include "sim/options/option_errors.h"
+#include "sim/results/out_folder.h"
 #include "sim/results/result_files.h"
 #include "sim/results/source_tree.h"
 #include "sim/observe/step_log.h"
 #include "sim/model/time_model.h"
 #include "sim/options/option_text.h"
+#include "sim/studies/run_files.h"
 #include "sim/studies/workload.h"
 #include "sim/workload/input_file.h"
 
@@ -56,6 +60,17 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   if (config.executor == "gpu")
     if (absl::Status s = RequireCudaDevice(kGpuExecutorNeedsDevice); !s.ok())
       return absl::Status(s.code(), absl::StrCat("--executor gpu: ", s.message()));
+  // One writer per output folder. A folder that is there is locked at once, so a second run into
+  // it fails before any work; one that is not is locked when it is made (below), so a run that
+  // fails on its inputs leaves no folder behind.
+  std::optional<OutFolderLock> out_lock;
+  const auto lock_out = [&]() -> absl::Status {
+    if (!config.lock_out || out_lock.has_value()) return absl::OkStatus();
+    DS_ASSIGN_OR_RETURN(OutFolderLock lock, OutFolderLock::Acquire(config.out_dir, "run"));
+    out_lock.emplace(std::move(lock));
+    return absl::OkStatus();
+  };
+  if (std::error_code exists_ec; fs::exists(config.out_dir, exists_ec)) DS_RETURN_IF_ERROR(lock_out());
   DS_ASSIGN_OR_RETURN(Workload workload, BuildWorkload(config));
   if (!config.dump_workload.empty())
     DS_RETURN_IF_ERROR(WriteFileAtomically(config.dump_workload, ToJsonl(workload.requests)));
@@ -81,6 +96,7 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   options.concurrency = workload.concurrency;
   options.time_impl = config.time_impl;
   options.check_kv_each_step = config.check_kv_each_step;
+  options.stop = &StopSignal();  // set only where the command installed its handlers
   Engine engine(config.scheduler, workload.requests, acceptance, time_model, options, config.seed);
 
   // Executors first (they do the step's work and may fail it), in their declared order; then the
@@ -128,6 +144,30 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
     engine.AddObserver(step_log.get());
   }
 
+  // The output folder, before the first step. summary.json says "running" until the run ends
+  // and replaces it (atomically) with its result: a run killed on the way is never taken for a
+  // finished one, nor is an earlier run's summary left beside this run's files.
+  DS_RETURN_IF_ERROR(lock_out());
+  std::error_code ec;
+  fs::create_directories(config.out_dir, ec);
+  if (ec) return absl::PermissionDeniedError(absl::StrCat("--out: cannot create '", config.out_dir, "': ", ec.message()));
+  const fs::path out(config.out_dir);
+  // Temporary files of an earlier run into this folder that was killed while writing.
+  DS_RETURN_IF_ERROR(RemoveStaleTempFiles(out).status());
+  const nlohmann::json running = {{"meta", meta}, {"status", "running"}, {"config", config.ToJson()}};
+  DS_RETURN_IF_ERROR(WriteFileAtomically(out / "summary.json", running.dump(2) + "\n"));
+  // steps.csv and requests.csv are written as the run goes (sim/studies/run_files.h).
+  RunFilesObserver run_files(metrics, config.steps_csv_stride);
+  DS_RETURN_IF_ERROR(run_files.Open(out));
+  engine.AddObserver(&run_files);
+  // From here on an error is recorded in summary.json ("status": "failed"), best effort.
+  const auto failed = [&](const absl::Status& error, int64_t steps) {
+    const nlohmann::json summary = {{"meta", meta}, {"status", "failed"}, {"error", std::string(error.message())},
+                                    {"steps_completed", steps}, {"config", config.ToJson()}};
+    WriteFileAtomically(out / "summary.json", summary.dump(2) + "\n").IgnoreError();
+    return error;
+  };
+
   // Last, so it counts the steps every other stage accepted.
   ProgressObserver progress(config.progress, stderr, static_cast<int64_t>(workload.requests.size()));
   engine.AddObserver(&progress);
@@ -135,8 +175,10 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   const std::clock_t c0 = std::clock();
   const auto t0 = std::chrono::steady_clock::now();
   // A step that fails (a CUDA error, a BUG mismatch) stops the run; the completed steps' results
-  // are still written, marked "status": "aborted", and the error is returned after them.
+  // are still written, marked "status": "aborted", and the error is returned after them. So are
+  // they when SIGINT or SIGTERM stops it (sim/engine/stop_signal.h), marked "interrupted".
   const absl::Status run_status = engine.Run();
+  const bool interrupted = absl::IsCancelled(run_status);
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double cpu_s = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
   progress.End();
@@ -147,7 +189,7 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   result.cpu_s = cpu_s;
   nlohmann::json& s = result.summary;
   s["meta"] = meta;
-  s["status"] = run_status.ok() ? "ok" : "aborted";
+  s["status"] = run_status.ok() ? "ok" : interrupted ? "interrupted" : "aborted";
   if (!run_status.ok()) {
     s["error"] = std::string(run_status.message());
     s["steps_completed"] = engine.steps();
@@ -175,7 +217,7 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
                     {"kv_blocks", sched.kv().num_blocks()},
                     {"peak_kv_blocks", sched.counters().peak_kv_blocks},
                     {"capture_sizes", sched.capture_sizes()}};
-  DS_RETURN_IF_ERROR(metrics.Finish(&s["metrics"]));
+  if (absl::Status finished = metrics.Finish(&s["metrics"]); !finished.ok()) return failed(finished, engine.steps());
   // vLLM's result keys at the top level (sim/observe/serving_result.h), with its setup keys.
   s.update(metrics.serving_result());
   s["num_prompts"] = static_cast<int64_t>(workload.requests.size());
@@ -194,28 +236,24 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   for (auto& [name, finish] : sections) {
     const absl::Status finished = finish(&s[name]);
     if (finished.ok()) continue;
-    if (run_status.ok()) return finished;
+    if (run_status.ok()) return failed(finished, engine.steps());
     s[name] = {{"error", std::string(finished.message())}};
   }
 
-  std::error_code ec;
-  fs::create_directories(config.out_dir, ec);
-  if (ec) return absl::PermissionDeniedError(absl::StrCat("--out: cannot create '", config.out_dir, "': ", ec.message()));
-  const fs::path out(config.out_dir);
-  // Temporary files of an earlier run into this folder that was killed while writing.
-  DS_RETURN_IF_ERROR(RemoveStaleTempFiles(out).status());
-  // Each file appears whole or not at all; summary.json goes last, so a folder that has it holds
-  // the other files of the same run (unless an older run's summary.json was there before).
-  DS_RETURN_IF_ERROR(WriteFileAtomically(out / "steps.csv", metrics.StepsCsv(config.steps_csv_stride)));
-  DS_RETURN_IF_ERROR(WriteFileAtomically(out / "requests.csv", metrics.RequestsCsv()));
-  const nlohmann::json perf = {{"wall_s", wall_s},
-                               {"steps", engine.steps()},
-                               {"steps_per_s", wall_s > 0 ? engine.steps() / wall_s : 0.0},
-                               {"cpu_s", cpu_s},
-                               {"metadata_check", config.check && !sections.empty()}};
-  DS_RETURN_IF_ERROR(WriteFileAtomically(out / "perf.json", perf.dump(2) + "\n"));
-  if (step_log) DS_RETURN_IF_ERROR(WriteFileAtomically(config.step_log, step_log->text()));
-  DS_RETURN_IF_ERROR(WriteFileAtomically(out / "summary.json", s.dump(2) + "\n"));
+  // Each file appears whole or not at all; summary.json goes last, replacing "running", so a
+  // folder whose summary has a final status holds the other files of the same run.
+  const auto written = [&]() -> absl::Status {
+    DS_RETURN_IF_ERROR(run_files.Close());
+    const nlohmann::json perf = {{"wall_s", wall_s},
+                                 {"steps", engine.steps()},
+                                 {"steps_per_s", wall_s > 0 ? engine.steps() / wall_s : 0.0},
+                                 {"cpu_s", cpu_s},
+                                 {"metadata_check", config.check && !sections.empty()}};
+    DS_RETURN_IF_ERROR(WriteFileAtomically(out / "perf.json", perf.dump(2) + "\n"));
+    if (step_log) DS_RETURN_IF_ERROR(WriteFileAtomically(config.step_log, step_log->text()));
+    return WriteFileAtomically(out / "summary.json", s.dump(2) + "\n");
+  };
+  if (absl::Status w = written(); !w.ok()) return failed(w, engine.steps());
   if (config.save_result) {
     const fs::path dir(config.result_dir.empty() ? config.out_dir : config.result_dir);
     fs::create_directories(dir, ec);
@@ -225,6 +263,10 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
     result.result_file = (dir / config.ResultFilename(workload.concurrency)).string();
     DS_RETURN_IF_ERROR(WriteFileAtomically(result.result_file, s.dump(2) + "\n"));
   }
+  if (interrupted)
+    return absl::CancelledError(absl::StrFormat(
+        "%s: the %d steps done are in %s (summary.json \"status\": \"interrupted\")", run_status.message(),
+        engine.steps(), config.out_dir));
   if (!run_status.ok())
     return absl::Status(run_status.code(),
                         absl::StrFormat("%s [run aborted: the %d completed steps' results are in %s (summary.json "

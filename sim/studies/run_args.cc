@@ -81,7 +81,7 @@ po::options_description RunOptions() {
     ("no-check", po::bool_switch(), "do not run the metadata check")
     ("executor", po::value<std::string>()->default_value("cpu"), "cpu: metadata emulated on the CPU (--check), costs from the time model; gpu: every step also runs through the kernels on the GPU (CUDA graphs per padded size, top-B on the device), timed and compared exactly (section gpu_executor of summary.json; needs a CUDA build and device)")
     ("gpu-l2", po::value<std::string>()->default_value("cold"), "executor gpu: cold (flush L2 before every timed suite) or warm")
-    ("out", po::value<std::string>()->default_value("results/run"), "output directory")
+    ("out", po::value<std::string>()->default_value("results/run"), "output directory: summary.json (\"status\": running until the run ends, then ok, interrupted (SIGINT/SIGTERM: the steps done), aborted or failed), steps.csv and requests.csv (written as the run goes), perf.json; one run at a time (a lock, released when the process ends)")
     ("max-num-seqs", po::value<int32_t>()->default_value(256), "scheduler limit on running requests")
     ("max-num-batched-tokens", po::value<int32_t>()->default_value(16384), "scheduler token budget per step")
     ("max-model-len", po::value<int32_t>()->default_value(16384), "prompt + output limit (a longer trace row is a bad row; generated requests are cut)")
@@ -123,7 +123,9 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   // UTF-8 only (options end up in summary.json), nothing that hangs Boost (sim/options/option_text.h).
   DS_RETURN_IF_ERROR(CheckOptionArgs(argc, argv));
   try {
-    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+    const po::parsed_options parsed = po::command_line_parser(argc, argv).options(desc).run();
+    DS_RETURN_IF_ERROR(RefusePositional(parsed, "run"));
+    po::store(parsed, vm);
     cli_trace = vm.count("trace") > 0;
     cli_calibration = vm.count("calibration") > 0;
     if (vm.count("config")) {

@@ -12,6 +12,7 @@
 #include "kernels/common/status_macros.h"
 #include "sim/model/acceptance.h"
 #include "sim/workload/input_file.h"
+#include "sim/workload/json_keys.h"
 
 namespace dspark::sim {
 namespace {
@@ -154,6 +155,7 @@ absl::StatusOr<json> ReadStepFile(const std::string& path) {
   DS_ASSIGN_OR_RETURN(const std::string text, ReadInputFile(path, "--json", ConfigReadLimits()));
   try {
     json j = json::parse(text);
+    DS_RETURN_IF_ERROR(CheckJsonKeysOnce(text, path));
     if (!j.is_object())
       return absl::InvalidArgumentError(absl::StrCat(path, ": expected a JSON object (workloads/STEP.md), got ",
                                                      Abbreviate(j.dump())));

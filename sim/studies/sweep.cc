@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "kernels/common/status_macros.h"
 #include "sim/exec/cuda_device.h"
+#include "sim/results/out_folder.h"
 #include "sim/results/result_files.h"
 
 namespace dspark::sim {
@@ -95,9 +96,13 @@ absl::StatusOr<SweepOutcome> RunSweep(const SweepConfig& config, std::FILE* prog
   DS_ASSIGN_OR_RETURN(std::vector<SweepPoint> points, PlanSweep(config));
 
   const fs::path out(config.out_dir);
+  // One process per --out: a second sweep (or a merge) into it fails here, before it writes.
+  DS_ASSIGN_OR_RETURN(const OutFolderLock out_lock, OutFolderLock::Acquire(out, "sweep"));
   std::error_code ec;
   fs::create_directories(out / "points", ec);
   if (ec) return absl::PermissionDeniedError(absl::StrCat("--out: cannot create '", out.string(), "': ", ec.message()));
+  // Point folders are made and removed under OUT/points only: never through a symlink.
+  DS_RETURN_IF_ERROR(CheckRealFolder(out / "points", "--out", /*absent_ok=*/false));
   const fs::path log_path = out / kLogName;
   // Temporary files of writers killed with an earlier invocation; never under a final name.
   for (const fs::path& dir : {out, out / "points"}) DS_RETURN_IF_ERROR(RemoveStaleTempFiles(dir).status());
@@ -109,6 +114,29 @@ absl::StatusOr<SweepOutcome> RunSweep(const SweepConfig& config, std::FILE* prog
     return absl::FailedPreconditionError(absl::StrFormat(
         "'%s' already holds %d rows: pass --resume to continue that sweep, or choose another --out",
         log_path.string(), log.rows.size()));
+  // sweep_meta.json: the first invocation's meta stays; each invocation is appended.
+  const fs::path meta_path = out / kMetaName;
+  ojson meta_file;
+  if (config.resume && fs::exists(meta_path)) {
+    DS_ASSIGN_OR_RETURN(meta_file, ReadJsonFile(meta_path));
+    if (!meta_file.is_object())
+      return absl::InvalidArgumentError(absl::StrCat(meta_path.string(), ": expected a JSON object"));
+  }
+  // What the results are made from: a resume adds rows only to a sweep of the same inputs.
+  DS_ASSIGN_OR_RETURN(const ojson fingerprint, SweepFingerprint(config, points));
+  const std::string digest = fingerprint["digest"].get<std::string>();
+  if (config.resume && (meta_file.contains("fingerprint") || !log.rows.empty())) {
+    std::string differs = FingerprintDifference(meta_file.value("fingerprint", ojson()), fingerprint);
+    for (size_t i = 0; differs.empty() && i < log.rows.size(); ++i)
+      if (log.rows[i].value("fingerprint", ojson()) != digest)
+        differs = absl::StrCat(log_path.string(), ":", i + 1, " has fingerprint ",
+                               log.rows[i].value("fingerprint", ojson()).dump(), ", this invocation ", digest);
+    if (!differs.empty())
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--resume: '", out.string(), "' was made from other inputs than this invocation's: ", differs,
+          ". Its rows would mix with results of different inputs: start fresh with another --out (or "
+          "remove that folder), or resume with the options, traces, calibration and code it was made with"));
+  }
   Progress progress(config.progress, progress_out, 0);
   if (log.partial_tail) {
     DS_RETURN_IF_ERROR(TruncateFile(log_path, log.valid_bytes));
@@ -119,12 +147,7 @@ absl::StatusOr<SweepOutcome> RunSweep(const SweepConfig& config, std::FILE* prog
   for (const ojson& row : log.rows)
     if (StatusRank(row) <= 1) done.insert(row.value("point_id", std::string()));
 
-  // sweep_meta.json: the first invocation's meta stays; each invocation is appended.
-  const fs::path meta_path = out / kMetaName;
-  ojson meta_file;
-  if (config.resume && fs::exists(meta_path)) {
-    DS_ASSIGN_OR_RETURN(meta_file, ReadJsonFile(meta_path));
-  }
+  meta_file["fingerprint"] = fingerprint;
   ojson meta = ResultMeta({"dspark-sim sweep", "", kSweepSchemaVersion, config.argv, config.seed});
   meta["executor"] = config.executor;
   meta["created_utc"] = UtcNow();
@@ -153,6 +176,9 @@ absl::StatusOr<SweepOutcome> RunSweep(const SweepConfig& config, std::FILE* prog
   const size_t invocation_index = meta_file["invocations"].size() - 1;
   DS_RETURN_IF_ERROR(WriteFileAtomically(meta_path, meta_file.dump(2) + "\n"));
 
+  // Rows carry the fingerprint's digest.
+  SweepConfig row_config = config;
+  row_config.fingerprint = digest;
   SweepOutcome outcome;
   outcome.planned = static_cast<int64_t>(points.size());
   std::vector<const SweepPoint*> to_run;
@@ -164,7 +190,7 @@ absl::StatusOr<SweepOutcome> RunSweep(const SweepConfig& config, std::FILE* prog
       continue;
     }
     if (!p.skip_reason.empty()) {
-      DS_RETURN_IF_ERROR(AppendLineDurably(log_path, MakeSkippedRow(p, config).dump()));
+      DS_RETURN_IF_ERROR(AppendLineDurably(log_path, MakeSkippedRow(p, row_config).dump()));
       ++outcome.skipped_invalid;
       progress.Note(absl::StrCat("sweep: skipping ", p.id, ": ", p.skip_reason));
       continue;
@@ -185,16 +211,16 @@ absl::StatusOr<SweepOutcome> RunSweep(const SweepConfig& config, std::FILE* prog
     }
     run_progress.Starting(*p);
     // A point with no row may have left some of its files when a kill stopped it: its folder
-    // must hold this run's files only.
-    fs::remove_all(p->config.out_dir, ec);
-    if (ec)
-      return absl::Status(absl::ErrnoToStatusCode(ec.value()),
-                          absl::StrCat("cannot clear '", p->config.out_dir, "' before running its point: ", ec.message()));
+    // must hold this run's files only. It is removed only when it is a real folder of that
+    // point's name under OUT/points (a symlink there is refused, never followed).
+    if (absl::Status cleared = RemoveOwnFolder(out / "points", p->id); !cleared.ok())
+      return absl::Status(cleared.code(), absl::StrCat("cannot clear the folder of point ", p->id,
+                                                       " before running it: ", cleared.message()));
     const auto t0 = std::chrono::steady_clock::now();
     absl::StatusOr<RunResult> result = runner(p->config);
     const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const ojson row = result.ok() ? MakeOkRow(*p, config, *result, wall_s)
-                                  : MakeFailedRow(*p, config, result.status(), wall_s);
+    const ojson row = result.ok() ? MakeOkRow(*p, row_config, *result, wall_s)
+                                  : MakeFailedRow(*p, row_config, result.status(), wall_s);
     DS_RETURN_IF_ERROR(AppendLineDurably(log_path, row.dump()));
     ++outcome.ran;
     if (!result.ok()) {

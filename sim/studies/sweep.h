@@ -83,6 +83,9 @@ struct SweepConfig {
   int64_t max_points = -1;  // test hook: stop after this many points were run (-1: no limit)
   ProgressStyle progress = ProgressStyle::kAuto;
 
+  // Set by RunSweep: the digest of what the results are made from, which every row carries.
+  std::string fingerprint;
+
   // --merge DIR...: merge those sweep folders into out_dir instead of running.
   std::vector<std::string> merge_inputs;
 

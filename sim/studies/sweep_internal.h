@@ -27,6 +27,14 @@ std::vector<size_t> DedupeIndices(const std::vector<nlohmann::ordered_json>& row
 // A planned point's axes, as sweep_meta.json lists them.
 nlohmann::ordered_json AxesJson(const SweepPoint& p);
 
+// What the sweep's results are made from, beyond each point's id (which hashes its run config):
+// {"digest", "run": the options of every point's run, "traces": [{path, sha1}], "calibration":
+// {path, sha1}, "code": {git_sha, git_dirty}}. sweep_meta.json holds it whole, each row its digest.
+absl::StatusOr<nlohmann::ordered_json> SweepFingerprint(const SweepConfig& config,
+                                                        const std::vector<SweepPoint>& points);
+// "" when the digests agree; otherwise what differs, in words ("the trace 'a.csv' (sha1 ...").
+std::string FingerprintDifference(const nlohmann::ordered_json& was, const nlohmann::ordered_json& now);
+
 absl::StatusOr<nlohmann::ordered_json> ReadJsonFile(const std::filesystem::path& path);
 // sweep.csv in `dir` from the deduplicated rows of its sweep.jsonl.
 absl::Status WriteCsvFromLog(const std::filesystem::path& dir);

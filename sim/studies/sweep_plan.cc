@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "kernels/common/status_macros.h"
 #include "sim/exec/cuda_device.h"
+#include "sim/results/out_folder.h"
 #include "sim/workload/generators.h"
 
 namespace dspark::sim {
@@ -40,6 +41,7 @@ uint64_t Fnv1a64(const std::string& text) {
 std::string SlugSafe(const std::string& text) {
   std::string out;
   for (char c : text) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.') ? c : '_';
+  if (!out.empty() && out[0] == '-') out[0] = '_';  // a folder name never starts with '-'
   return out.empty() ? "_" : out;
 }
 
@@ -147,6 +149,7 @@ absl::StatusOr<std::vector<SweepPoint>> PlanSweep(const SweepConfig& c) {
                   p.num_requests > 0 ? std::to_string(p.num_requests) : std::string("default"),
                   SpecModeName(mode), ImplKey(impl));
               p.id = absl::StrFormat("%s_%012x", slug, Fnv1a64(identity.dump()) & 0xffffffffffffull);
+              DS_RETURN_IF_ERROR(CheckSafeName(p.id, "point id"));
               if (!ids.insert(p.id).second)
                 return absl::InvalidArgumentError(absl::StrCat(
                     "two points have the same id '", p.id, "': an axis lists the same value twice"));

@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "kernels/common/status_macros.h"
 #include "sim/observe/serving_result.h"
+#include "sim/results/out_folder.h"
 #include "sim/results/result_files.h"
 #include "sim/workload/input_file.h"
 
@@ -112,6 +113,7 @@ ojson RowHead(const SweepPoint& p, const SweepConfig& c, const char* status) {
   row["check"] = p.config.check;
   row["executor"] = c.executor;
   row["seed"] = c.seed;
+  row["fingerprint"] = c.fingerprint;  // what the results are made from (sweep_meta.json)
   return row;
 }
 
@@ -145,6 +147,25 @@ std::string CsvCell(const ojson& v) {
   return quoted + "\"";
 }
 
+// The fields a reader takes a path or an order from: point_id becomes a folder name under
+// points/ (never anything but one safe name), "out" must be that folder, index and status are
+// read as what they are.
+absl::Status CheckRowNames(const ojson& row, const std::string& path, int64_t line_no) {
+  const std::string where = absl::StrFormat("%s:%d", path, line_no);
+  if (!row["point_id"].is_string())
+    return absl::InvalidArgumentError(absl::StrCat(where, ": point_id: expected a string, got ", Abbreviate(row["point_id"].dump())));
+  const std::string id = row["point_id"].get<std::string>();
+  DS_RETURN_IF_ERROR(CheckSafeName(id, absl::StrCat(where, ": point_id")));
+  if (row.contains("out") && !(row["out"].is_string() && row["out"].get<std::string>() == "points/" + id))
+    return absl::InvalidArgumentError(absl::StrCat(where, ": out: expected \"points/", id, "\" (the point's folder), got ",
+                                                   Abbreviate(row["out"].dump())));
+  if (row.contains("index") && !row["index"].is_number_integer())
+    return absl::InvalidArgumentError(absl::StrCat(where, ": index: expected an integer, got ", Abbreviate(row["index"].dump())));
+  if (row.contains("status") && !row["status"].is_string())
+    return absl::InvalidArgumentError(absl::StrCat(where, ": status: expected a string, got ", Abbreviate(row["status"].dump())));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 using namespace sweep_internal;
@@ -174,6 +195,7 @@ absl::StatusOr<SweepLog> ReadSweepLog(const std::string& path) {
           "%s:%d: not a complete sweep row (only the last line may be cut short by a kill); "
           "fix or delete that line", path, line_no));
     }
+    DS_RETURN_IF_ERROR(CheckRowNames(row, path, line_no));
     log.rows.push_back(std::move(row));
     pos = next;
     log.valid_bytes = static_cast<int64_t>(pos);

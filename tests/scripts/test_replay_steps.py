@@ -103,9 +103,27 @@ def main():
         rc, _, log = replay(tmp, os.path.join(EXAMPLES, "numpy_device.py") + ":build", os.path.join(tmp, "e.json"))
         expect(rc == 2 and "index.json: not found" in log, f"not a dump: rc={rc}", log)
 
+        # A step folder named in index.json is one of the dump's own: never a path outside it.
+        bad_dump = os.path.join(tmp, "bad_dump")
+        os.makedirs(bad_dump)
+        first = index["steps"][0]
+        for k, bad in enumerate(("../run", os.path.join(dump, first["dir"]), first["dir"] + "/../../../run", "",
+                                 None, "steps/-1")):
+            with open(os.path.join(bad_dump, "index.json"), "w") as f:
+                json.dump(dict(index, steps=[dict(first, dir=bad)]), f)
+            rc, _, log = replay(bad_dump, os.path.join(EXAMPLES, "numpy_device.py") + ":build",
+                                os.path.join(tmp, f"bad{k}.json"))
+            expect(rc == 2 and "dir: expected 'steps/<6+ digits>'" in log, f"dir {bad!r}: rc={rc}", log)
+        os.symlink(os.path.join(dump, "steps"), os.path.join(bad_dump, "steps"))
+        with open(os.path.join(bad_dump, "index.json"), "w") as f:
+            json.dump(dict(index, steps=[first]), f)
+        rc, _, log = replay(bad_dump, os.path.join(EXAMPLES, "numpy_device.py") + ":build", os.path.join(tmp, "bl.json"))
+        expect(rc == 2 and "is a symlink" in log, f"symlinked steps folder: rc={rc}", log)
+
     for f in failures:
         print("FAIL:", f)
-    print("7 of 7 checks passed" if not failures else f"{len(failures)} of 7 checks failed")
+    total = 13
+    print(f"{total} of {total} checks passed" if not failures else f"{len(failures)} of {total} checks failed")
     return 1 if failures else 0
 
 
