@@ -314,6 +314,29 @@ def _enable_triton_interpreter(root: str) -> None:
     finally:
         del sys.modules[name]
     importlib.import_module(name)
+    _patch_interpreter_index()
+
+
+def _patch_interpreter_index() -> None:
+    """Triton's interpreter turns a scalar into a one-element numpy array and converts it with
+    int(), which numpy >= 2.4 refuses for arrays of one dimension ("only 0-dimensional arrays
+    can be converted"), so `for i in range(0, n, B)` over a kernel argument fails. This wraps the
+    interpreter's tensor patching to convert through .item(); the kernels are unchanged."""
+    try:
+        import numpy as np
+        import triton.runtime.interpreter as ti
+    except ImportError:
+        return
+    orig = getattr(ti, "_patch_lang_tensor", None)
+    if orig is None or getattr(orig, "_dspark_wrapped", False):
+        return
+
+    def patched(tensor, scope):
+        orig(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(np.asarray(self.handle.data).reshape(-1)[0]))
+
+    patched._dspark_wrapped = True
+    ti._patch_lang_tensor = patched
 
 
 def _main(argv: list[str]) -> int:
