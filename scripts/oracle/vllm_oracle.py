@@ -58,12 +58,25 @@ KEPT = {
     "ring-tail-unwritten": (
         "mla_r2.ring_slots",
         "CompressorMetadataBuilder writes slot_mapping_buffer[:num_tokens] only; entries past N "
-        "are torch.empty memory in vLLM. Ours are -1 (a defined region). Not compared past N."),
+        "are torch.empty memory in vLLM. Ours are -1 (a defined region). Compared over [0, N)."),
+    "token-to-seq-rows-kept": (
+        "indexer_r*.prefill_token_to_seq",
+        "vLLM allocates each prefill chunk's token_to_seq with torch.empty at its full size; ours "
+        "keeps the first 4 x capacity rows of the chunks in plan order (a persistent buffer). "
+        "Compared over our rows."),
     "deepgemm-schedule": (
-        "indexer_r*.schedule",
+        "indexer_r*.schedule_metadata",
         "get_paged_mqa_logits_metadata is DeepGEMM's compiled kernel, not importable without "
         "DeepGEMM; the release's launch count gets its 2 launches (kernel + copy) per decode "
         "indexer added, its output is not compared."),
+}
+
+# Our fields with no release output to compare with, and why.
+NOT_COMPARED = {
+    "indexer_r2.compressed_seq_lens": "vLLM's compressed_seq_lens is a transient seq_lens // ratio "
+    "that only the prefill chunks read (from 0.31.0 computed only when num_prefills > 0); no builder "
+    "output holds it. The prefill chunks built from it are compared.",
+    "prefill_segments.*": "#57207's FP8 prefill segmentation is in no release (VLLM_RELEASES s.1).",
 }
 
 
@@ -82,6 +95,8 @@ class Step:
     ours: dict = field(default_factory=dict)  # "builder.field" -> np.ndarray (our impl's)
     hostref: dict = field(default_factory=dict)  # "builder.field" -> from the host view
     ours_source: str = ""
+    adaptive_run: bool = False  # built by a process with adaptive verification on
+    profile: bool = True  # count this step's launches (on a GPU)
 
 
 DEFAULT_CONSTS = {"swa_window": 128, "swa_block_size": 64, "mla_block_size": 64, "spec_k": 5,
@@ -131,7 +146,8 @@ def step_from_result(result: dict, impl: str, name: str) -> Step:
                 "block_table": bt, "slot_mapping": _arr(s["slot_mapping"], np.int64)},
         host={"query_start_loc": _arr(host.get("query_start_loc", s["query_start_loc"])),
               "seq_lens": _arr(host.get("seq_lens", s["seq_lens"]))},
-        ours=ours, ours_source=f"dspark-sim step, impl {impl}")
+        ours=ours, ours_source=f"dspark-sim step, impl {impl}",
+        adaptive_run="adaptive" in str(s.get("name", "")))
 
 
 def load_dump(path: str, limit: int | None):
@@ -142,6 +158,14 @@ def load_dump(path: str, limit: int | None):
     consts = dict(DEFAULT_CONSTS)
     consts.update(index.get("consts", {}))
     steps = index["steps"][:limit] if limit else index["steps"]
+    argv = [str(a) for a in index.get("meta", {}).get("argv", [])]
+    mode = "adaptive"  # `run --mode` defaults to adaptive verification
+    for i, a in enumerate(argv):
+        if a == "--mode" and i + 1 < len(argv):
+            mode = argv[i + 1]
+        elif a.startswith("--mode="):
+            mode = a.split("=", 1)[1]
+    adaptive_run = mode == "adaptive"
     for e in steps:
         d = os.path.join(path, e["dir"])
         arrays = {fn[:-4]: np.load(os.path.join(d, fn)) for fn in os.listdir(d) if fn.endswith(".npy")}
@@ -154,7 +178,8 @@ def load_dump(path: str, limit: int | None):
             host={k: arrays["host." + k] for k in ("query_start_loc", "seq_lens")},
             ours={k[4:]: v for k, v in arrays.items() if k.startswith("ref.")},
             hostref={k[8:]: v for k, v in arrays.items() if k.startswith("hostref.")},
-            ours_source="dump ref.* (the reference the run's check holds implementations to)"), e, index
+            ours_source="dump ref.* (the reference the run's check holds implementations to)",
+            adaptive_run=adaptive_run), e, index
 
 
 def step_json(step: Step, entry: dict) -> dict:
@@ -192,6 +217,7 @@ def ours_from_sim(sim: str, impl: str, step: Step, entry: dict) -> None:
             result = json.load(f)
     fresh = step_from_result(result, impl, step.name)
     step.ours = fresh.ours
+    step.hostref = {k: v for k, v in step.hostref.items()}
     step.ours_source = f"dspark-sim step, impl {impl}"
 
 
@@ -467,6 +493,10 @@ def compare(step: Step, got: dict) -> list[dict]:
         theirs = got[key]
         a = np.asarray(mine).reshape(-1)
         b = np.asarray(theirs).reshape(-1)
+        if key == "mla_r2.ring_slots":  # kept: ring-tail-unwritten
+            a = a[:step.sizes["num_tokens"]]
+        if key.endswith(".prefill_token_to_seq") and b.size > a.size:  # kept: token-to-seq-rows-kept
+            b = b[:a.size]
         n = min(a.size, b.size)
         if a.size != b.size:
             diffs.append({"step": step.name, "field": key, "kind": "bug", "cells": abs(a.size - b.size),
@@ -511,13 +541,32 @@ def make_profiler(device):
 
 
 def our_launches(sim: str, impl: str) -> dict:
-    p = subprocess.run([sim, "verify", "--json", "--impl", impl], capture_output=True, text=True)
-    if p.returncode != 0:
-        return {"error": p.stderr.strip()[:300]}
-    try:
-        return json.loads(p.stdout)
-    except json.JSONDecodeError:
-        return {"error": "verify --json printed no JSON"}
+    """`dspark-sim verify --json`: our implementation's launches per seed case (batch 16, seed 4)."""
+    with tempfile.TemporaryDirectory(prefix="dspark-oracle-verify-") as tmp:
+        path = os.path.join(tmp, "verify.json")
+        p = subprocess.run([sim, "verify", "--impl", impl, "--json", path], capture_output=True, text=True)
+        if not os.path.exists(path):
+            return {"error": f"verify exited {p.returncode}: {p.stderr.strip()[:300]}"}
+        with open(path) as f:
+            j = json.load(f)
+    return {"seed_cases": j.get("seed_cases", {}), "verify_exit": p.returncode}
+
+
+def compare_launches(ours: dict, per_step: list) -> dict:
+    """Our launches per seed case (verify --json) beside the release's profiled count for the same
+    case (a step report named CASE.json)."""
+    seed = ours.get("seed_cases", {}) if isinstance(ours, dict) else {}
+    mine = next(iter(seed.values()), {}) if len(seed) == 1 else {}
+    rows = {}
+    for row in per_step:
+        case = row["step"][:-5] if row["step"].endswith(".json") else None
+        if case is None or "release_launches" not in row:
+            continue
+        ours_n = mine.get(case, {}).get("launches")
+        rows[case] = {"ours": ours_n, "release": row["release_launches"]["total"],
+                      "release_by_builder": row["release_launches"],
+                      "equal": ours_n == row["release_launches"]["total"]}
+    return rows
 
 
 # ----------------------------------------------------------------------------- main
@@ -531,12 +580,19 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", nargs="*", default=[], help="`dspark-sim step --out` reports")
     ap.add_argument("--dump", action="append", default=[], help="a `run --dump-steps` folder")
     ap.add_argument("--limit", type=int, default=None, help="at most this many steps per dump")
-    ap.add_argument("--sim", default=None, help="dspark-sim binary: our outputs of dumped steps via "
-                    "`step --impl`, our launch counts via `verify --json`")
+    ap.add_argument("--sim", default=None, help="dspark-sim binary: our launch counts via `verify --json`")
+    ap.add_argument("--ours-from-sim", action="store_true",
+                    help="with --sim: our outputs of each dumped step from `dspark-sim step --impl` "
+                    "(one process per step) instead of the dump's ref.* fields")
+    ap.add_argument("--profile-every", type=int, default=1,
+                    help="on a GPU, count launches with torch.profiler on every Nth dumped step (every "
+                    "step report is profiled)")
     ap.add_argument("--impl", default="vllm-56562", help="our implementation compared")
     ap.add_argument("--device", default=None, help="cuda or cpu (default cuda when available)")
-    ap.add_argument("--no-adaptive", action="store_true",
-                    help="build as a run without adaptive verification (use_adaptive_verification False)")
+    ap.add_argument("--adaptive", choices=("auto", "on", "off"), default="auto",
+                    help="the indexer builder's use_adaptive_verification (a process-wide setting in "
+                    "vLLM): auto = on for a dump of a run with adaptive verification (its argv) and "
+                    "for the seed's adaptive_* cases")
     ap.add_argument("--save-outputs", default=None,
                     help="also write each step's release outputs to this folder (one .npz per step)")
     ap.add_argument("--out", required=True, help="the JSON report")
@@ -563,8 +619,9 @@ def main(argv=None) -> int:
     for d in args.dump:
         n = 0
         for step, entry, index in load_dump(d, args.limit):
-            if args.sim:
+            if args.sim and args.ours_from_sim:
                 ours_from_sim(args.sim, args.impl, step, entry)
+            step.profile = n % max(args.profile_every, 1) == 0
             steps.append(step)
             n += 1
         dumps.append({"dir": d, "steps": n, "meta": index.get("meta", {})})
@@ -581,11 +638,11 @@ def main(argv=None) -> int:
     diffs, per_step, launch_rows = [], [], []
     errors = []
     for step in steps:
-        suite.adaptive = not args.no_adaptive
+        suite.adaptive = args.adaptive == "on" or (args.adaptive == "auto" and step.adaptive_run)
         for b in suite.indexer:
             b.use_adaptive_verification = suite.adaptive
         try:
-            got, launches = suite.run(step, profiler)
+            got, launches = suite.run(step, profiler if step.profile else None)
         except Exception as e:  # one step's failure is reported, the others still run
             errors.append({"step": step.name, "error": f"{type(e).__name__}: {e}"})
             if os.environ.get("DSPARK_ORACLE_TRACEBACK"):
@@ -598,7 +655,7 @@ def main(argv=None) -> int:
         d = compare(step, got)
         diffs += d
         nd = suite._split
-        row = {"step": step.name, "compared": sorted(k for k in step.ours if k in got),
+        row = {"step": step.name, "adaptive_run": step.adaptive_run, "compared": sorted(k for k in step.ours if k in got),
                "differences": len(d), "release_split": list(nd),
                "our_split": [step.sizes["num_decodes"], step.sizes["num_decode_tokens"]],
                "host": {k: int(v[0]) for k, v in got.items() if "._host." in k}}
@@ -620,13 +677,14 @@ def main(argv=None) -> int:
             "device": device, "torch": torch.__version__,
             "triton_interpret": vllm_loader.interpreting(),
             "gpu": torch.cuda.get_device_name(0) if device == "cuda" else None,
-            "adaptive_verification": not args.no_adaptive,
+            "adaptive_verification": args.adaptive,
             "notes": suite.notes, "seconds": round(time.time() - t0, 1),
         },
         "inputs": {"step_reports": args.steps, "dumps": dumps},
         "steps": len(steps), "steps_run": len(per_step), "errors": errors,
         "differences_by_kind": kinds,
         "kept_on_purpose": {k: {"field": v[0], "why": v[1]} for k, v in KEPT.items()},
+        "not_compared": NOT_COMPARED,
         "launches": "n/a (no GPU: torch.profiler counts device launches only on CUDA)"
         if profiler is None else "per step in per_step[].release_launches",
         "differences": diffs[:2000], "differences_total": len(diffs),
@@ -634,6 +692,7 @@ def main(argv=None) -> int:
     }
     if args.sim:
         report["ours_launches"] = our_launches(args.sim, args.impl)
+        report["launch_comparison"] = compare_launches(report["ours_launches"], per_step)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump(report, f, indent=1)
