@@ -4,6 +4,10 @@
 //
 //   out[t] = min{ r : qsl[r + 1] > t }   for t < M = qsl[R]
 //   out[t] = 0                           for M <= t < N
+// vLLM's CommonAttentionMetadata.token_to_req_indices (0.30.0-0.34.0) takes M from the HOST,
+// num_mapped = int(query_start_loc_cpu[-1]), and writes max(num_mapped, N) entries: set
+// num_mapped (and num_tokens to that maximum) to follow it. Adaptive verification keeps the host
+// total right, so the two agree whenever the host total is the device's.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +25,7 @@ struct TokenMapParams {
   int32_t* out;                    // [>= num_tokens] caller's buffer, written in place
   int32_t num_reqs;                // R: requests incl. zero-length padding requests
   int32_t num_tokens;              // N: [tokens] entries written (M real, then zeros)
+  int32_t num_mapped = -1;         // tokens below this are mapped; -1: the device total qsl[R]
 };
 
 // Smallest r in [0, num_reqs) with qsl[r + 1] > t, for 0 <= t < qsl[num_reqs]. Zero-length
@@ -58,18 +63,18 @@ struct TokenMapKernel {
     }
     const int32_t t = c.block * kTokensPerBlock + c.thread;
     if (t >= p.num_tokens) return;
-    p.out[t] = RequestOrZero(cached ? s.qsl : p.query_start_loc, p.num_reqs, t);
+    p.out[t] = RequestOrZero(cached ? s.qsl : p.query_start_loc, p.num_reqs, t, p.num_mapped);
   }
 
-  // Token t's entry: its request, 0 for padding (t >= qsl[R]).
-  DS_HD static int32_t RequestOrZero(const int32_t* qsl, int32_t num_reqs, int32_t t) {
-    return t < qsl[num_reqs] ? FindRequest(qsl, num_reqs, t) : 0;
+  // Token t's entry: its request, 0 for padding (t >= qsl[R], or t >= num_mapped when given).
+  DS_HD static int32_t RequestOrZero(const int32_t* qsl, int32_t num_reqs, int32_t t, int32_t num_mapped) {
+    return t < (num_mapped >= 0 ? num_mapped : qsl[num_reqs]) ? FindRequest(qsl, num_reqs, t) : 0;
   }
 
   // CPU path: the entry of every token, from the global boundaries (the shared copy's values).
   void CpuRun(LaunchShape shape) const {
     const int32_t n = MinI(shape.grid * kTokensPerBlock, p.num_tokens);
-    for (int32_t t = 0; t < n; ++t) p.out[t] = RequestOrZero(p.query_start_loc, p.num_reqs, t);
+    for (int32_t t = 0; t < n; ++t) p.out[t] = RequestOrZero(p.query_start_loc, p.num_reqs, t, p.num_mapped);
   }
 };
 

@@ -16,11 +16,15 @@ Every differing cell is classified (docs/design.md s.6), never folded together:
                    A = device qsl[num_decodes]: the old chain zeroes only column 0 there;
   bug              anything else.
 
---device cpu (the default) passes numpy arrays. --device cuda passes torch tensors on the GPU and
-runs the callable as the C++ GPU executor does: one CUDA graph per padded shape, captured after
-an eager warm-up, then replayed for every step of that shape with the device buffers rewritten
-in place (host values, numpy arrays, stay what they were at capture: a callable that reads them
-replays stale host state, as in a real engine). Each replay is timed with CUDA events.
+--device cpu (the default) passes numpy arrays. --device cuda passes torch tensors on the GPU and,
+by default, calls the callable eagerly on every step, as vLLM builds attention metadata. With
+--graphs it also records CUDA graphs the way vLLM 0.33.0+ records its metadata builds
+(AttnMetadataCudaGraphs): only for uniform decode steps whose host view is exact (steps under
+adaptive verification and mixed or prefill steps are built eagerly), one graph per key
+(real requests, padded requests, real tokens, padded tokens, and the dump's layout sizes), so that
+every host value such a build reads is fixed by the key and none is frozen from another step.
+The device buffers are rewritten in place before each replay. Each call or replay is timed with
+CUDA events.
 
 Exit status: 0 when no cell is a bug, 1 when some are (or --fail-on-stale-host and some are
 stale-host), 2 on bad input.
@@ -93,9 +97,25 @@ class Step:
         return np.load(path, allow_pickle=False) if os.path.isfile(path) else None
 
     def shape_key(self):
+        """The padded shape (for a callable's persistent buffers)."""
         s = self.sizes
         return (s["num_reqs"], s["num_tokens"], s["num_decodes"], s["num_decode_tokens"], s["capacity"],
                 s["bt_width"], s["bt_stride"], self.fp8_prefill, self.causal)
+
+    def graph_key(self):
+        """vLLM's AttnMetadataCudaGraphs key (num_reqs, num_reqs_after_padding, num_tokens,
+        num_tokens_after_padding), plus the dump's layout sizes, which a vLLM process fixes once."""
+        s = self.sizes
+        return (s["num_reqs_real"], s["num_reqs"], s["num_tokens_real"], s["num_tokens"], s["num_decodes"],
+                s["num_decode_tokens"], s["capacity"], s["bt_width"], s["bt_stride"], self.fp8_prefill,
+                self.causal)
+
+    def graph_recorded(self):
+        """Whether vLLM would record this step's metadata build: a uniform decode step (every
+        request a decode) whose host split is exact. Under adaptive verification the host query
+        lengths are only bounds, so vLLM builds those steps eagerly."""
+        s = self.sizes
+        return s["num_decodes"] == s["num_reqs"] and "adaptive" not in self.case and not self.host_view_stale
 
 
 def load_dump(root):
@@ -154,15 +174,19 @@ def classify(step, field, got, want):
 
 
 class CudaReplayer:
-    """One CUDA graph per padded shape; device inputs rewritten in place before each replay."""
+    """The callable on the GPU: eager by default; with graphs=True, CUDA graphs recorded and
+    replayed for the steps vLLM records (Step.graph_recorded), keyed as vLLM keys them."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, graphs=False):
         import torch
         self.torch = torch
         self.fn = fn
-        self.graphs = {}  # shape key -> (graph, device inputs, outputs)
+        self.use_graphs = graphs
+        self.graphs = {}  # graph key -> (graph, device inputs, outputs)
         self.stream = torch.cuda.Stream()
         self.samples_us = []
+        self.eager_steps = 0
+        self.replayed_steps = 0
 
     def _device_step(self, step, buffers):
         view = Step.__new__(Step)
@@ -170,9 +194,26 @@ class CudaReplayer:
         view.device = buffers
         return view
 
+    def _timed(self, fn):
+        torch = self.torch
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        out = fn()
+        stop.record()
+        stop.synchronize()
+        self.samples_us.append(start.elapsed_time(stop) * 1000.0)
+        return out
+
     def run(self, step):
         torch = self.torch
-        key = step.shape_key()
+        if not (self.use_graphs and step.graph_recorded()):
+            buffers = {k: torch.from_numpy(np.ascontiguousarray(v)).cuda() for k, v in step.device.items()}
+            view = self._device_step(step, buffers)
+            torch.cuda.synchronize()
+            outputs = self._timed(lambda: self.fn(view))
+            self.eager_steps += 1
+            return {k: v.cpu().numpy() if hasattr(v, "cpu") else np.asarray(v) for k, v in outputs.items()}
+        key = step.graph_key()
         if key not in self.graphs:
             buffers = {k: torch.from_numpy(np.ascontiguousarray(v)).cuda() for k, v in step.device.items()}
             view = self._device_step(step, buffers)
@@ -187,12 +228,8 @@ class CudaReplayer:
         graph, buffers, outputs = self.graphs[key]
         for k, v in step.device.items():
             buffers[k].copy_(torch.from_numpy(np.ascontiguousarray(v)))
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        stop.record()
-        stop.synchronize()
-        self.samples_us.append(start.elapsed_time(stop) * 1000.0)
+        self._timed(graph.replay)
+        self.replayed_steps += 1
         return {k: v.cpu().numpy() for k, v in outputs.items()}
 
 
@@ -201,6 +238,9 @@ def main(argv=None):
     ap.add_argument("dump", help="the folder `dspark-sim run --dump-steps` wrote")
     ap.add_argument("--impl", help="FILE.py:FUNCTION, called with one Step, returning {field: array}")
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    ap.add_argument("--graphs", action="store_true",
+                    help="with --device cuda: record CUDA graphs for the steps vLLM records (uniform decode, "
+                    "exact host view), keyed by real and padded request and token counts; others run eagerly")
     ap.add_argument("--json", help="also write the counts here")
     ap.add_argument("--list-fields", action="store_true", help="print the dump's reference fields and exit")
     ap.add_argument("--fail-on-stale-host", action="store_true")
@@ -214,7 +254,9 @@ def main(argv=None):
         if not args.impl:
             raise DumpError("--impl FILE.py:FUNCTION is required (or --list-fields)")
         fn = load_callable(args.impl)
-        runner = CudaReplayer(fn) if args.device == "cuda" else None
+        if args.graphs and args.device != "cuda":
+            raise DumpError("--graphs needs --device cuda")
+        runner = CudaReplayer(fn, graphs=args.graphs) if args.device == "cuda" else None
         totals = {}
         first_bug = None
         # A field a step does not have (the indexer decode fields without a decode request, the
@@ -245,14 +287,17 @@ def main(argv=None):
     for field, t in sorted(totals.items()):
         print(f"{field:36s} {t['steps']:6d} {t['stale_host']:11d} {t['padding_residue']:12d} {t['bug']:8d}")
     result = {"meta": {"tool": "scripts/replay_steps.py", "argv": sys.argv, "dump": args.dump,
-                       "dump_meta": index.get("meta", {}), "device": args.device},
+                       "dump_meta": index.get("meta", {}), "device": args.device,
+                       "mode": "graphs" if args.graphs else "eager"},
               "steps": len(steps), "fields": totals}
     if runner and runner.samples_us:
         s = sorted(runner.samples_us)
         result["replay_us"] = {"median": statistics.median(s), "p10": s[int(0.1 * (len(s) - 1))],
-                               "p90": s[int(0.9 * (len(s) - 1))], "samples": len(s), "graphs": len(runner.graphs)}
-        print(f"graph replays: median {result['replay_us']['median']:.2f} us over {len(s)} replays, "
-              f"{len(runner.graphs)} graphs (one per padded shape; no L2 flush)")
+                               "p90": s[int(0.9 * (len(s) - 1))], "samples": len(s), "graphs": len(runner.graphs),
+                               "graph_replays": runner.replayed_steps, "eager_steps": runner.eager_steps}
+        print(f"device time per step: median {result['replay_us']['median']:.2f} us over {len(s)} steps "
+              f"({runner.eager_steps} eager, {runner.replayed_steps} graph replays of {len(runner.graphs)} graphs "
+              f"keyed as vLLM keys them; no L2 flush)")
     if first_bug:
         print(f"first bug: {first_bug}")
     if args.json:

@@ -1,5 +1,6 @@
 // vllm-56562: vLLM with PR #56562, state (d) of docs/design.md s.3, the seed's "After"
-// (aliases "after", "fused").
+// (aliases "after", "fused"), as released in vLLM 0.31.0-0.34.0 (17 launches at batch-16
+// decode; scripts/oracle/ runs those releases' own builders against it).
 // See kernels/impls/README.md for the op-by-op table and the vLLM function of every op.
 #include "kernels/impls/register.h"
 #include "kernels/suite/vllm_ops.h"
@@ -10,11 +11,13 @@ namespace {
 template <class Backend>
 absl::Status RunVllm56562(Backend& be, const SuiteStep& s) {
   using namespace vllm_ops;
-  // _token_request_mapping_kernel: one launch, device boundaries.
+  // CommonAttentionMetadata.token_to_req_indices (0.30.0+): _token_request_mapping_kernel, one
+  // launch, device boundaries, the host total as num_mapped.
   DS_ASSIGN_OR_RETURN(const int32_t* t2r,
-                      TokenMapFused(be, suite_internal::SuiteTokenMapArgs(s, s.out.token_to_req,
-                                                                          s.layout.token_capacity)));
-  DS_RETURN_IF_ERROR(SwaBuild(be, s, t2r));
+                      TokenMapReleased56562(be, suite_internal::SuiteTokenMapArgs(s, s.out.token_to_req,
+                                                                                  s.layout.token_capacity)));
+  // 0.31.0+: the SWA validity mask in one launch (torch.ge(..., out=is_valid_token)).
+  DS_RETURN_IF_ERROR(SwaBuild(be, s, t2r, /*one_launch_mask=*/true));
   DS_RETURN_IF_ERROR(MlaRatio2Build(be, s));
   DS_RETURN_IF_ERROR(RingBuild(be, s, t2r));
   for (int k = 0; k < 2; ++k) DS_RETURN_IF_ERROR(IndexerBuild(be, s, k, /*fused=*/true));

@@ -122,12 +122,15 @@ std::vector<SuiteRegion> SuiteRegions(const SuiteReference& ref, const BatchInpu
     add("prefill_ks", c.ks, &IndexerOutputs::prefill_ks);
     add("prefill_ke", c.ke, &IndexerOutputs::prefill_ke);
   }
-  // The indexer's ratio-2 inputs, built in every step before the decode / prefill split.
+  // The indexer's ratio-2 compressed slots, built in every step before the decode / prefill split;
+  // its compressed_seq_lens only with prefills (the prefill chunks read it; vLLM 0.31.0+ computes
+  // it only under `if num_prefills > 0`).
   out.push_back(WithTail(
       I64("indexer_r2", "compressed_slots", C, ref.indexer_r2_slots.data(), &SuiteOutputs::indexer_r2_slots),
       ref.indexer_r2_slots.size(), -1));
-  out.push_back(I32("indexer_r2", "compressed_seq_lens", z.num_reqs, ref.indexer_r2_csl.data(),
-                    &SuiteOutputs::indexer_r2_csl));
+  if (z.num_decodes < z.num_reqs)
+    out.push_back(I32("indexer_r2", "compressed_seq_lens", z.num_reqs, ref.indexer_r2_csl.data(),
+                      &SuiteOutputs::indexer_r2_csl));
   if (z.num_decodes < z.num_reqs) {  // with no prefills the segment fields are absent (#57207)
     out.push_back(I32("prefill_segments", "seg_qsl", int64_t{layout.max_segments} + 1, ref.segments.seg_qsl.data(),
                       &SuiteOutputs::seg_qsl));

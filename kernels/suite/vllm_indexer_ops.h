@@ -15,13 +15,20 @@ struct IndexerDecodeView {
   const int32_t* seq_lens = nullptr;  // [ndt]
 };
 
-// ratio 2, before the decode path (both states): get_compressed_slot_mapping(num_tokens, qsl,
-// seq_lens, block_table, num_states, 2, out=...) with the older signature (no slot_mapping):
-// out.fill_(-1) [f] + kernel [k]; then compressed_seq_lens = seq_lens // 2 [k], both into the
-// persistent outputs (compared: indexer_r2.compressed_slots / compressed_seq_lens). Returns the
-// device compressed lengths [R] (read by the prefill chunks).
+// ratio 2, before the decode path: get_compressed_slot_mapping(num_tokens, qsl, seq_lens,
+// block_table, num_states, 2, out=...): out.fill_(-1) [f] + kernel [k], into the persistent
+// output (compared: indexer_r2.compressed_slots); then compressed_seq_lens = seq_lens // 2 [k]
+// (compared with prefills: indexer_r2.compressed_seq_lens). `released_d` follows
+// DeepseekV32IndexerMetadataBuilder.build of 0.31.0-0.34.0
+// (vllm/v1/attention/backends/mla/indexer.py): compressed_seq_lens only under
+// `if num_prefills > 0`. Otherwise (the seed's Before, <= 0.30.0) the divide runs every step.
+// Not followed yet: 0.31.0+ also passes slot_mapping here (PAD in, PAD out), which differs from
+// the older signature only on a real token whose slot_mapping is -1 (CaseOptions'
+// unstored_token_every; no run produces one); the suite's one reference for this field is the
+// older signature's, so (c) and (d) share it.
+// Returns the device compressed lengths [R] (read by the prefill chunks).
 template <class Backend>
-absl::StatusOr<const int32_t*> IndexerRatio2Setup(Backend& be, const SuiteStep& s) {
+absl::StatusOr<const int32_t*> IndexerRatio2Setup(Backend& be, const SuiteStep& s, bool released_d) {
   const BatchInputs& in = *s.in;
   const BatchSizes& z = in.sizes;
   int64_t* slots = s.out.indexer_r2_slots;
@@ -31,7 +38,8 @@ absl::StatusOr<const int32_t*> IndexerRatio2Setup(Backend& be, const SuiteStep& 
   FillI64MinusOneOverwritten(be, slots, z.capacity, c);
   DS_RETURN_IF_ERROR(CanImplementCompressedSlots(c));
   if (CompressedSlotKernel::Shape(c).grid > 0) be.Launch(CompressedSlotKernel{c}, CompressedSlotKernel::Shape(c));
-  Issue(be, Vec(V(in.device.seq_lens), S(2), csl, z.num_reqs, ops::BinaryOp::kFloorDiv));
+  if (!released_d || z.num_decodes < z.num_reqs)
+    Issue(be, Vec(V(in.device.seq_lens), S(2), csl, z.num_reqs, ops::BinaryOp::kFloorDiv));
   return static_cast<const int32_t*>(csl);
 }
 
@@ -246,7 +254,7 @@ absl::Status IndexerBuildOps(Backend& be, const SuiteStep& s, int k, bool fused)
   const int32_t ratio = k + 1;
   const int32_t* csl = in.device.seq_lens;
   if (ratio == 2) {
-    DS_ASSIGN_OR_RETURN(csl, IndexerRatio2Setup(be, s));
+    DS_ASSIGN_OR_RETURN(csl, IndexerRatio2Setup(be, s, /*released_d=*/fused));
   }
   DS_RETURN_IF_ERROR(IndexerPrefill(be, s, o, ratio, csl));
   const int32_t nd = z.num_decodes, ndt = z.num_decode_tokens;

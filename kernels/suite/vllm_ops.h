@@ -79,6 +79,24 @@ absl::StatusOr<const int32_t*> TokenMapPre56562(Backend& be, const TokenMapArgs&
   return static_cast<const int32_t*>(a.out);
 }
 
+// (d) CommonAttentionMetadata.token_to_req_indices as released, 0.30.0-0.34.0
+// (vllm/v1/attention/backend.py): num_mapped = int(query_start_loc_cpu[-1]), the HOST total,
+// then compute_token_to_req_indices(query_start_loc, buffer, num_mapped, max(num_mapped, N)):
+// _token_request_mapping_kernel [k] (vllm/v1/attention/ops/metadata.py), tokens at or past
+// num_mapped mapped to 0.
+template <class Backend>
+absl::StatusOr<const int32_t*> TokenMapReleased56562(Backend& be, const TokenMapArgs& a) {
+  DS_RETURN_IF_ERROR(ValidateTokenMapArgs(a, /*reads_host=*/true));
+  const int32_t mapped = a.host_query_start_loc[a.num_reqs];
+  be.NoteHostArrayOp();  // int(query_start_loc_cpu[-1])
+  TokenMapParams p{a.query_start_loc, a.out, a.num_reqs, MaxI(mapped, a.num_tokens)};
+  p.num_mapped = mapped;
+  const LaunchShape shape = TokenMapKernel::Shape(p);
+  if (shape.grid > 0) be.Launch(TokenMapKernel{p}, shape);
+  DS_RETURN_IF_ERROR(be.status());
+  return static_cast<const int32_t*>(a.out);
+}
+
 // The same on a suite step's token_to_req buffer.
 template <class Backend>
 absl::StatusOr<const int32_t*> TokenMapPre56562(Backend& be, const SuiteStep& s) {
@@ -104,7 +122,8 @@ absl::StatusOr<const int32_t*> TokenMapFromHost(Backend& be, const SuiteStep& s,
 }
 
 // DeepseekSparseSWAMetadataBuilder.build (V4.1), the same in (a)-(d):
-//   is_valid_token.copy_(slot_mapping >= 0) [k][c]
+//   is_valid_token.copy_(slot_mapping >= 0) [k][c]; from 0.31.0 torch.ge(slot_mapping, 0,
+//            out=is_valid_token) [k] (`one_launch_mask`, vllm-56562 as 0.31.0-0.34.0 have it)
 //   ndt > 0: decode_swa_lens[ndt:] = 0 [f]; _compute_swa_indices_and_lens_kernel rows [0, ndt) [k],
 //            or, when CommonAttentionMetadata.causal is false (the DSpark draft step),
 //            _compute_dspark_noncausal_swa_indices_kernel into decode_swa_indices_noncausal
@@ -116,7 +135,7 @@ absl::StatusOr<const int32_t*> TokenMapFromHost(Backend& be, const SuiteStep& s,
 //            a torch.empty(num_prefills) per step in vLLM)
 // The token map `t2r` is the state's (host-built in (a) / (b)).
 template <class Backend>
-absl::Status SwaBuildOps(Backend& be, const SuiteStep& s, const int32_t* t2r) {
+absl::Status SwaBuildOps(Backend& be, const SuiteStep& s, const int32_t* t2r, bool one_launch_mask = false) {
   const BatchInputs& in = *s.in;
   const BatchSizes& z = in.sizes;
   const int32_t N = z.num_tokens, ndt = z.num_decode_tokens, npt = N - ndt;
@@ -124,8 +143,12 @@ absl::Status SwaBuildOps(Backend& be, const SuiteStep& s, const int32_t* t2r) {
   int32_t* is_valid = be.template Scratch<int32_t>(static_cast<size_t>(MaxI(N, 1)));
   const int32_t num_prefills = z.num_reqs - z.num_decodes;
   DS_RETURN_IF_ERROR(be.status());
-  Issue(be, ops::GeInt64ScalarKernel{in.device.slot_mapping, 0, valid, N});
-  CopyD2D(be, is_valid, valid, N);
+  if (one_launch_mask) {
+    Issue(be, ops::GeInt64ScalarKernel{in.device.slot_mapping, 0, is_valid, N});
+  } else {
+    Issue(be, ops::GeInt64ScalarKernel{in.device.slot_mapping, 0, valid, N});
+    CopyD2D(be, is_valid, valid, N);
+  }
   SwaParams p = MakeSwaParams(z, in.device, s.consts, t2r, s.out.swa_lens, s.out.swa_indices);
   DS_RETURN_IF_ERROR(CanImplementSwa(p));
   if (ndt > 0) {
@@ -182,9 +205,10 @@ absl::Status RingBuildOps(Backend& be, const SuiteStep& s, const int32_t* t2r) {
 // The shared builders above, deduplicated across implementations in the CPU check
 // (kernels/suite/builder_memo.h); SWA and ring read the state's token map.
 template <class Backend>
-absl::Status SwaBuild(Backend& be, const SuiteStep& s, const int32_t* t2r) {
-  return suite_internal::Memoized(be, s, BuilderGroup::kSwa, 0, t2r,
-                                  [&](const SuiteStep& x) { return SwaBuildOps(be, x, t2r); });
+absl::Status SwaBuild(Backend& be, const SuiteStep& s, const int32_t* t2r, bool one_launch_mask = false) {
+  return suite_internal::Memoized(be, s, BuilderGroup::kSwa, one_launch_mask ? 1 : 0, t2r, [&](const SuiteStep& x) {
+    return SwaBuildOps(be, x, t2r, one_launch_mask);
+  });
 }
 template <class Backend>
 absl::Status MlaRatio2Build(Backend& be, const SuiteStep& s) {

@@ -1,6 +1,6 @@
 """Worked example for scripts/replay_steps.py on the GPU: the project's Triton version of vLLM
 #56562's two kernels (scripts/triton_baseline.py: the token map and the SM100 varlen indexer
-decode metadata), replayed in one CUDA graph per padded shape.
+decode metadata). Its persistent outputs are allocated once per padded shape, as an engine's are.
 
     python3 scripts/replay_steps.py DIR --device cuda --impl scripts/replay_examples/triton_56562.py:build
 """

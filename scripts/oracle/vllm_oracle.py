@@ -1,0 +1,754 @@
+#!/usr/bin/env python3
+"""The vLLM oracle: runs a released vLLM's own metadata builders on our steps and compares
+every output with what our implementation of that state wrote.
+
+    python3 scripts/oracle/vllm_oracle.py --release 0.34.0 \
+        --steps seed-results/*.json --dump DUMP_DIR --sim build/dspark-sim \
+        --impl vllm-56562 --out report.json
+
+Inputs (any mix):
+- ``--steps FILE.json``: a `dspark-sim step --out` report (workloads/STEP.md); the step is its
+  "step" object and our outputs are ``impls[--impl].outputs``.
+- ``--dump DIR``: a `dspark-sim run --dump-steps` folder (workloads/STEP_DUMP.md). With ``--sim``
+  each dumped step is passed through `dspark-sim step --impl IMPL` and compared with that
+  implementation's own outputs; without it, with the dump's `ref.*` fields (the reference the
+  run's own check holds every implementation to).
+
+For each step the oracle builds a CommonAttentionMetadata as vLLM's GPU runner does (device and
+host query_start_loc, seq_lens, the block table, slot_mapping, positions, the padded
+num_actual_tokens, max_query_len from the host split) and calls the release's own builders,
+constructed by ``object.__new__`` with the attributes their ``build`` reads:
+DeepseekSparseSWAMetadataBuilder (V4.1: DeepseekV41SparseSWAMetadataBuilder's base),
+DeepseekV4SparseMLAMetadataBuilder ratio 2, CompressorMetadataBuilder (the ring) and
+DeepseekV32IndexerMetadataBuilder ratios 1 and 2 with ``supports_varlen`` (the SM100 path).
+The token map is the CommonAttentionMetadata's own, shared by every builder of the step.
+
+Every differing cell is classified with the project's three kinds (stale-host, padding residue,
+bug) or, when the difference is one we keep on purpose, by that difference's name (KEPT below).
+
+On a GPU (``--device cuda``) every builder call is profiled with torch.profiler and its kernel
+launches and copies counted per suite; on the CPU (Triton's interpreter, TRITON_INTERPRET=1)
+launch counts are reported as n/a. Without torch the oracle prints why and exits 0 (skipped).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+SCHEMA = "dspark-vllm-oracle"
+SCHEMA_VERSION = 1
+
+# Differences we keep on purpose, by name: (builder.field, why). A differing cell that one of
+# these explains is counted under its name, not as a bug.
+KEPT = {
+    "ring-tail-unwritten": (
+        "mla_r2.ring_slots",
+        "CompressorMetadataBuilder writes slot_mapping_buffer[:num_tokens] only; entries past N "
+        "are torch.empty memory in vLLM. Ours are -1 (a defined region). Compared over [0, N)."),
+    "token-to-seq-rows-kept": (
+        "indexer_r*.prefill_token_to_seq",
+        "vLLM allocates each prefill chunk's token_to_seq with torch.empty at its full size; ours "
+        "keeps the first 4 x capacity rows of the chunks in plan order (a persistent buffer). "
+        "Compared over our rows."),
+    "ring-padding-rows": (
+        "mla_r2.ring_slots",
+        "_ring_slot_mapping_kernel treats every token below num_actual_tokens (the padded N) as "
+        "valid: a graph-padding token gets request 0's ring slot at positions[t] % CAP, and "
+        "positions[t] of a padding row is whatever the runner's persistent buffer held (0 here). "
+        "Ours give padding rows -1 (kernels/ring_slots.cuh). Counted as padding-residue."),
+    "deepgemm-schedule": (
+        "indexer_r*.schedule_metadata",
+        "get_paged_mqa_logits_metadata is DeepGEMM's compiled kernel, not importable without "
+        "DeepGEMM; the release's launch count gets its 2 launches (kernel + copy) per decode "
+        "indexer added, its output is not compared."),
+}
+
+# Our fields with no release output to compare with, and why.
+NOT_COMPARED = {
+    "indexer_r2.compressed_seq_lens": "vLLM's compressed_seq_lens is a transient seq_lens // ratio "
+    "that only the prefill chunks read (from 0.31.0 computed only when num_prefills > 0); no builder "
+    "output holds it. The prefill chunks built from it are compared.",
+    "prefill_segments.*": "#57207's FP8 prefill segmentation is in no release up to 0.34.0.",
+}
+
+
+# ----------------------------------------------------------------------------- steps
+
+
+@dataclass
+class Step:
+    name: str
+    sizes: dict
+    consts: dict
+    causal: bool
+    host_view_stale: bool
+    device: dict  # query_start_loc, seq_lens, block_table [R, stride], slot_mapping (int64)
+    host: dict  # query_start_loc, seq_lens
+    ours: dict = field(default_factory=dict)  # "builder.field" -> np.ndarray (our impl's)
+    hostref: dict = field(default_factory=dict)  # "builder.field" -> from the host view
+    ours_source: str = ""
+    adaptive_run: bool = False  # built by a process with adaptive verification on
+    profile: bool = True  # count this step's launches (on a GPU)
+
+
+DEFAULT_CONSTS = {"swa_window": 128, "swa_block_size": 64, "mla_block_size": 64, "spec_k": 5,
+                  "prefill_segment": 1024}
+
+
+def ring_capacity(k: int) -> int:
+    c = 1
+    while c < k + 2:
+        c *= 2
+    return max(8, c)
+
+
+def _arr(values, dtype=np.int32):
+    return np.asarray(values, dtype=dtype)
+
+
+def _field_array(f: dict) -> np.ndarray:
+    dtype = np.int64 if f.get("dtype") == "int64" else np.int32
+    return np.asarray(f["values"], dtype=dtype).reshape(f["shape"])
+
+
+def step_from_result(result: dict, impl: str, name: str) -> Step:
+    """A `dspark-sim step --out` report: its "step" object and impls[impl].outputs."""
+    s = result["step"]
+    R = len(s["seq_lens"])
+    stride = int(s["bt_stride"])
+    bt = np.zeros((R, stride), np.int32)
+    for r, row in enumerate(s["block_table"]):
+        bt[r, :len(row)] = row
+    consts = dict(DEFAULT_CONSTS)
+    consts["spec_k"] = int(s.get("spec_k", 5))
+    consts["compressor_ring_capacity"] = ring_capacity(consts["spec_k"])
+    host = s.get("host", {})
+    sizes = {k: int(s[k]) for k in ("num_tokens", "num_decodes", "num_decode_tokens", "capacity",
+                                    "bt_width", "bt_stride")}
+    sizes["num_reqs"] = R
+    impls = result.get("impls", {})
+    if impl not in impls or "outputs" not in impls[impl]:
+        raise ValueError(f"{name}: the report holds no outputs of implementation '{impl}' "
+                         f"(it has {sorted(impls)}); rerun `dspark-sim step --impl {impl} --out`")
+    ours = {k: _field_array(v) for k, v in impls[impl]["outputs"].items()}
+    return Step(
+        name=name, sizes=sizes, consts=consts, causal=bool(s.get("causal", True)),
+        host_view_stale=bool(result.get("host_view_stale", False)),
+        device={"query_start_loc": _arr(s["query_start_loc"]), "seq_lens": _arr(s["seq_lens"]),
+                "block_table": bt, "slot_mapping": _arr(s["slot_mapping"], np.int64)},
+        host={"query_start_loc": _arr(host.get("query_start_loc", s["query_start_loc"])),
+              "seq_lens": _arr(host.get("seq_lens", s["seq_lens"]))},
+        ours=ours, ours_source=f"dspark-sim step, impl {impl}",
+        adaptive_run="adaptive" in str(s.get("name", "")))
+
+
+def load_dump(path: str, limit: int | None, stride: int = 1):
+    with open(os.path.join(path, "index.json")) as f:
+        index = json.load(f)
+    if index.get("meta", {}).get("schema") != "dspark-step-dump":
+        raise ValueError(f"{path}/index.json: schema is not dspark-step-dump")
+    consts = dict(DEFAULT_CONSTS)
+    consts.update(index.get("consts", {}))
+    steps = index["steps"][::max(stride, 1)]
+    steps = steps[:limit] if limit else steps
+    argv = [str(a) for a in index.get("meta", {}).get("argv", [])]
+    mode = "adaptive"  # `run --mode` defaults to adaptive verification
+    for i, a in enumerate(argv):
+        if a == "--mode" and i + 1 < len(argv):
+            mode = argv[i + 1]
+        elif a.startswith("--mode="):
+            mode = a.split("=", 1)[1]
+    adaptive_run = mode == "adaptive"
+    for e in steps:
+        d = os.path.join(path, e["dir"])
+        arrays = {fn[:-4]: np.load(os.path.join(d, fn)) for fn in os.listdir(d) if fn.endswith(".npy")}
+        z = dict(e["sizes"])
+        yield Step(
+            name=f"{os.path.basename(os.path.normpath(path))}/{e['index']}", sizes=z, consts=consts,
+            causal=bool(e.get("causal", True)), host_view_stale=bool(e.get("host_view_stale", False)),
+            device={k: arrays["device." + k] for k in ("query_start_loc", "seq_lens", "block_table",
+                                                        "slot_mapping")},
+            host={k: arrays["host." + k] for k in ("query_start_loc", "seq_lens")},
+            ours={k[4:]: v for k, v in arrays.items() if k.startswith("ref.")},
+            hostref={k[8:]: v for k, v in arrays.items() if k.startswith("hostref.")},
+            ours_source="dump ref.* (the reference the run's check holds implementations to)",
+            adaptive_run=adaptive_run), e, index
+
+
+def step_json(step: Step, entry: dict) -> dict:
+    """The dumped step as a STEP.json object (workloads/STEP.md) for `dspark-sim step`."""
+    z = step.sizes
+    R = z["num_reqs"]
+    W = z["bt_width"]
+    return {
+        "name": step.name,
+        "query_start_loc": step.device["query_start_loc"].tolist(),
+        "seq_lens": step.device["seq_lens"].tolist(),
+        "block_table": step.device["block_table"][:R, :W].tolist(),
+        "num_decodes": z["num_decodes"], "num_tokens": z["num_tokens"],
+        "num_decode_tokens": z["num_decode_tokens"], "capacity": z["capacity"],
+        "bt_width": W, "bt_stride": z["bt_stride"],
+        "slot_mapping": step.device["slot_mapping"].tolist(),
+        "host": {"query_start_loc": step.host["query_start_loc"].tolist(),
+                 "seq_lens": step.host["seq_lens"].tolist()},
+        "fp8_prefill": bool(entry.get("fp8_prefill", True)),
+        "spec_k": int(step.consts.get("spec_k", 5)),
+    }
+
+
+def ours_from_sim(sim: str, impl: str, step: Step, entry: dict) -> None:
+    with tempfile.TemporaryDirectory(prefix="dspark-oracle-") as tmp:
+        src = os.path.join(tmp, "step.json")
+        out = os.path.join(tmp, "result.json")
+        with open(src, "w") as f:
+            json.dump(step_json(step, entry), f)
+        p = subprocess.run([sim, "step", "--json", src, "--impl", impl, "--out", out],
+                           capture_output=True, text=True)
+        if p.returncode not in (0, 1) or not os.path.exists(out):
+            raise RuntimeError(f"{step.name}: dspark-sim step failed ({p.returncode}): {p.stderr.strip()[:400]}")
+        with open(out) as f:
+            result = json.load(f)
+    fresh = step_from_result(result, impl, step.name)
+    step.ours = fresh.ours
+    step.hostref = {k: v for k, v in step.hostref.items()}
+    step.ours_source = f"dspark-sim step, impl {impl}"
+
+
+# ----------------------------------------------------------------------------- the release
+
+
+class _Cfg:
+    """Attribute bag for the config objects a build() reads."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+class ReleaseSuite:
+    """The release's builders for one model layout, constructed as vLLM's runner would."""
+
+    def __init__(self, rel, device: str, capacity: int, max_reqs: int, max_width: int, consts: dict,
+                 force_sm100: bool = True):
+        import torch
+        self.torch = torch
+        self.rel = rel
+        self.device = torch.device(device)
+        self.consts = consts
+        self.K = int(consts["spec_k"])
+        self.capacity = capacity
+        self.max_reqs = max_reqs
+        self.max_width = max_width
+        self.backend = rel.module("vllm.v1.attention.backend")
+        self.CM = self.backend.CommonAttentionMetadata
+        self.notes: list[str] = []
+        self.has_v41 = rel.has("vllm.models.deepseek_v41.sparse_mla")
+        if not self.has_v41:
+            raise RuntimeError(f"vLLM {rel.version} has no DeepSeek-V4.1 (models/deepseek_v41): "
+                               "its states run on DeepSeek-V4, which this oracle does not build yet")
+        self.swa_mod = rel.module("vllm.v1.attention.backends.mla.sparse_swa")
+        self.mla_mod = rel.module("vllm.models.deepseek_v41.sparse_mla")
+        self.cmp_mod = rel.module("vllm.models.deepseek_v41.compressor")
+        self.idx_mod = rel.module("vllm.v1.attention.backends.mla.indexer")
+        if force_sm100:
+            self._force_sm100()
+        self.swa = self._make_swa()
+        self.mla_r2 = self._make_mla(2)
+        self.ring = self._make_ring()
+        self.indexer = [self._make_indexer(1), self._make_indexer(2)]
+
+    # The SM100 path: the builders consult current_platform for DeepGEMM's varlen paged MQA
+    # logits (capability family 100). The oracle sets supports_varlen on the indexer builders
+    # (the attribute __init__ derives from that check), so nothing of the platform is patched.
+    def _force_sm100(self):
+        self.notes.append("SM100 path forced: DeepseekV32IndexerMetadataBuilder.supports_varlen = True "
+                          "(what __init__ derives on capability family 100)")
+
+    def _zeros(self, *shape, dtype=None):
+        t = self.torch
+        return t.zeros(*shape, dtype=dtype or t.int32, device=self.device)
+
+    def _new(self, cls, **attrs):
+        b = object.__new__(cls)
+        # What every builder's __init__ sets from the parallel config: no PCP, no DCP.
+        for k, v in dict(pcp_size=1, pcp_rank=0, pcp_world_size=1, dcp_world_size=1, dcp_rank=0,
+                         use_pcp=False).items():
+            setattr(b, k, v)
+        for k, v in attrs.items():
+            setattr(b, k, v)
+        return b
+
+    def _make_swa(self):
+        t = self.torch
+        cls = getattr(self.mla_mod, "DeepseekV41SparseSWAMetadataBuilder", None) or \
+            self.swa_mod.DeepseekSparseSWAMetadataBuilder
+        W = int(self.consts["swa_window"])
+        n = self.capacity
+        cu = self.swa_mod
+        nc_width = cu.get_dspark_swa_index_width(W, self.K) if hasattr(cu, "get_dspark_swa_index_width") \
+            else ((W + self.K + 63) // 64) * 64
+        return self._new(
+            cls, device=self.device, decode_threshold=1 + self.K, reorder_batch_threshold=None,
+            window_size=W, block_size=int(self.consts["swa_block_size"]), compress_ratio=1,
+            max_model_len=1 << 20, max_num_batched_tokens=n, num_speculative_tokens=self.K,
+            max_image_tokens=0, prefill_index_width=W, _layer_types={"swaonly"},
+            token_to_req_indices=self._zeros(n), decode_swa_indices=self._zeros(n, 1, W),
+            decode_swa_lens=self._zeros(n), prefill_swa_indices=self._zeros(n, 1, W),
+            prefill_swa_lens=self._zeros(n), is_valid_token=t.zeros(n, dtype=t.bool, device=self.device),
+            is_dspark=True, noncausal_index_width=nc_width, decode_swa_indices_noncausal=None,
+            _max_tokens=n, no_replay_start=self._zeros(self.max_reqs + 1),
+            kv_cache_spec=_Cfg(block_size=int(self.consts["swa_block_size"]), tokens_per_state=1),
+        )
+
+    def _make_mla(self, ratio):
+        t = self.torch
+        bs = int(self.consts["mla_block_size"])
+        return self._new(
+            self.mla_mod.DeepseekV4SparseMLAMetadataBuilder, device=self.device, pcp_size=1, pcp_rank=0,
+            topk_tokens=512, compress_ratio=ratio, req_id_per_token_buffer=self._zeros(self.capacity),
+            compressed_slot_mapping_buffer=t.empty(self.capacity, dtype=t.int64, device=self.device),
+            kv_cache_spec=_Cfg(block_size=bs, tokens_per_state=ratio, num_states=bs // ratio),
+            model_config=_Cfg(), )
+
+    def _make_ring(self):
+        t = self.torch
+        cap = int(self.consts.get("compressor_ring_capacity", ring_capacity(self.K)))
+        return self._new(
+            self.cmp_mod.CompressorMetadataBuilder, device=self.device, capacity=cap, pcp_size=1,
+            token_to_req_indices=self._zeros(self.capacity),
+            slot_mapping_buffer=t.empty(self.capacity, dtype=t.int64, device=self.device),
+            tail_size=cap, kv_cache_spec=_Cfg(block_size=cap))
+
+    def _make_indexer(self, ratio):
+        t = self.torch
+        n = self.capacity
+        bs = int(self.consts["mla_block_size"])
+        W = self.max_width
+        ints = dict(dtype=t.int32, device=self.device)
+        b = self._new(
+            self.idx_mod.DeepseekV32IndexerMetadataBuilder, device=self.device, compress_ratio=ratio,
+            kv_cache_spec=_Cfg(block_size=bs, tokens_per_state=ratio, num_states=bs // ratio),
+            vllm_config=_Cfg(compilation_config=_Cfg(cudagraph_mode=None)), num_speculative_tokens=self.K, decode_threshold=1 + self.K,
+            use_flattening=False, supports_varlen=True, use_pcp=False, use_shardq=False,
+            kernel_block_size=None, tp_size=1, tp_rank=0,
+            pcp_world_size=1, pcp_rank=0, dcp_world_size=1, dcp_rank=0, cp_kv_cache_interleave_size=1,
+            compressed_cp_interleave_size=1, use_adaptive_verification=self.adaptive,
+            fused_mqa_topk_eligible=False, num_sms=132,
+            max_prefill_buffer_size=(1 << 20) * 40,
+            compressed_slot_mapping_buffer=t.empty(n, dtype=t.int64, device=self.device),
+            decode_lens_buffer=t.zeros(n, **ints), per_req_decode_lens_buffer=t.zeros(n, **ints),
+            decode_seq_lens_buffer=t.zeros(n, **ints), decode_indices_buffer=t.zeros(n, **ints),
+            expanded_seq_lens_buffer=t.zeros(n, **ints), global_decode_seq_lens_buffer=t.zeros(n, **ints),
+            expanded_block_table_buffer=t.zeros((n, W), **ints), arange_buffer=t.arange(n, **ints),
+            scheduler_metadata_buffer=t.zeros((133, 2), **ints),
+            offsets_buffer=t.zeros(n, **ints))
+        return b
+
+    adaptive = True  # set per run: whether the step is built under adaptive verification
+
+    # --------------------------------------------------------------- one step
+
+    def common(self, step: Step):
+        t = self.torch
+        z = step.sizes
+        R, N = z["num_reqs"], z["num_tokens"]
+        dev = self.device
+        qsl = t.from_numpy(step.device["query_start_loc"].astype(np.int32)).to(dev)
+        qsl_cpu = t.from_numpy(step.host["query_start_loc"].astype(np.int32).copy())
+        seq = t.from_numpy(step.device["seq_lens"].astype(np.int32)).to(dev)
+        seq_cpu = t.from_numpy(step.host["seq_lens"].astype(np.int32).copy())
+        bt_full = step.device["block_table"].astype(np.int32)
+        bt_store = t.zeros((R, max(z["bt_stride"], 1)), dtype=t.int32, device=dev)
+        bt_store[:, :bt_full.shape[1]] = t.from_numpy(bt_full).to(dev)
+        bt = bt_store[:, :z["bt_width"]]  # a view: its row stride is the layout's
+        slots = t.from_numpy(step.device["slot_mapping"].astype(np.int64)).to(dev)
+        # positions as the GPU runner writes them: seq_len - qlen + offset for real tokens;
+        # graph padding rows hold 0 (the runner's dummy batch zeroes them).
+        q = step.device["query_start_loc"]
+        pos = np.zeros(N, np.int64)
+        for r in range(R):
+            s, e = int(q[r]), int(q[r + 1])
+            ctx = int(step.device["seq_lens"][r]) - (e - s)
+            pos[s:e] = ctx + np.arange(e - s)
+        hq = step.host["query_start_loc"]
+        max_q = int(np.max(np.diff(hq))) if R > 0 else 0
+        cm = self.CM(
+            query_start_loc=qsl, query_start_loc_cpu=qsl_cpu, seq_lens=seq, num_reqs=R,
+            num_actual_tokens=N, max_query_len=max_q,
+            max_seq_len=int(step.host["seq_lens"].max()) if R else 0,
+            block_table_tensor=bt, slot_mapping=slots, causal=step.causal,
+            positions=t.from_numpy(pos).to(dev), seq_lens_cpu_upper_bound=seq_cpu)
+        return cm
+
+    def time_suite(self, step: Step, reps: int = 20) -> dict:
+        """The release's five builders on one step, eager (vLLM builds metadata eagerly; 0.33.0+
+        records uniform decode builds in graphs, not modelled here), cold L2 (a 256 MiB buffer is
+        rewritten before each rep, as bench does), CUDA events; the floor is an empty event pair.
+        Host time of the Python builders is inside the interval, as in vLLM."""
+        t = self.torch
+        base = self.common(step)
+        flush = t.empty(256 << 20, dtype=t.uint8, device=self.device)
+
+        def once(fn):
+            flush.zero_()
+            t.cuda.synchronize()
+            a, b = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
+            a.record()
+            fn()
+            b.record()
+            b.synchronize()
+            return a.elapsed_time(b) * 1000.0
+
+        def suite():
+            cm = base.replace(_token_to_req_indices_cache=None, _num_computed_tokens_cache=None)
+            self.swa.build(0, cm)
+            self.mla_r2.build(0, cm)
+            self.ring.build(0, cm)
+            for b in self.indexer:
+                b.build(0, cm)
+
+        suite()  # warm-up: Triton compilation stays out
+        us = sorted(once(suite) for _ in range(reps))
+        floor = sorted(once(lambda: None) for _ in range(reps))
+        return {"median_us": us[len(us) // 2], "p10_us": us[len(us) // 10], "floor_us": floor[len(floor) // 2],
+                "reps": reps, "method": "eager, cold L2, CUDA events"}
+
+    def run(self, step: Step, profile=None):
+        """Runs the suite on one step; returns {"builder.field": np.ndarray} in our regions."""
+        t = self.torch
+        z = step.sizes
+        N, ndt, C = z["num_tokens"], z["num_decode_tokens"], z["capacity"]
+        cm = self.common(step)
+        out = {}
+        launches = {}
+
+        def call(name, fn):
+            if profile is None:
+                return fn()
+            res, n = profile(fn)
+            launches[name] = n
+            return res
+
+        swa_md = call("swa", lambda: self.swa.build(0, cm))
+        t2r = cm._token_to_req_indices_cache
+        out["token_map.token_to_req"] = t2r[:N].cpu().numpy().astype(np.int32)
+        nd_rel, np_rel = swa_md.num_decode_tokens, swa_md.num_prefill_tokens
+        W = int(self.consts["swa_window"])
+        lens = np.zeros(N, np.int32)
+        idx = np.full((N, W), -1, np.int32)
+        if nd_rel:
+            lens[:nd_rel] = swa_md.decode_swa_lens.cpu().numpy()
+            if cm.causal:
+                idx[:nd_rel] = swa_md.decode_swa_indices.reshape(nd_rel, -1)[:, :W].cpu().numpy()
+            else:
+                out["swa.swa_indices_noncausal"] = swa_md.decode_swa_indices.reshape(nd_rel, -1).cpu().numpy()
+        if np_rel:
+            lens[nd_rel:nd_rel + np_rel] = swa_md.prefill_swa_lens.cpu().numpy()
+            idx[nd_rel:nd_rel + np_rel] = swa_md.prefill_swa_indices.reshape(np_rel, -1)[:, :W].cpu().numpy()
+        out["swa.swa_lens"] = lens
+        out["swa.swa_indices"] = idx if cm.causal else idx[ndt:]
+        gl = getattr(swa_md, "prefill_gather_lens", None)
+        if gl is not None:
+            out["swa.prefill_gather_lens"] = gl.cpu().numpy().astype(np.int32)
+        self._split = (swa_md.num_decodes, swa_md.num_decode_tokens)
+
+        mla = call("mla_r2", lambda: self.mla_r2.build(0, cm))
+        out["mla_r2.compressed_slots"] = self.mla_r2.compressed_slot_mapping_buffer[:C].cpu().numpy()
+        ring = call("ring", lambda: self.ring.build(0, cm))
+        out["mla_r2.ring_slots"] = ring.slot_mapping[:N].cpu().numpy()
+        del mla
+        for k, b in enumerate(self.indexer):
+            md = call(f"indexer_r{k + 1}", lambda: b.build(0, cm))
+            pre = f"indexer_r{k + 1}."
+            if k == 1:
+                out[pre + "compressed_slots"] = b.compressed_slot_mapping_buffer[:C].cpu().numpy()
+            if md.decode is not None:
+                d = md.decode
+                nd = md.num_decodes
+                sl = d.seq_lens.reshape(-1)
+                if k == 0:
+                    out[pre + "seq_out"] = b.decode_seq_lens_buffer[:C].cpu().numpy()
+                else:
+                    out[pre + "seq_out"] = sl[:ndt].cpu().numpy()
+                out[pre + "bt_out"] = d.block_table[:ndt, :z["bt_width"]].cpu().numpy()
+                out[pre + "decode_lens"] = d.decode_lens[:ndt].cpu().numpy()
+                out[pre + "indices"] = d.indices[:ndt].cpu().numpy()
+                out[pre + "per_req"] = d.per_req_decode_lens[:nd].cpu().numpy()
+                out[pre + "_host.max_decode_len"] = np.array([d.write_max_decode_len], np.int32)
+                out[pre + "_host.decode_is_uniform"] = np.array([int(d.decode_is_uniform)], np.int32)
+            if md.prefill is not None:
+                cus, ks, ke, tts = [], [], [], []
+                for ch in md.prefill.chunks:
+                    cus.append(ch.cu_seq_lens.cpu().numpy())
+                    ks.append(ch.cu_seqlen_ks.cpu().numpy())
+                    ke.append(ch.cu_seqlen_ke.cpu().numpy())
+                    tts.append(ch.token_to_seq.cpu().numpy())
+                cat = lambda xs: np.concatenate(xs).astype(np.int32) if xs else np.zeros(0, np.int32)
+                out[pre + "prefill_cu_seq_lens"] = cat(cus)
+                out[pre + "prefill_ks"] = cat(ks)
+                out[pre + "prefill_ke"] = cat(ke)
+                out[pre + "prefill_token_to_seq"] = cat(tts)
+        return out, launches
+
+
+# ----------------------------------------------------------------------------- compare
+
+
+def classify(step: Step, key: str, i: int, got, ours_v) -> str:
+    """One differing cell: stale-host, padding-residue, or bug (the project's three kinds)."""
+    if key in step.hostref:
+        h = step.hostref[key].reshape(-1)
+        if i < h.size and h[i] == got:
+            return "stale-host"
+    z = step.sizes
+    if key.startswith("indexer_r") and key.endswith(".bt_out"):
+        W = max(z["bt_width"], 1)
+        row, col = divmod(i, W)
+        A = int(step.device["query_start_loc"][z["num_decodes"]])
+        if A <= row < z["num_decode_tokens"] and col >= 1:
+            return "padding-residue"
+    if key == "mla_r2.ring_slots" and i >= int(step.device["query_start_loc"][z["num_reqs"]]):
+        return "padding-residue"  # graph padding rows: vLLM maps them to request 0's ring slot
+    return "bug"
+
+
+def compare(step: Step, got: dict) -> list[dict]:
+    diffs = []
+    for key, mine in sorted(step.ours.items()):
+        if key not in got:
+            continue
+        theirs = got[key]
+        a = np.asarray(mine).reshape(-1)
+        b = np.asarray(theirs).reshape(-1)
+        if key == "mla_r2.ring_slots":  # kept: ring-tail-unwritten
+            a = a[:step.sizes["num_tokens"]]
+        if key.endswith(".prefill_token_to_seq") and b.size > a.size:  # kept: token-to-seq-rows-kept
+            b = b[:a.size]
+        n = min(a.size, b.size)
+        if a.size != b.size:
+            diffs.append({"step": step.name, "field": key, "kind": "bug", "cells": abs(a.size - b.size),
+                          "note": f"shape: ours {list(np.shape(mine))}, release {list(np.shape(theirs))}"})
+        bad = np.nonzero(a[:n].astype(np.int64) != b[:n].astype(np.int64))[0]
+        if bad.size == 0:
+            continue
+        kinds: dict = {}
+        for i in bad:
+            k = classify(step, key, int(i), b[i], a[i])
+            kinds.setdefault(k, []).append(int(i))
+        for k, cells in kinds.items():
+            i = cells[0]
+            d = {"step": step.name, "field": key, "kind": k, "cells": len(cells),
+                 "first_index": i, "ours": int(a[i]), "release": int(b[i])}
+            if key == "mla_r2.ring_slots" and k == "padding-residue":
+                d["kept"] = "ring-padding-rows"
+            diffs.append(d)
+    return diffs
+
+
+# ----------------------------------------------------------------------------- launches
+
+
+def make_profiler(device):
+    """fn -> (result, kernel launches + copies + fills issued on the device) via torch.profiler."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    if device != "cuda":
+        return None
+
+    def run(fn):
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            res = fn()
+            torch.cuda.synchronize()
+        n = 0
+        for ev in prof.events():
+            if ev.device_type == torch.autograd.DeviceType.CUDA:
+                n += 1
+        return res, n
+
+    return run
+
+
+def our_launches(sim: str, impl: str) -> dict:
+    """`dspark-sim verify --json`: our implementation's launches per seed case (batch 16, seed 4)."""
+    with tempfile.TemporaryDirectory(prefix="dspark-oracle-verify-") as tmp:
+        path = os.path.join(tmp, "verify.json")
+        p = subprocess.run([sim, "verify", "--impl", impl, "--json", path], capture_output=True, text=True)
+        if not os.path.exists(path):
+            return {"error": f"verify exited {p.returncode}: {p.stderr.strip()[:300]}"}
+        with open(path) as f:
+            j = json.load(f)
+    return {"seed_cases": j.get("seed_cases", {}), "verify_exit": p.returncode}
+
+
+def compare_launches(ours: dict, per_step: list) -> dict:
+    """Our launches per seed case (verify --json) beside the release's profiled count for the same
+    case (a step report named CASE.json)."""
+    seed = ours.get("seed_cases", {}) if isinstance(ours, dict) else {}
+    mine = next(iter(seed.values()), {}) if len(seed) == 1 else {}
+    rows = {}
+    for row in per_step:
+        case = row["step"][:-5] if row["step"].endswith(".json") else None
+        if case is None or "release_launches" not in row:
+            continue
+        ours_n = mine.get(case, {}).get("launches")
+        rows[case] = {"ours": ours_n, "release": row["release_launches"]["total"],
+                      "release_by_builder": row["release_launches"],
+                      "equal": ours_n == row["release_launches"]["total"]}
+    return rows
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--release", required=True, help="vLLM version, e.g. 0.34.0 (scripts/fetch-vllm.sh)")
+    ap.add_argument("--cache-dir", default=None, help="where the release trees are (default "
+                    "$DSPARK_VLLM_CACHE or <repo>/.vllm-cache)")
+    ap.add_argument("--steps", nargs="*", default=[], help="`dspark-sim step --out` reports")
+    ap.add_argument("--dump", action="append", default=[], help="a `run --dump-steps` folder")
+    ap.add_argument("--limit", type=int, default=None, help="at most this many steps per dump")
+    ap.add_argument("--stride", type=int, default=1, help="every Nth dumped step (a sample for CPU runs)")
+    ap.add_argument("--sim", default=None, help="dspark-sim binary: our launch counts via `verify --json`")
+    ap.add_argument("--ours-from-sim", action="store_true",
+                    help="with --sim: our outputs of each dumped step from `dspark-sim step --impl` "
+                    "(one process per step) instead of the dump's ref.* fields")
+    ap.add_argument("--profile-every", type=int, default=1,
+                    help="on a GPU, count launches with torch.profiler on every Nth dumped step (every "
+                    "step report is profiled)")
+    ap.add_argument("--impl", default="vllm-56562", help="our implementation compared")
+    ap.add_argument("--device", default=None, help="cuda or cpu (default cuda when available)")
+    ap.add_argument("--adaptive", choices=("auto", "on", "off"), default="auto",
+                    help="the indexer builder's use_adaptive_verification (a process-wide setting in "
+                    "vLLM): auto = on for a dump of a run with adaptive verification (its argv) and "
+                    "for the seed's adaptive_* cases")
+    ap.add_argument("--no-timing", action="store_true",
+                    help="on a GPU, do not time the release's suite on the step reports")
+    ap.add_argument("--save-outputs", default=None,
+                    help="also write each step's release outputs to this folder (one .npz per step)")
+    ap.add_argument("--out", required=True, help="the JSON report")
+    args = ap.parse_args(argv)
+
+    try:
+        import torch
+    except ImportError:
+        print("vllm_oracle: skipped: torch is not importable here (the release's code needs torch)")
+        return 0
+    import vllm_loader
+
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cpu" and not vllm_loader.interpreting():
+        os.environ["TRITON_INTERPRET"] = "1"  # before the release imports triton_utils
+    t0 = time.time()
+    rel = vllm_loader.load(args.release, args.cache_dir)
+
+    steps = []
+    for path in args.steps:
+        with open(path) as f:
+            steps.append(step_from_result(json.load(f), args.impl, os.path.basename(path)))
+    dumps = []
+    for d in args.dump:
+        n = 0
+        for step, entry, index in load_dump(d, args.limit, args.stride):
+            if args.sim and args.ours_from_sim:
+                ours_from_sim(args.sim, args.impl, step, entry)
+            step.profile = n % max(args.profile_every, 1) == 0
+            steps.append(step)
+            n += 1
+        dumps.append({"dir": d, "steps": n, "meta": index.get("meta", {})})
+    if not steps:
+        print("vllm_oracle: no steps given (--steps or --dump)", file=sys.stderr)
+        return 2
+
+    capacity = max(max(s.sizes["capacity"], s.sizes["num_tokens"], 1) for s in steps)
+    max_reqs = max(s.sizes["num_reqs"] for s in steps)
+    max_width = max(max(s.sizes["bt_width"], 1) for s in steps)
+    suite = ReleaseSuite(rel, device, capacity, max_reqs, max_width, steps[0].consts)
+    profiler = make_profiler(device)
+
+    diffs, per_step, launch_rows = [], [], []
+    errors = []
+    for step in steps:
+        suite.adaptive = args.adaptive == "on" or (args.adaptive == "auto" and step.adaptive_run)
+        for b in suite.indexer:
+            b.use_adaptive_verification = suite.adaptive
+        try:
+            got, launches = suite.run(step, profiler if step.profile else None)
+        except Exception as e:  # one step's failure is reported, the others still run
+            errors.append({"step": step.name, "error": f"{type(e).__name__}: {e}"})
+            if os.environ.get("DSPARK_ORACLE_TRACEBACK"):
+                import traceback
+                traceback.print_exc()
+            continue
+        if args.save_outputs:
+            os.makedirs(args.save_outputs, exist_ok=True)
+            np.savez(os.path.join(args.save_outputs, step.name.replace("/", "_") + ".npz"), **got)
+        d = compare(step, got)
+        diffs += d
+        nd = suite._split
+        row = {"step": step.name, "adaptive_run": step.adaptive_run, "compared": sorted(k for k in step.ours if k in got),
+               "differences": len(d), "release_split": list(nd),
+               "our_split": [step.sizes["num_decodes"], step.sizes["num_decode_tokens"]],
+               "host": {k: int(v[0]) for k, v in got.items() if "._host." in k}}
+        if device == "cuda" and step.ours_source.startswith("dspark-sim step") and not args.no_timing:
+            row["release_time"] = suite.time_suite(step)
+        if launches:
+            deepgemm = 2 * sum(1 for k in (1, 2) if f"indexer_r{k}.indices" in got)
+            row["release_launches"] = {**launches, "deepgemm": deepgemm,
+                                       "total": sum(launches.values()) + deepgemm}
+        per_step.append(row)
+
+    kinds: dict = {}
+    for d in diffs:
+        kinds[d["kind"]] = kinds.get(d["kind"], 0) + d["cells"]
+    report = {
+        "meta": {
+            "schema": SCHEMA, "schema_version": SCHEMA_VERSION,
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "argv": sys.argv if argv is None else ["vllm_oracle.py", *argv],
+            "release": rel.version, "release_root": rel.root, "impl": args.impl,
+            "device": device, "torch": torch.__version__,
+            "triton_interpret": vllm_loader.interpreting(),
+            "gpu": torch.cuda.get_device_name(0) if device == "cuda" else None,
+            "adaptive_verification": args.adaptive,
+            "notes": suite.notes, "seconds": round(time.time() - t0, 1),
+        },
+        "inputs": {"step_reports": args.steps, "dumps": dumps},
+        "steps": len(steps), "steps_run": len(per_step), "errors": errors,
+        "differences_by_kind": kinds,
+        "kept_on_purpose": {k: {"field": v[0], "why": v[1]} for k, v in KEPT.items()},
+        "not_compared": NOT_COMPARED,
+        "launches": "n/a (no GPU: torch.profiler counts device launches only on CUDA)"
+        if profiler is None else "per step in per_step[].release_launches",
+        "differences": diffs[:2000], "differences_total": len(diffs),
+        "per_step": per_step,
+    }
+    if args.sim:
+        report["ours_launches"] = our_launches(args.sim, args.impl)
+        report["launch_comparison"] = compare_launches(report["ours_launches"], per_step)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(report, f, indent=1)
+    bugs = kinds.get("bug", 0)
+    print(f"vllm_oracle: vLLM {rel.version} vs {args.impl}: {len(per_step)}/{len(steps)} steps, "
+          f"differing cells by kind {kinds or '{}'}, {len(errors)} errors -> {args.out}")
+    return 1 if (bugs or errors) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""CTest `vllm_oracle_cpu`: the vLLM oracle (scripts/oracle/) on two seed cases, on the CPU through
+Triton's interpreter, against the release tree in $DSPARK_VLLM_CACHE (or <repo>/.vllm-cache):
+  - vLLM's own builders agree with vllm-56562 on every compared field (no bug);
+  - one cell of our output changed is reported as a bug, with exit status 1;
+  - the loader refuses a second release in one process and never hands out a stubbed module.
+Skipped (exit 77) when torch or triton is not importable, or no release tree has been fetched
+(scripts/fetch-vllm.sh 0.34.0).
+Usage: test_vllm_oracle.py PATH/TO/dspark-sim [VERSION]
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ORACLE = os.path.join(ROOT, "scripts", "oracle", "vllm_oracle.py")
+SKIP = 77
+
+
+def main():
+    sim = sys.argv[1]
+    version = sys.argv[2] if len(sys.argv) > 2 else "0.34.0"
+    try:
+        import torch  # noqa: F401
+        import triton  # noqa: F401
+    except ImportError as e:
+        print(f"skipped: {e.name} is not importable (the oracle runs vLLM's code on torch and triton)")
+        return SKIP
+    cache = os.environ.get("DSPARK_VLLM_CACHE", os.path.join(ROOT, ".vllm-cache"))
+    if not os.path.isfile(os.path.join(cache, version, "vllm", "__init__.py")):
+        print(f"skipped: no vLLM {version} tree in {cache} (scripts/fetch-vllm.sh {version})")
+        return SKIP
+    env = dict(os.environ, TRITON_INTERPRET="1", DSPARK_VLLM_CACHE=cache)
+    failures = []
+
+    def check(ok, what):
+        print(("ok   " if ok else "FAIL ") + what)
+        if not ok:
+            failures.append(what)
+
+    with tempfile.TemporaryDirectory(prefix="dspark-oracle-test-") as tmp:
+        reports = []
+        for case in ("decode", "adaptive_verify"):
+            path = os.path.join(tmp, case + ".json")
+            p = subprocess.run([sim, "step", "--case", case, "--batch", "4", "--seed", "4", "--impl", "vllm-56562",
+                                "--out", path], capture_output=True, text=True)
+            check(p.returncode == 0, f"dspark-sim step --case {case}: exit {p.returncode} {p.stderr[-300:]}")
+            reports.append(path)
+        out = os.path.join(tmp, "report.json")
+        p = subprocess.run([sys.executable, ORACLE, "--release", version, "--steps", *reports, "--device", "cpu",
+                            "--out", out], capture_output=True, text=True, env=env)
+        check(p.returncode == 0, f"oracle on the seed cases: exit {p.returncode} {p.stdout[-300:]} {p.stderr[-600:]}")
+        if os.path.exists(out):
+            with open(out) as f:
+                r = json.load(f)
+            check(r["meta"]["release"] == version and r["meta"]["schema"] == "dspark-vllm-oracle", "report meta")
+            check(r["steps_run"] == 2 and not r["errors"], f"both steps ran: {r['errors']}")
+            check(r["differences_by_kind"].get("bug", 0) == 0, f"no bug: {r['differences_by_kind']}")
+            compared = set(r["per_step"][0]["compared"])
+            want = {"token_map.token_to_req", "swa.swa_lens", "swa.swa_indices", "mla_r2.compressed_slots",
+                    "mla_r2.ring_slots", "indexer_r1.seq_out", "indexer_r1.bt_out", "indexer_r2.seq_out",
+                    "indexer_r2.compressed_slots"}
+            check(want <= compared, f"fields compared: missing {sorted(want - compared)}")
+            check(r["launches"].startswith("n/a"), "launch counts are n/a on the CPU")
+
+        # A planted bug: one cell of our indexer output changed.
+        with open(reports[1]) as f:
+            rep = json.load(f)
+        rep["impls"]["vllm-56562"]["outputs"]["indexer_r1.indices"]["values"][1] += 1
+        bad = os.path.join(tmp, "planted.json")
+        with open(bad, "w") as f:
+            json.dump(rep, f)
+        out2 = os.path.join(tmp, "planted_report.json")
+        p = subprocess.run([sys.executable, ORACLE, "--release", version, "--steps", bad, "--device", "cpu",
+                            "--out", out2], capture_output=True, text=True, env=env)
+        check(p.returncode == 1, f"a planted difference exits 1 (got {p.returncode})")
+        if os.path.exists(out2):
+            with open(out2) as f:
+                r = json.load(f)
+            d = [x for x in r["differences"] if x["field"] == "indexer_r1.indices"]
+            check(len(d) == 1 and d[0]["kind"] == "bug" and d[0]["cells"] == 1 and d[0]["first_index"] == 1,
+                  f"the planted cell is one bug at index 1: {d}")
+
+        probe = ("import sys; sys.path.insert(0, %r); import vllm_loader as L; r = L.load(%r)\n"
+                 "try:\n    L.load('0.0.1'); print('second load allowed')\nexcept RuntimeError: print('refused')\n"
+                 "try:\n    r.module('vllm.config'); print('stub handed out')\nexcept ImportError: print('stub refused')\n"
+                 % (os.path.join(ROOT, "scripts", "oracle"), version))
+        p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
+        check("refused" in p.stdout and "stub refused" in p.stdout, f"loader guards: {p.stdout.strip()} {p.stderr[-300:]}")
+
+    print(f"{'all' if not failures else len(failures)} checks {'passed' if not failures else 'failed'}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
