@@ -20,7 +20,7 @@ from plot_bench import (bench_tables, plot_bench_mismatches, plot_bench_tpot, pl
                         plot_metadata_gpu_us)
 from plot_common import Output  # noqa: E402
 from plot_run import plot_acceptance, plot_run_mismatches, plot_steps_over_time  # noqa: E402
-from plot_serving import plot_serving, plot_serving_vs_chain, serving_tables  # noqa: E402
+from plot_serving import plot_serving, plot_serving_vs_baseline, serving_tables  # noqa: E402
 
 
 def pick(kind, explicit, found, out):
@@ -41,6 +41,14 @@ def make_all(results_dir, out_dir, sweep_dir=None, run_dir=None, bench_dir=None)
     run_dir = pick("run", run_dir, found, out)
     bench_dir = pick("bench", bench_dir, found, out)
     mismatch_dir, why = run_dir, None  # the stale-host plot's run, when not a sweep point
+    # Every implementation's order, role, colour, hatch and marker: the files' meta.impls.
+    try:
+        reg = rio.registry_of(bench_dir and os.path.join(bench_dir, "bench.json"),
+                              sweep_dir and os.path.join(sweep_dir, "sweep_meta.json"),
+                              run_dir and os.path.join(run_dir, "summary.json"))
+    except rio.InputError as e:
+        print(f"plot_all: {e}; implementations drawn without their registry", file=sys.stderr)
+        reg = rio.ImplRegistry()
 
     bench_plots = ["metadata_gpu_us", "launches_per_suite", "stale_host_divergence_bench", "tpot_by_mode"]
     if bench_dir is None:
@@ -53,11 +61,13 @@ def make_all(results_dir, out_dir, sweep_dir=None, run_dir=None, bench_dir=None)
             for p in bench_plots:
                 out.skip(p, str(e))
         else:
-            plot_metadata_gpu_us(bench, out)
-            plot_launches(bench, out)
-            plot_bench_mismatches(bench, out)
-            plot_bench_tpot(bench, out)
-            out.text("metadata_tables.md", bench_tables(bench))
+            for entry in bench.get("metadata", []) + bench.get("tpot", []):
+                entry["impl"] = reg.canonical(entry["impl"])
+            plot_metadata_gpu_us(bench, reg, out)
+            plot_launches(bench, reg, out)
+            plot_bench_mismatches(bench, reg, out)
+            plot_bench_tpot(bench, reg, out)
+            out.text("metadata_tables.md", bench_tables(bench, reg))
 
     if sweep_dir is None:
         out.skip("serving_vs_concurrency", f"no sweep.jsonl under {results_dir}")
@@ -67,12 +77,15 @@ def make_all(results_dir, out_dir, sweep_dir=None, run_dir=None, bench_dir=None)
         except rio.InputError as e:
             out.skip("serving_vs_concurrency", str(e))
         else:
-            plot_serving(rows, out, sweep_dir)
-            plot_serving_vs_chain(rows, out)
-            out.text("serving_tables.md", serving_tables(rows))
+            for r in rows:
+                if "impl" in r:
+                    r["impl"] = reg.canonical(r["impl"])
+            plot_serving(rows, reg, out, sweep_dir)
+            plot_serving_vs_baseline(rows, reg, out)
+            out.text("serving_tables.md", serving_tables(rows, reg))
             if run_dir is None:
-                run_dir = _sweep_point_for_run_plots(sweep_dir, rows)
-                mismatch_dir, why = _sweep_point_that_checked_every_impl(sweep_dir, rows)
+                run_dir = _sweep_point_for_run_plots(sweep_dir, rows, reg)
+                mismatch_dir, why = _sweep_point_that_checked_every_impl(sweep_dir, rows, reg)
 
     no_run = f"no run folder (summary.json, steps.csv, requests.csv) under {results_dir}"
     if run_dir is None:
@@ -83,35 +96,52 @@ def make_all(results_dir, out_dir, sweep_dir=None, run_dir=None, bench_dir=None)
         plot_steps_over_time(run_dir, out)
         plot_acceptance(run_dir, out)
     if mismatch_dir is not None:
-        plot_run_mismatches(mismatch_dir, out)
+        if not reg:
+            reg.add_meta(rio.read_meta(os.path.join(mismatch_dir, "summary.json")), mismatch_dir)
+        plot_run_mismatches(mismatch_dir, reg, out)
     else:
         out.skip("stale_host_divergence_run", why or no_run)
     return out, found
 
 
-def _sweep_point_that_checked_every_impl(sweep_dir, rows):
+def _sweep_point_that_checked_every_impl(sweep_dir, rows, reg):
     """(folder, None) of an ok point whose metadata check ran every implementation of the
-    sweep, or (None, why) when none did: a point checks only its own implementation unless the
+    sweep (adaptive mode and the highest concurrency first), or (None, why) when none did: a point checks only its own implementation unless the
     sweep ran with --check-impl all, and its panels would be zero for every other one."""
     impls = {r.get("impl") for r in rio.ok_rows(rows)}
-    for r in sorted(rio.ok_rows(rows), key=lambda r: -(r.get("concurrency") or 0)):
-        checked = set(str(r.get("check_impls") or "").split(";"))
+    # Adaptive points first: stale host state shows under adaptive verification only.
+    modes = {"adaptive": 2, "dspark": 1}
+    for r in sorted(rio.ok_rows(rows), key=lambda r: (-modes.get(r.get("mode"), 0), -_concurrency_rank(r),
+                                                      r["point_id"])):
+        checked = {reg.canonical(i) for i in str(r.get("check_impls") or "").split(";")}
         folder = os.path.join(sweep_dir, r.get("out", ""))
         if r.get("check") and impls <= checked and os.path.isfile(os.path.join(folder, "summary.json")):
-            print(f"plot_all: stale-host plot from sweep point {r['point_id']} (checked {', '.join(sorted(checked))})")
+            print(f"plot_all: stale-host plot from sweep point {r['point_id']} (checked {', '.join(reg.ordered(checked))})")
             return folder, None
     return None, (f"no point of {sweep_dir} checked every implementation ({', '.join(sorted(map(str, impls)))}); "
                   "rerun the sweep with --check-impl all, or pass --run DIR of a run with --impl all")
 
 
-def _sweep_point_for_run_plots(sweep_dir, rows):
-    """A sweep's point folder for the one-run plots: the highest concurrency, adaptive, fused."""
+def _concurrency_rank(r):
+    """Concurrency as a load: 0 (no limit) is the highest."""
+    c = r.get("concurrency") or 0
+    return float("inf") if c <= 0 else c
+
+
+def _sweep_point_for_run_plots(sweep_dir, rows, reg):
+    """A sweep's point folder for the one-run plots: adaptive mode first, then the seed's After
+    (the newest vLLM state, by its role in the registry), then the highest concurrency; ties
+    by point id, so the choice does not depend on the rows' order."""
+    after = reg.with_role("seed-after")
+    modes = {"adaptive": 2, "dspark": 1}
+
     def score(r):
-        return (r.get("mode") == "adaptive", r.get("impl") == "fused", r.get("concurrency", 0))
-    for r in sorted(rio.ok_rows(rows), key=score, reverse=True):
+        return (modes.get(r.get("mode"), 0), after is not None and r.get("impl") == after, _concurrency_rank(r))
+    for r in sorted(rio.ok_rows(rows), key=lambda r: (tuple(-float(x) for x in score(r)), r["point_id"])):
         folder = os.path.join(sweep_dir, r.get("out", ""))
         if os.path.isfile(os.path.join(folder, "steps.csv")):
-            print(f"plot_all: no standalone run folder; using sweep point {r['point_id']}")
+            print(f"plot_all: no standalone run folder; one-run plots from sweep point {r['point_id']} "
+                  f"(mode {r.get('mode')}, {r.get('impl')}, concurrency {r.get('concurrency') or 'none'})")
             return folder
     return None
 

@@ -1,6 +1,7 @@
-"""What every plot module shares: the Agg backend and byte-stable settings, fixed colours per
-implementation, mode and step case, the atomic file writer, grouped bars, the mismatch figure
-and labelled log axes (plots/plot_all.py makes the plots)."""
+"""What every plot module shares: the Agg backend and byte-stable settings, fixed styles per mode
+and step case, the atomic file writer, grouped bars, the mismatch figure and labelled log axes
+(plots/plot_all.py makes the plots). Each implementation's colour, hatch and marker come from the
+result files (results_io.ImplRegistry), never from a list here."""
 
 import contextlib
 import math
@@ -11,21 +12,15 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import results_io as rio  # noqa: E402
 
 
-# Fixed colours per implementation and line styles per mode, the same in every plot.
-IMPL_COLORS = {
-    "chain": "#c0392b",
-    "cached": "#e67e22",
-    "device-chain": "#8e44ad",
-    "fused": "#2471a3",
-    "fused-suite": "#229954",
-}
-MODE_STYLES = {"none": (":", "s"), "dspark": ("--", "o"), "adaptive": ("-", "^")}
+# Line style per mode, the same in every plot (an implementation has its colour and marker).
+MODE_STYLES = {"none": ":", "dspark": "--", "adaptive": "-"}
 CASE_COLORS = {
     "prefill": "#1f77b4",
     "chunked_prefill": "#17becf",
@@ -43,8 +38,17 @@ plt.rcParams["figure.dpi"] = 100
 plt.rcParams["figure.constrained_layout.use"] = True
 
 
-def impl_color(impl):
-    return IMPL_COLORS.get(impl, "#7f8c8d")
+def mode_style(mode):
+    return MODE_STYLES.get(mode, "-.")
+
+
+def impl_handles(reg, impls, modes=()):
+    """Legend entries: one per implementation (colour and marker), then one per mode (style)."""
+    handles = [Line2D([], [], color=reg.color(i), marker=reg.marker(i), lw=2, ms=6, label=reg.label(i))
+               for i in impls]
+    handles += [Line2D([], [], color="#333333", ls=mode_style(m), lw=1.5, label=rio.MODE_TITLES.get(m, m))
+                for m in modes]
+    return handles
 
 
 @contextlib.contextmanager
@@ -91,8 +95,8 @@ class Output:
         self.skipped.append((what, why))
 
 
-def grouped_bars(ax, table, impls, cases, label_fn=None, errors=None):
-    """Bars of table[case][impl], grouped by case, one colour per implementation."""
+def grouped_bars(ax, table, impls, cases, reg, label_fn=None, errors=None):
+    """Bars of table[case][impl], grouped by case, one colour and hatch per implementation."""
     width = 0.8 / max(len(impls), 1)
     for j, impl in enumerate(impls):
         xs, heights, lo, hi = [], [], [], []
@@ -108,7 +112,8 @@ def grouped_bars(ax, table, impls, cases, label_fn=None, errors=None):
                 hi.append(max(float(high) - float(value), 0.0))
         if not xs:
             continue
-        bars = ax.bar(xs, heights, width * 0.92, color=impl_color(impl), label=impl,
+        bars = ax.bar(xs, heights, width * 0.92, color=reg.color(impl), hatch=reg.hatch(impl) or None,
+                      edgecolor="white", linewidth=0, label=reg.label(impl),
                       yerr=[lo, hi] if errors is not None else None, capsize=2 if errors is not None else 0,
                       error_kw={"elinewidth": 0.8, "ecolor": "#333333"})
         if label_fn is not None:
@@ -126,21 +131,21 @@ def grouped_bars(ax, table, impls, cases, label_fn=None, errors=None):
     ax.set_axisbelow(True)
 
 
-def mismatch_figure(tables, cases, impls, title, out, stem, unit):
+def mismatch_figure(tables, cases, impls, reg, title, out, stem, unit):
     """One panel per kind of difference; tables[kind][case][impl] = count of `unit`."""
     fig, axes = plt.subplots(len(rio.MISMATCH_KINDS), 1, figsize=(12, 3.4 * len(rio.MISMATCH_KINDS)),
                              squeeze=False)
     names = {"stale_host": "stale-host divergence", "padding_residue": "padding residue", "bug": "bugs"}
     for ax, kind in zip(axes[:, 0], rio.MISMATCH_KINDS):
         table = tables[kind]
-        grouped_bars(ax, table, impls, cases, label_fn=lambda c, i, t=table: f"{int(t[c][i])}")
+        grouped_bars(ax, table, impls, cases, reg, label_fn=lambda c, i, t=table: f"{int(t[c][i])}")
         total = sum(int(v) for row in table.values() for v in row.values())
         ax.set_title(f"{names[kind]} (total {total})", fontsize=10)
         ax.set_ylabel(unit)
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         top = max([float(v) for row in table.values() for v in row.values()] + [1.0])
         ax.set_ylim(0, top * 1.3)
-        ax.legend(fontsize=8, ncol=len(impls), loc="upper left")
+        ax.legend(fontsize=8, ncol=min(len(impls), 3), loc="upper left")
     fig.suptitle(title, fontsize=10)
     out.save(fig, stem)
 

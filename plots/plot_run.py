@@ -118,15 +118,16 @@ def plot_acceptance(run_dir, out):
     out.save(fig, "acceptance_length")
 
 
-def plot_run_mismatches(run_dir, out):
+def plot_run_mismatches(run_dir, reg, out):
     try:
         counts = rio.metadata_check_by_case(rio.read_summary(run_dir), os.path.join(run_dir, "summary.json"))
     except rio.InputError as e:
         return out.skip("stale_host_divergence_run", str(e))
-    impls = rio.ordered(counts.keys(), rio.IMPLS)
+    counts = {reg.canonical(i): v for i, v in counts.items()}
+    impls = reg.ordered(counts.keys())
     cases = rio.ordered({c for per in counts.values() for c in per}, rio.CASES)
     tables = {k: {c: {i: counts[i][c][k] for i in impls if c in counts[i]} for c in cases}
               for k in rio.MISMATCH_KINDS}
-    mismatch_figure(tables, cases, impls,
+    mismatch_figure(tables, cases, impls, reg,
                      f"Metadata differences per implementation and step case (metadata check): {_run_title(run_dir)}",
                      out, "stale_host_divergence_run", "steps with a difference")

@@ -1,11 +1,11 @@
 """The plots and tables of a sweep folder (sweep.jsonl): serving metrics against concurrency per
-group, mode and implementation, and each implementation's change against chain."""
+group, mode and implementation, and each implementation's change against the baseline (the
+implementation whose role in the result files' registry is baseline)."""
 
 import matplotlib.pyplot as plt
-from matplotlib.lines import Line2D
 
 import results_io as rio
-from plot_common import MODE_STYLES, impl_color, label_log_axis
+from plot_common import impl_handles, label_log_axis, mode_style
 
 
 SERVING_METRICS = [
@@ -18,7 +18,7 @@ SERVING_METRICS = [
 PERCENTILES = {"mean_tpot_ms": "tpot", "mean_ttft_ms": "ttft"}
 
 
-def plot_serving(rows, out, sweep_dir):
+def plot_serving(rows, reg, out, sweep_dir):
     groups = rio.sweep_groups(rows)
     if not groups:
         n_failed = sum(1 for r in rows if r.get("status") == "failed")
@@ -26,119 +26,128 @@ def plot_serving(rows, out, sweep_dir):
                         f"({len(rows)} rows, {n_failed} failed)")
     for title, slug, members in groups:
         modes = rio.ordered({r["mode"] for r in members}, rio.MODES)
-        impls = rio.ordered({r["impl"] for r in members}, rio.IMPLS)
+        impls = reg.ordered({r["impl"] for r in members})
         concurrencies = sorted({r["concurrency"] for r in members})
         metrics = [(k, t) for k, t in SERVING_METRICS
                    if k != "mean_acceptance_length" or any(m != "none" for m in modes)]
-        ncols = 2
-        nrows = (len(metrics) + ncols - 1) // ncols
-        fig, axes = plt.subplots(nrows, ncols, figsize=(11, 4.0 * nrows), squeeze=False)
-        for ax in axes.flat[len(metrics):]:
-            ax.set_visible(False)
-        for ax, (key, label) in zip(axes.flat, metrics):
-            for mode in modes:
+        # One row per metric, one column per mode (its y axis shared along the row): each panel
+        # holds one line per implementation. The p50-p99 band and the p90 line are drawn when a
+        # panel has at most two implementations (more bands hide each other; the tables have them).
+        bands = len(impls) <= 2
+        fig, axes = plt.subplots(len(metrics), len(modes), figsize=(4.6 * len(modes) + 1.0, 3.0 * len(metrics)),
+                                 squeeze=False, sharex=True, sharey="row")
+        for row, (key, label) in enumerate(metrics):
+            for col, mode in enumerate(modes):
+                ax = axes[row][col]
                 if key == "mean_acceptance_length" and mode == "none":
-                    continue
-                style, marker = MODE_STYLES.get(mode, ("-.", "x"))
+                    ax.text(0.5, 0.5, "no drafts without DSpark", ha="center", va="center", transform=ax.transAxes,
+                            fontsize=8, color="#777777")
                 for impl in impls:
+                    color, marker = reg.color(impl), reg.marker(impl)
                     sel = sorted((r for r in members if r["mode"] == mode and r["impl"] == impl
                                   and r.get(key) is not None), key=lambda r: r["concurrency"])
-                    if not sel:
+                    if not sel or (key == "mean_acceptance_length" and mode == "none"):
                         continue
                     xs = [max(r["concurrency"], 0.5) for r in sel]
-                    ax.plot(xs, [r[key] for r in sel], ls=style, marker=marker,
-                            color=impl_color(impl), ms=4, lw=1.3)
+                    ax.plot(xs, [r[key] for r in sel], marker=marker, color=color, ms=5, lw=1.3)
                     metric = PERCENTILES.get(key)
                     # p50 is the median (older rows have only median_*).
                     for r in sel:
                         if metric and r.get(f"p50_{metric}_ms") is None:
                             r[f"p50_{metric}_ms"] = r.get(f"median_{metric}_ms")
-                    if metric and all(r.get(f"p50_{metric}_ms") is not None and r.get(f"p99_{metric}_ms")
-                                      is not None for r in sel):
+                    if bands and metric and all(r.get(f"p50_{metric}_ms") is not None
+                                                and r.get(f"p99_{metric}_ms") is not None for r in sel):
                         ax.fill_between(xs, [r[f"p50_{metric}_ms"] for r in sel],
-                                        [r[f"p99_{metric}_ms"] for r in sel], color=impl_color(impl),
-                                        alpha=0.06, lw=0)
+                                        [r[f"p99_{metric}_ms"] for r in sel], color=color, alpha=0.12, lw=0)
                         if all(r.get(f"p90_{metric}_ms") is not None for r in sel):
-                            ax.plot(xs, [r[f"p90_{metric}_ms"] for r in sel], ls=":", lw=0.9,
-                                    color=impl_color(impl))
-            ax.set_xscale("log", base=2)
-            ax.set_xticks([max(c, 0.5) for c in concurrencies])
-            ax.set_xticklabels([str(c) if c > 0 else "none" for c in concurrencies])
-            ax.set_xlabel("concurrency")
-            ax.set_title(label + (": mean (line), p50-p99 (band), p90 (dotted)" if key in PERCENTILES else ""),
-                         fontsize=10)
+                            ax.plot(xs, [r[f"p90_{metric}_ms"] for r in sel], ls=":", lw=0.9, color=color)
+                ax.set_xscale("log", base=2)
+                ax.set_xticks([max(c, 0.5) for c in concurrencies])
+                ax.set_xticklabels([str(c) if c > 0 else "none" for c in concurrencies])
+                ax.grid(alpha=0.3, which="both")
+                if row == 0:
+                    ax.set_title(rio.MODE_TITLES.get(mode, mode), fontsize=10, fontweight="bold")
+                if row == len(metrics) - 1:
+                    ax.set_xlabel("concurrency")
+                if col == 0:
+                    what = " (mean; p50-p99 band, p90 dotted)" if bands and key in PERCENTILES else " (mean)" \
+                        if key in PERCENTILES else ""
+                    ax.set_ylabel(label + what, fontsize=8)
+            row_values = [r.get(key) for r in members if r.get(key) is not None]
             if key == "mean_acceptance_length":
-                ax.set_ylim(1, max([r.get(key) or 1 for r in members] + [2]) * 1.1)
-            elif all((r.get(key) or 0) > 0 for r in members if r.get(key) is not None):
-                ax.set_yscale("log")
-                label_log_axis(ax)
-            ax.grid(alpha=0.3, which="both")
+                axes[row][0].set_ylim(1, max(row_values + [2]) * 1.1)
+            elif row_values and all(v > 0 for v in row_values):
+                for ax in axes[row]:
+                    ax.set_yscale("log")
+                label_log_axis(axes[row][0])
         counts = _request_counts(members)
         if len(set(counts.values())) > 1:
             for c, n in counts.items():
-                axes.flat[0].annotate(f"n={n}", (max(c, 0.5), 0), xycoords=("data", "axes fraction"),
+                axes[0][0].annotate(f"n={n}", (max(c, 0.5), 0), xycoords=("data", "axes fraction"),
                                       xytext=(0, 3), textcoords="offset points", ha="center",
                                       fontsize=7, color="#aa3300")
             note = "request counts differ: " + "; ".join(
                 f"{n} at concurrency {', '.join(str(c) for c in cs)}" for n, cs in _by_count(counts))
             print(f"plot_all: serving_vs_concurrency_{slug}: {note}")
             title += f" ({note})"
-        handles = [Line2D([], [], color=impl_color(i), lw=2, label=i) for i in impls]
-        handles += [Line2D([], [], color="#333333", ls=MODE_STYLES.get(m, ("-.", "x"))[0],
-                           marker=MODE_STYLES.get(m, ("-.", "x"))[1], label=rio.MODE_TITLES.get(m, m))
-                    for m in modes]
-        fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=8)
+        fig.legend(handles=impl_handles(reg, impls), loc="outside lower center", ncol=min(len(impls), 5), fontsize=8)
         executors = sorted({str(r.get("executor", "?")) for r in members})
         fig.suptitle(f"Serving metrics vs concurrency: {title} (executor {', '.join(executors)})", fontsize=11)
         out.save(fig, f"serving_vs_concurrency_{slug}")
 
 
 RELATIVE_METRICS = [
-    ("mean_tpot_ms", "Mean TPOT vs chain [%]"),
-    ("mean_ttft_ms", "Mean TTFT vs chain [%]"),
-    ("output_throughput", "Output throughput vs chain [%]"),
+    ("mean_tpot_ms", "Mean TPOT"),
+    ("mean_ttft_ms", "Mean TTFT"),
+    ("output_throughput", "Output throughput"),
 ]
 
 
-def plot_serving_vs_chain(rows, out):
-    """Each implementation's change against chain at the same point: 100 * (x / chain - 1)."""
+def plot_serving_vs_baseline(rows, reg, out):
+    """Each implementation's change against the baseline at the same point: 100 * (x / base - 1)."""
     for title, slug, members in rio.sweep_groups(rows):
-        impls = [i for i in rio.ordered({r["impl"] for r in members}, rio.IMPLS) if i != "chain"]
-        if "chain" not in {r["impl"] for r in members} or not impls:
-            out.skip(f"serving_vs_chain_{slug}", "the sweep has no chain points (or nothing else) to compare")
+        stem = f"serving_vs_baseline_{slug}"
+        base_name = reg.baseline
+        if base_name is None:
+            out.skip(stem, reg.why_no_baseline())
+            continue
+        present = {r["impl"] for r in members}
+        impls = [i for i in reg.ordered(present) if i != base_name]
+        if base_name not in present or not impls:
+            have = ", ".join(reg.ordered(present))
+            out.skip(stem, f"the sweep group {title} has {'no point of the baseline ' + base_name if base_name not in present else 'only the baseline'} "
+                     f"(its implementations: {have}); sweep --impl with {base_name} and at least one other")
             continue
         modes = rio.ordered({r["mode"] for r in members}, rio.MODES)
         concurrencies = sorted({r["concurrency"] for r in members})
-        chain = {(r["concurrency"], r["mode"]): r for r in members if r["impl"] == "chain"}
-        fig, axes = plt.subplots(1, len(RELATIVE_METRICS), figsize=(15, 4.2), squeeze=False)
+        base = {(r["concurrency"], r["mode"]): r for r in members if r["impl"] == base_name}
+        fig, axes = plt.subplots(1, len(RELATIVE_METRICS), figsize=(15, 4.6), squeeze=False)
         for ax, (key, label) in zip(axes[0], RELATIVE_METRICS):
             for mode in modes:
-                style, marker = MODE_STYLES.get(mode, ("-.", "x"))
                 for impl in impls:
                     pts = []
                     for r in members:
-                        base = chain.get((r["concurrency"], mode), {}).get(key)
-                        if r["mode"] == mode and r["impl"] == impl and r.get(key) is not None and base:
-                            pts.append((r["concurrency"], 100.0 * (r[key] / base - 1.0)))
+                        b = base.get((r["concurrency"], mode), {}).get(key)
+                        if r["mode"] == mode and r["impl"] == impl and r.get(key) is not None and b:
+                            pts.append((r["concurrency"], 100.0 * (r[key] / b - 1.0)))
                     pts.sort()
                     if pts:
-                        ax.plot([max(c, 0.5) for c, _ in pts], [v for _, v in pts], ls=style, marker=marker,
-                                color=impl_color(impl), ms=4, lw=1.3)
+                        ax.plot([max(c, 0.5) for c, _ in pts], [v for _, v in pts], ls=mode_style(mode),
+                                marker=reg.marker(impl), color=reg.color(impl), ms=5, lw=1.3,
+                                mfc="white" if mode == "none" else reg.color(impl))
             ax.axhline(0, color="#555555", lw=0.8)
             ax.set_xscale("log", base=2)
             ax.set_xticks([max(c, 0.5) for c in concurrencies])
             ax.set_xticklabels([str(c) if c > 0 else "none" for c in concurrencies])
             ax.set_xlabel("concurrency")
-            ax.set_title(label + (" (lower is better)" if key != "output_throughput" else " (higher is better)"),
-                         fontsize=10)
+            better = "lower" if key != "output_throughput" else "higher"
+            ax.set_title(f"{label} vs {base_name} [%] ({better} is better)", fontsize=10)
             ax.grid(alpha=0.3)
-        handles = [Line2D([], [], color=impl_color(i), lw=2, label=i) for i in impls]
-        handles += [Line2D([], [], color="#333333", ls=MODE_STYLES.get(m, ("-.", "x"))[0],
-                           marker=MODE_STYLES.get(m, ("-.", "x"))[1], label=rio.MODE_TITLES.get(m, m))
-                    for m in modes]
-        fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=8)
-        fig.suptitle(f"Change against chain at the same point: {title}", fontsize=11)
-        out.save(fig, f"serving_vs_chain_{slug}")
+        handles = impl_handles(reg, impls, modes)
+        fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 4), fontsize=8)
+        fig.suptitle(f"Change against the baseline, {reg.label(base_name).split(',')[0]}, at the same point: {title}",
+                     fontsize=11)
+        out.save(fig, stem)
 
 
 def _request_counts(members):
@@ -160,8 +169,8 @@ def _fmt(v, digits):
     return "" if v is None else f"{v:.{digits}f}"
 
 
-def serving_tables(rows):
-    """The seed's SPEED-Bench tables per group and mode: each implementation vs chain."""
+def serving_tables(rows, reg):
+    """The seed's SPEED-Bench tables per group and mode: each implementation vs the baseline."""
     lines = ["# Serving metrics from the sweep", ""]
     specs = [("mean_ttft_ms", "Mean TTFT [ms]", 3, "lower"),
              ("mean_tpot_ms", "Mean TPOT [ms/token]", 3, "lower"),
@@ -169,16 +178,16 @@ def serving_tables(rows):
              ("mean_acceptance_length", "Mean acceptance length", 3, None)]
     for title, _, members in rio.sweep_groups(rows):
         for mode in rio.ordered({r["mode"] for r in members}, rio.MODES):
-            impls = rio.ordered({r["impl"] for r in members if r["mode"] == mode}, rio.IMPLS)
+            impls = reg.ordered({r["impl"] for r in members if r["mode"] == mode})
             value = {(r["concurrency"], r["impl"]): r for r in members if r["mode"] == mode}
             concurrencies = sorted({c for c, _ in value})
-            base = "chain" if "chain" in impls else None
+            base = reg.baseline if reg.baseline in impls else None
             for key, label, digits, better in specs:
                 if key == "mean_acceptance_length" and mode == "none":
                     continue
                 head = list(impls)
                 if base and better:
-                    word = "reduction vs chain" if better == "lower" else "speedup vs chain"
+                    word = f"reduction vs {base}" if better == "lower" else f"speedup vs {base}"
                     head += [f"{i} {word}" for i in impls if i != base]
                 lines += [f"## {title}, {rio.MODE_TITLES.get(mode, mode)}: {label}", "",
                           "| Concurrency | " + " | ".join(head) + " |", "|---:|" + "---:|" * len(head)]

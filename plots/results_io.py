@@ -8,8 +8,8 @@ import csv
 import json
 import os
 
-# Display order and names of the axes (docs/design.md sections 3 and 4).
-IMPLS = ["chain", "cached", "device-chain", "fused", "fused-suite"]
+# Display order and names of the axes (docs/design.md sections 3 and 4). The implementations are not
+# listed here: every result file's meta.impls carries them (ImplRegistry below).
 MODES = ["none", "dspark", "adaptive"]
 CASES = [
     "prefill",
@@ -100,6 +100,131 @@ def _number(value, where):
         return float(value)
     except (TypeError, ValueError) as e:
         raise InputError(f"{where}: expected a number, got {value!r}") from e
+
+
+# ---- The implementation registry of the result files (meta.impls) ----
+
+ROLE_TITLES = {"baseline": "baseline", "vllm-state": "", "seed-before": "seed Before",
+               "seed-after": "seed After", "own": "own", "user": "user"}
+REGISTRY_FIELDS = ("name", "aliases", "role", "order", "color", "hatch", "marker")
+# Colours for names no file's registry holds (results of a build that registered more
+# implementations than the one whose meta was read): any unused one, never a name's own.
+_SPARE_COLORS = ["#7f7f7f", "#bcbd22", "#8c564b", "#17becf", "#9467bd", "#e377c2", "#2ca02c", "#1f77b4",
+                 "#ff7f0e", "#d62728"]
+_SPARE_MARKERS = ["x", "+", "1", "2", "3", "4", "|", "_"]
+
+
+class ImplRegistry:
+    """Every implementation a result file's meta.impls names: its order, role, vLLM state,
+    colour, hatch and marker, as dspark-sim's registry (kernels/suite/impl_registry.h) gave
+    them. Several files merge by name (the first file's entry wins)."""
+
+    def __init__(self):
+        self.entries = {}   # canonical name -> entry
+        self.aliases = {}   # alias -> canonical name
+        self.sources = []   # files whose meta.impls was read
+        self._spare = {}    # names without an entry -> (colour, marker)
+
+    def add_meta(self, meta, path):
+        """Merges meta["impls"] of one result file; a file without one adds nothing."""
+        if not isinstance(meta, dict) or "impls" not in meta:
+            return self
+        impls = meta["impls"]
+        if not isinstance(impls, list):
+            raise InputError(f"{path}: meta.impls must be a list of implementations")
+        for i, entry in enumerate(impls):
+            if not isinstance(entry, dict):
+                raise InputError(f"{path}: meta.impls[{i}] must be an object")
+            for key in REGISTRY_FIELDS:
+                if key not in entry:
+                    raise InputError(f"{path}: meta.impls[{i}] has no '{key}'")
+            if entry["name"] not in self.entries:
+                self.entries[entry["name"]] = entry
+                for alias in entry.get("aliases") or []:
+                    self.aliases.setdefault(alias, entry["name"])
+        self.sources.append(path)
+        return self
+
+    def __bool__(self):
+        return bool(self.entries)
+
+    def canonical(self, name):
+        return name if name in self.entries else self.aliases.get(name, name)
+
+    def entry(self, name):
+        return self.entries.get(self.canonical(name))
+
+    def ordered(self, names):
+        """`names` in the registry's order; names it does not hold after, alphabetically."""
+        names = set(names)
+        known = sorted((n for n in names if self.entry(n)), key=lambda n: (self.entry(n)["order"], n))
+        return known + sorted(n for n in names if not self.entry(n))
+
+    def _spare_for(self, name):
+        if name not in self._spare:
+            used = {e["color"].lower() for e in self.entries.values()} | {c for c, _ in self._spare.values()}
+            color = next((c for c in _SPARE_COLORS if c not in used), "#7f7f7f")
+            marker = _SPARE_MARKERS[len(self._spare) % len(_SPARE_MARKERS)]
+            self._spare[name] = (color, marker)
+        return self._spare[name]
+
+    def color(self, name):
+        e = self.entry(name)
+        return e["color"] if e else self._spare_for(name)[0]
+
+    def hatch(self, name):
+        e = self.entry(name)
+        return e["hatch"] if e else ""
+
+    def marker(self, name):
+        e = self.entry(name)
+        return e["marker"] if e else self._spare_for(name)[1]
+
+    def role(self, name):
+        e = self.entry(name)
+        return e["role"] if e else None
+
+    def with_role(self, role):
+        """The first implementation (in order) whose role is `role`; None when none has it."""
+        for name in self.ordered(self.entries):
+            if self.entries[name]["role"] == role:
+                return name
+        return None
+
+    @property
+    def baseline(self):
+        return self.with_role("baseline")
+
+    def label(self, name):
+        """Legend text: the name, its vLLM state's letter and its role, e.g.
+        "vllm-pre56562 (c), seed Before"."""
+        e = self.entry(name)
+        if not e:
+            return name
+        state = (e.get("vllm_state") or "").split(" ")[0]
+        role = ROLE_TITLES.get(e["role"], e["role"])
+        return ", ".join(p for p in (f"{name} {state}".strip(), role) if p)
+
+    def why_no_baseline(self):
+        if not self.entries:
+            return ("the result files carry no implementation registry (meta.impls; written by an older "
+                    "dspark-sim), so no implementation is known to be the baseline")
+        return f"no implementation in {', '.join(self.sources)} has the role baseline"
+
+
+def read_meta(path):
+    """The meta block of a JSON result file ({} when it has none)."""
+    doc = _load_json(path)
+    return doc.get("meta", {}) if isinstance(doc, dict) else {}
+
+
+def registry_of(*paths):
+    """The merged meta.impls of the given result files (absent files are passed over)."""
+    reg = ImplRegistry()
+    for path in paths:
+        if path and os.path.isfile(path):
+            reg.add_meta(read_meta(path), path)
+    return reg
 
 
 # ---- Finding result folders ----

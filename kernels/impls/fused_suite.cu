@@ -7,5 +7,7 @@ DSPARK_REGISTER_IMPL(fused_suite, ::dspark::RunFusedSuiteKernel, [] {
   i.name = "fused-suite";
   i.description = "the project's own: every output of the suite in one launch, no host reads";
   i.rank = 50;
+  i.role = ::dspark::ImplRole::kOwn;
+  i.style = {"#009E73", "..", "^"};
   return i;
 })

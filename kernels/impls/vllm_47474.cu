@@ -26,6 +26,10 @@ DSPARK_REGISTER_IMPL(vllm_47474, ::dspark::RunVllm47474, [] {
   i.aliases = {"cached"};
   i.description = "(b) vLLM #47474: one host numpy mapping, pageable copy, shared by the builders";
   i.rank = 20;
+  i.role = ::dspark::ImplRole::kVllmState;
+  i.vllm_state = "(b) #47474";
+  i.vllm_release = "0.25.0-0.27.1";
+  i.style = {"#E69F00", "\\\\", "D"};
   i.rows_via_builder_memo = true;  // its SWA and indexer rows: SwaBuild / IndexerBuild only
   i.traits.reads_host_boundaries = true;
   i.traits.reads_host_totals = true;

@@ -33,6 +33,10 @@ DSPARK_REGISTER_IMPL(vllm_56562, ::dspark::RunVllm56562, [] {
   i.aliases = {"after", "fused"};
   i.description = "(d) vLLM #56562, the seed's After: the mapping kernel and the fused indexer kernel";
   i.rank = 40;
+  i.role = ::dspark::ImplRole::kSeedAfter;
+  i.vllm_state = "(d) #56562";
+  i.vllm_release = "0.30.0-0.34.0";
+  i.style = {"#0072B2", "", "o"};
   i.rows_via_builder_memo = true;  // its SWA and indexer rows: SwaBuild / IndexerBuild only
   // The host reads of (c) that #56562 kept: decode_lens_cpu max / min, the prefill chunk plan
   // and #57207's segment plan from qsl_cpu; none of them per-request for decode rows.

@@ -39,6 +39,10 @@ DSPARK_REGISTER_IMPL(vllm_pre47474, ::dspark::RunVllmPre47474, [] {
   i.aliases = {"chain"};
   i.description = "(a) vLLM before #47474: every builder maps tokens itself from the host split";
   i.rank = 10;
+  i.role = ::dspark::ImplRole::kBaseline;
+  i.vllm_state = "(a) before #47474";
+  i.vllm_release = "0.20.0-0.24.0";
+  i.style = {"#D55E00", "//", "s"};
   i.rows_via_builder_memo = true;  // its SWA and indexer rows: SwaBuild / IndexerBuild only
   i.traits.reads_host_boundaries = true;
   i.traits.reads_host_totals = true;

@@ -27,6 +27,10 @@ DSPARK_REGISTER_IMPL(vllm_pre56562, ::dspark::RunVllmPre56562, [] {
   i.aliases = {"before", "device-chain"};
   i.description = "(c) vLLM before #56562, the seed's Before: device mapping chain, old indexer chain";
   i.rank = 30;
+  i.role = ::dspark::ImplRole::kSeedBefore;
+  i.vllm_state = "(c) before #56562";
+  i.vllm_release = "0.28.0-0.29.0";
+  i.style = {"#CC79A7", "xx", "v"};
   i.rows_via_builder_memo = true;  // its SWA and indexer rows: SwaBuild / IndexerBuild only
   i.traits.reads_host_totals = true;
   i.traits.old_indexer_chain = true;

@@ -1,6 +1,8 @@
 #include "kernels/suite/impl_registry.h"
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -40,14 +42,88 @@ const ImplInfo* Find(std::string_view name) {
   return nullptr;
 }
 
+// The palettes ImplStyle's empty fields are filled from, in order. Colours: Okabe and Ito's
+// colour-blind-safe set, then Paul Tol's muted set (yellow left out: unreadable on white).
+constexpr const char* kColors[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9",
+                                   "#000000", "#882255", "#44AA99", "#999933", "#332288", "#AA4499",
+                                   "#117733", "#661100", "#88CCEE", "#6699CC"};
+constexpr const char* kHatches[] = {"//", "\\\\", "xx", "..", "++", "oo", "--", "||", "**", "OO", "\\\\..", "//..", "x.."};
+constexpr const char* kMarkers[] = {"o", "s", "D", "v", "^", "P", "X", "<", ">", "p", "h", "*", "d", "H"};
+
+bool IsUnset(const std::string& v) { return v.empty(); }
+bool IsUnset(const std::optional<std::string>& v) { return !v.has_value(); }
+const std::string& Value(const std::string& v) { return v; }
+const std::string& Value(const std::optional<std::string>& v) { return *v; }
+
+// `field` of `info` from `palette`: the first entry no other implementation holds. A colour is
+// always unique (past the palette, "#rrggbb" colours spaced by the golden angle in hue); a
+// hatch or marker repeats once its palette is spent (the colour still tells them apart).
+template <class Field, size_t N>
+void Fill(Field ImplStyle::*field, ImplInfo& info, const std::vector<ImplInfo*>& all,
+          const char* const (&palette)[N], bool must_be_unique) {
+  if (!IsUnset(info.style.*field)) return;
+  auto used = [&](const std::string& v) {
+    for (const ImplInfo* other : all)
+      if (other != &info && !IsUnset(other->style.*field) && Value(other->style.*field) == v) return true;
+    return false;
+  };
+  for (const char* v : palette)
+    if (!used(v)) {
+      info.style.*field = std::string(v);
+      return;
+    }
+  if (!must_be_unique) {
+    info.style.*field = std::string(palette[0]);
+    return;
+  }
+  for (int i = 0;; ++i) {  // hue by the golden angle, saturation and value fixed: distinct colours
+    const double h = std::fmod(0.13 + 0.61803398875 * i, 1.0) * 6.0;
+    const double c = 0.75 * 0.85, x = c * (1 - std::fabs(std::fmod(h, 2.0) - 1)), m = 0.75 - c;
+    double rgb[3] = {0, 0, 0};
+    const int sector = static_cast<int>(h);
+    const double table[6][3] = {{c, x, 0}, {x, c, 0}, {0, c, x}, {0, x, c}, {x, 0, c}, {c, 0, x}};
+    for (int k = 0; k < 3; ++k) rgb[k] = table[sector % 6][k] + m;
+    char text[8];
+    std::snprintf(text, sizeof text, "#%02X%02X%02X", static_cast<int>(rgb[0] * 255 + 0.5),
+                  static_cast<int>(rgb[1] * 255 + 0.5), static_cast<int>(rgb[2] * 255 + 0.5));
+    if (!used(text)) {
+      info.style.*field = std::string(text);
+      return;
+    }
+  }
+}
+
+// Explicit styles first (a clash among them is a registration error), then the empty fields
+// from the palettes in (rank, name) order, so the fill does not depend on registration order.
+void ResolveStyles(const std::vector<ImplInfo*>& order) {
+  int baselines = 0;
+  for (const ImplInfo* a : order) {
+    baselines += a->role == ImplRole::kBaseline;
+    for (const ImplInfo* b : order) {
+      if (a >= b) continue;
+      if (!a->style.color.empty() && a->style.color == b->style.color)
+        Die(absl::StrCat("'", a->name, "' and '", b->name, "' both have the colour ", a->style.color));
+      if (!a->style.marker.empty() && a->style.marker == b->style.marker)
+        Die(absl::StrCat("'", a->name, "' and '", b->name, "' both have the marker ", a->style.marker));
+    }
+  }
+  if (baselines > 1) Die("more than one implementation has the role baseline");
+  for (ImplInfo* info : order) {
+    Fill(&ImplStyle::color, *info, order, kColors, /*must_be_unique=*/true);
+    Fill(&ImplStyle::hatch, *info, order, kHatches, false);
+    Fill(&ImplStyle::marker, *info, order, kMarkers, false);
+  }
+}
+
 const std::vector<Impl>& Sorted() {
   Registry& r = TheRegistry();
   if (!r.frozen) {
-    std::vector<const ImplInfo*> order;
+    std::vector<ImplInfo*> order;
     for (const auto& info : r.infos) order.push_back(info.get());
     std::sort(order.begin(), order.end(), [](const ImplInfo* a, const ImplInfo* b) {
       return a->rank != b->rank ? a->rank < b->rank : a->name < b->name;
     });
+    ResolveStyles(order);
     for (const ImplInfo* info : order) r.sorted.push_back(Impl(info->name.c_str()));
     r.frozen = true;
   }
@@ -157,6 +233,24 @@ absl::StatusOr<std::vector<Impl>> ParseImplList(std::string_view list) {
   }
   if (out.empty()) return absl::InvalidArgumentError("expected at least one implementation");
   return out;
+}
+
+std::string_view ImplRoleName(ImplRole role) {
+  switch (role) {
+    case ImplRole::kBaseline: return "baseline";
+    case ImplRole::kVllmState: return "vllm-state";
+    case ImplRole::kSeedBefore: return "seed-before";
+    case ImplRole::kSeedAfter: return "seed-after";
+    case ImplRole::kOwn: return "own";
+    case ImplRole::kUser: return "user";
+  }
+  return "user";
+}
+
+absl::StatusOr<Impl> BaselineImpl() {
+  for (Impl impl : AllImpls())
+    if (impl.info().role == ImplRole::kBaseline) return impl;
+  return absl::NotFoundError("no registered implementation has the role baseline");
 }
 
 bool ReadsHostBoundaries(Impl impl) { return impl.info().traits.reads_host_boundaries; }

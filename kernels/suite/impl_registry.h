@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,6 +51,29 @@ struct ImplTraits {
   bool writes_prefill_metadata = true;
 };
 
+// The part an implementation plays when results compare implementations. Plots and tables take
+// it from the result files' meta (sim/results/result_meta.h), never from a list of names.
+enum class ImplRole {
+  kBaseline,    // the oldest vLLM state: every "vs baseline" ratio divides by it
+  kVllmState,   // another vLLM state between the baseline and the seed's Before
+  kSeedBefore,  // the seed's "Before" column
+  kSeedAfter,   // the seed's "After" column (the newest vLLM state)
+  kOwn,         // the project's own implementation beyond the seeds
+  kUser,        // a user's implementation (the default of a new file)
+};
+// "baseline", "vllm-state", "seed-before", "seed-after", "own", "user".
+std::string_view ImplRoleName(ImplRole role);
+
+// How results draw an implementation, the same in every plot. Each of the three tells the
+// implementations apart on its own (colour on screen, hatch and marker in print). Unset fields
+// (an empty colour or marker, no hatch) are filled when the registry is first read: the next
+// colour, hatch or marker of the registry's palettes that no other implementation uses.
+struct ImplStyle {
+  std::string color;   // "#rrggbb"
+  std::optional<std::string> hatch;  // matplotlib hatch of its bars: "" (plain), "//", "xx", ...
+  std::string marker;  // matplotlib marker of its lines: "o", "s", "^", ...
+};
+
 using CpuSuiteEntry = absl::Status (*)(CpuBackend&, const SuiteStep&);
 using GpuSuiteEntry = absl::Status (*)(GpuBackend&, const SuiteStep&);  // null in CPU-only builds
 using WorkspaceBytesFn = size_t (*)(const SuiteLayout&);
@@ -59,6 +83,10 @@ struct ImplInfo {
   std::vector<std::string> aliases;  // other accepted names, e.g. "after", "fused"
   std::string description;           // one line for help texts
   int rank = 1000;                   // order in lists and "all" (built-ins < 100; then by name)
+  ImplRole role = ImplRole::kUser;
+  std::string vllm_state;            // the vLLM state it reproduces, e.g. "(d) #56562"; "" for none
+  std::string vllm_release;          // the vLLM releases that ship that state, e.g. "0.30.0-0.34.0"
+  ImplStyle style;                   // resolved by the registry: see ImplStyle
   ImplTraits traits;
   WorkspaceBytesFn workspace_bytes = nullptr;  // [bytes] of scratch per step (CUTLASS's get_workspace_size)
   // CPU check with dedup: its row matrices (bt_out, swa_indices, swa_indices_noncausal) are
@@ -72,7 +100,8 @@ struct ImplInfo {
 };
 
 // Adds `info` to the registry; aborts with a message on a duplicate name or alias, a missing
-// CPU entry or workspace function (a registration error is a build error, found at start-up).
+// CPU entry or workspace function; and when the registry is first read, on a second baseline or
+// a colour or marker that two implementations ask for (a registration error is a build error, found at start-up).
 bool RegisterImpl(ImplInfo info);
 
 class Impl {
@@ -121,6 +150,9 @@ absl::StatusOr<std::vector<Impl>> ParseImplList(std::string_view list);
 std::string ImplNameList();
 // One line per implementation: "  name (aliases): description", for --help.
 std::string ImplHelpText();
+
+// The implementation whose role is kBaseline; NotFound when none is registered.
+absl::StatusOr<Impl> BaselineImpl();
 
 bool ReadsHostBoundaries(Impl impl);
 bool ReadsHostTotals(Impl impl);

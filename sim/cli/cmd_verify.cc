@@ -23,6 +23,7 @@
 #include "sim/cli/command.h"
 #include "sim/observe/progress.h"
 #include "sim/results/result_files.h"
+#include "sim/results/result_meta.h"
 
 namespace dspark {
 namespace {
@@ -37,6 +38,7 @@ struct VerifyConfig {
   uint64_t seed = 0;
   sim::ProgressStyle progress = sim::ProgressStyle::kAuto;
   std::string json_path;
+  std::vector<std::string> argv;  // the command line, for the --json file's meta
 
   absl::Status Validate() const {
     if (seeds < 1) return absl::InvalidArgumentError(absl::StrFormat("--seeds must be >= 1, got %d", seeds));
@@ -88,6 +90,7 @@ absl::StatusOr<VerifyConfig> ParseVerifyArgs(int argc, char** argv, std::string*
   DS_ASSIGN_OR_RETURN(const po::variables_map vm, cli::ParseCommandLine(d, argc, argv, "verify", help));
   VerifyConfig cfg;
   if (!help->empty()) return cfg;
+  cfg.argv.assign(argv, argv + argc);
   DS_ASSIGN_OR_RETURN(cfg.cases, ParseCases(vm["cases"].as<std::string>()));
   DS_ASSIGN_OR_RETURN(cfg.impls, ParseImplList(vm["impl"].as<std::string>()));
   DS_ASSIGN_OR_RETURN(cfg.batches, ParseBatches(vm["batch"].as<std::string>()));
@@ -151,7 +154,14 @@ int VerifyMain(VerifyConfig& cfg) {
   progress.End(checked, "done");
 
   std::printf("| impl | case | batches | stale-host | padding residue | bug |\n|---|---|---:|---:|---:|---:|\n");
-  nlohmann::json j;
+  // The --json file: the meta block first, as in every result file, then the counts in the
+  // registry's and the cases' order.
+  nlohmann::ordered_json j;
+  if (!cfg.json_path.empty()) {
+    j["meta"] = sim::ResultMeta({"dspark-sim verify", "dspark-sim/verify", 1, cfg.argv, cfg.seed});
+    j["meta"]["seeds"] = cfg.seeds;
+    j["meta"]["first_seed"] = cfg.seed;
+  }
   int64_t total_bugs = 0;
   for (Impl impl : cfg.impls) {
     for (SeedCase c : cfg.cases) {
@@ -186,7 +196,6 @@ int VerifyMain(VerifyConfig& cfg) {
   }
   for (const std::string& b : bugs) std::fprintf(stderr, "BUG: %s\n", b.c_str());
   if (!cfg.json_path.empty()) {
-    j["meta"] = {{"command", "verify"}, {"schema_version", 1}, {"seeds", cfg.seeds}, {"first_seed", cfg.seed}};
     if (absl::Status s = sim::WriteFileAtomically(cfg.json_path, j.dump(2) + "\n"); !s.ok())
       return cli::CommandError("verify", "--json: ", s, 2);
   }

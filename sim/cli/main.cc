@@ -6,18 +6,41 @@
 
 #include "sim/cli/cli_registry.h"
 #include "sim/options/option_text.h"
+#include "sim/results/git_info.h"
+
+#ifndef DSPARK_VERSION
+#define DSPARK_VERSION "unknown"
+#endif
 
 namespace {
 
 void PrintUsage() {
-  std::printf("usage: dspark-sim <command> [options]   (dspark-sim <command> --help)\n\ncommands:\n");
+  std::printf("usage: dspark-sim <command> [options]   (dspark-sim <command> --help)\n"
+              "       dspark-sim --version\n\ncommands:\n");
   for (const auto& [name, info] : dspark::cli::Registry())
     std::printf("  %-10s %s\n", name.c_str(), info.summary.c_str());
+}
+
+// "dspark-sim 0.1.0 (git <sha>[, dirty]; CUDA kernels: yes|no)": the version, the source revision
+// as the result files' meta records it, and whether this build can run the GPU commands.
+void PrintVersion() {
+  const dspark::sim::GitRevision rev = dspark::sim::ReadGitRevision();
+#if defined(DSPARK_HAVE_CUDA)
+  const char* cuda = "yes";
+#else
+  const char* cuda = "no (CPU-only build)";
+#endif
+  std::printf("dspark-sim %s (git %s%s; CUDA kernels: %s)\n", DSPARK_VERSION, rev.sha.c_str(),
+              rev.known && rev.dirty ? ", dirty" : "", cuda);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "-V"))) {
+    PrintVersion();
+    return 0;
+  }
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
     PrintUsage();
     return argc < 2 ? 2 : 0;

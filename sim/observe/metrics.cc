@@ -62,6 +62,7 @@ absl::Status MetricsObserver::OnStep(const StepPlan& p) {
 }
 
 void MetricsObserver::OnTokens(int32_t req, double time_s, int32_t tokens) {
+  CountChunks(time_s, 1);
   RequestRecord& r = requests_[req];
   if (r.first_token_s < 0) {
     r.first_token_s = time_s;
@@ -89,7 +90,15 @@ void MetricsObserver::OnVerification(int32_t req, int32_t proposed, int32_t veri
   drafts_accepted_ += accepted;
 }
 
+void MetricsObserver::CountChunks(double time_s, size_t n) {
+  if (first_submit_s_ < 0 || time_s < first_submit_s_) return;
+  const size_t bucket = static_cast<size_t>(time_s - first_submit_s_);
+  if (chunks_per_s_.size() <= bucket) chunks_per_s_.resize(bucket + 1, 0);
+  chunks_per_s_[bucket] += static_cast<int64_t>(n);
+}
+
 void MetricsObserver::OnOutcomes(double time_s, const RequestOutcome* outcomes, size_t n) {
+  CountChunks(time_s, n);
   // OnVerification, OnTokens and OnFinished record by record, the run's totals kept in locals
   // meanwhile (stores through requests_ and itl_s_ would otherwise make the compiler reload
   // them each time).
@@ -176,6 +185,35 @@ absl::Status MetricsObserver::Finish(nlohmann::json* section) {
   samples.duration_s = samples.completed > 0 ? last_finish - first_submit : 0.0;
   samples.itl_s.assign(itl_s_.begin(), itl_s_.end());
   serving_ = ServingResult(samples, result_spec_);
+  // vllm/benchmarks/serve.py calculate_metrics(): the most chunks delivered in one second, and
+  // the most requests in flight in one second (a request counts in every second from its
+  // submission's to its finish's, both included), seconds from the first submission.
+  std::vector<int64_t> in_flight(chunks_per_s_.size(), 0);
+  nlohmann::json latencies = nlohmann::json::array(), queue_times = nlohmann::json::array();
+  for (size_t i = 0; i < requests_.size(); ++i) {
+    const RequestRecord& r = requests_[i];
+    if (r.finish_s < 0 || first_submit < 0) continue;
+    const auto from = static_cast<size_t>(r.submit_s - first_submit), to = static_cast<size_t>(r.finish_s - first_submit);
+    if (in_flight.size() <= to) in_flight.resize(to + 1, 0);
+    for (size_t b = from; b <= to; ++b) ++in_flight[b];
+    latencies.push_back(r.finish_s - r.submit_s);
+    queue_times.push_back(r.submit_s - workload_[i].arrival_s);
+  }
+  serving_["max_output_tokens_per_s"] =
+      chunks_per_s_.empty() ? 0.0 : static_cast<double>(*std::max_element(chunks_per_s_.begin(), chunks_per_s_.end()));
+  serving_["max_concurrent_requests"] = in_flight.empty() ? 0 : *std::max_element(in_flight.begin(), in_flight.end());
+  serving_["rtfx"] = 0.0;  // audio only
+  serving_lists_ = {{"latencies", std::move(latencies)}, {"queue_times", std::move(queue_times)}};
+  // vLLM's spec-decode keys (serve.py benchmark(), from the server's spec-decode counters), when
+  // drafts were verified: the acceptance rate in percent, the length 1 + accepted / drafts.
+  if (drafts_verified_ > 0) {
+    serving_["spec_decode_acceptance_rate"] = 100.0 * static_cast<double>(drafts_accepted_) / drafts_verified_;
+    serving_["spec_decode_acceptance_length"] = mean_acceptance_length();
+    serving_["spec_decode_num_drafts"] = verifications_;
+    serving_["spec_decode_draft_tokens"] = drafts_verified_;
+    serving_["spec_decode_accepted_tokens"] = drafts_accepted_;
+    serving_["spec_decode_per_position_acceptance_rates"] = PerPositionAcceptanceRate();
+  }
   nlohmann::json& s = *section;
   s["preemptions"] = preemptions_;
   s["speculative"] = {{"mean_acceptance_length", mean_acceptance_length()},

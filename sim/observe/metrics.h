@@ -59,7 +59,10 @@ class MetricsObserver final : public StepObserver {
 
   absl::string_view name() const override { return "metrics"; }
   absl::Status OnStep(const StepPlan& plan) override;
-  void OnArrival(int32_t req, double time_s) override { requests_[req].submit_s = time_s; }
+  void OnArrival(int32_t req, double time_s) override {
+    requests_[req].submit_s = time_s;
+    if (first_submit_s_ < 0 || time_s < first_submit_s_) first_submit_s_ = time_s;
+  }
   void OnTokens(int32_t req, double time_s, int32_t tokens) override;
   void OnVerification(int32_t req, int32_t proposed, int32_t verified, int32_t accepted) override;
   void OnOutcomes(double time_s, const RequestOutcome* outcomes, size_t n) override;
@@ -76,6 +79,10 @@ class MetricsObserver final : public StepObserver {
   void set_result_spec(const ResultSpec& spec) { result_spec_ = spec; }
   // After Finish: vLLM's result keys (sim/observe/serving_result.h), for the top level of summary.json.
   const nlohmann::json& serving_result() const { return serving_; }
+  // vLLM's per-request lists of the --save-result file (without --save-detailed): latencies
+  // (e2el [s]) and queue_times (client queue, arrival to submission [s]), completed requests in
+  // id order. Kept out of serving_result(), so that summary.json stays small.
+  const nlohmann::json& serving_lists() const { return serving_lists_; }
   // [K] accepted drafts at position k / drafts, as vLLM's spec-decode metrics give it.
   std::vector<double> PerPositionAcceptanceRate() const;
 
@@ -105,11 +112,17 @@ class MetricsObserver final : public StepObserver {
   int64_t total_steps_ = 0;
   double all_reqs_ = 0, all_tokens_ = 0;
   std::vector<float> itl_s_;  // [s] float halves the memory of the largest series
+  // Delivered chunks per one-second bucket from the first submission (vLLM's
+  // max_output_tokens_per_s counts a streamed chunk once, however many tokens it holds).
+  std::vector<int64_t> chunks_per_s_;
+  void CountChunks(double time_s, size_t n);
+  double first_submit_s_ = -1;
   int64_t preemptions_ = 0;
   int64_t verifications_ = 0, drafts_proposed_ = 0, drafts_verified_ = 0, drafts_accepted_ = 0;
   std::vector<int64_t> by_accepted_;  // [a] verifications that accepted a drafts (a <= the most seen)
   ResultSpec result_spec_;
   nlohmann::json serving_;
+  nlohmann::json serving_lists_;
 };
 
 }  // namespace dspark::sim

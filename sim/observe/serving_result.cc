@@ -112,6 +112,41 @@ const std::vector<std::string>& ServingColumns() {
   return *columns;
 }
 
+std::vector<std::string> VllmResultKeyOrder(const ResultSpec& spec) {
+  std::vector<std::string> keys = {
+      "date", "endpoint_type", "backend", "label", "model_id", "tokenizer_id", "num_prompts", "request_rate",
+      "burstiness", "max_concurrency", "duration", "completed", "failed", "total_input_tokens",
+      "total_output_tokens", "request_throughput", "request_goodput", "output_throughput",
+      "total_token_throughput", "latencies", "queue_times", "max_output_tokens_per_s", "max_concurrent_requests",
+      "rtfx", "spec_decode_acceptance_rate", "spec_decode_acceptance_length", "spec_decode_num_drafts",
+      "spec_decode_draft_tokens", "spec_decode_accepted_tokens", "spec_decode_per_position_acceptance_rates"};
+  for (const std::string& metric : spec.percentile_metrics) {
+    for (const char* stat : {"mean", "median", "std"}) keys.push_back(absl::StrCat(stat, "_", metric, "_ms"));
+    for (double p : spec.metric_percentiles) keys.push_back(absl::StrCat("p", PercentileWord(p), "_", metric, "_ms"));
+  }
+  return keys;
+}
+
+nlohmann::ordered_json VllmResultFile(const nlohmann::json& summary, const nlohmann::json& lists,
+                                      const ResultSpec& spec, const std::string& date) {
+  nlohmann::ordered_json out;
+  std::vector<std::string> placed;
+  for (const std::string& key : VllmResultKeyOrder(spec)) {
+    placed.push_back(key);
+    if (key == "date") {
+      out[key] = date;
+    } else if (lists.contains(key)) {
+      out[key] = nlohmann::ordered_json(lists[key]);
+    } else if (summary.contains(key)) {
+      out[key] = nlohmann::ordered_json(summary[key]);
+    }
+  }
+  for (const auto& [key, value] : summary.items())
+    if (std::find(placed.begin(), placed.end(), key) == placed.end())
+      out[key] = nlohmann::ordered_json(value);
+  return out;
+}
+
 bool IsServingKey(absl::string_view key) {
   const auto& columns = ServingColumns();
   if (std::find(columns.begin(), columns.end(), key) != columns.end()) return true;

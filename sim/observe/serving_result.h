@@ -54,6 +54,20 @@ struct ServingSamples {
 // The result keys of `samples` under `spec`. The vectors are reordered.
 nlohmann::json ServingResult(ServingSamples& samples, const ResultSpec& spec);
 
+// vLLM's --save-result keys in serve.py's order (without --save-detailed): the setup keys (date,
+// endpoint_type, backend, label, model_id, tokenizer_id, num_prompts, request_rate, burstiness,
+// max_concurrency), the results (duration ... total_token_throughput, latencies, queue_times,
+// max_output_tokens_per_s, max_concurrent_requests, rtfx), the spec_decode_* keys, and
+// mean_/median_/std_/p{N}_ of each of `spec`'s metrics. tests/scripts/test_vllm_serve_keys.py
+// compares this order with vLLM's own serve.py.
+std::vector<std::string> VllmResultKeyOrder(const ResultSpec& spec);
+
+// The --save-result file: `summary`'s keys that vLLM has, in VllmResultKeyOrder(), with `date`
+// (vLLM's "%Y%m%d-%H%M%S", local time) and `lists` (MetricsObserver::serving_lists()) in their
+// places; then every other key of `summary`, in its own order.
+nlohmann::ordered_json VllmResultFile(const nlohmann::json& summary, const nlohmann::json& lists,
+                                      const ResultSpec& spec, const std::string& date);
+
 // Whether `key` is one ServingResult writes (ServingColumns() or any p{N}_{metric}_ms).
 bool IsServingKey(absl::string_view key);
 

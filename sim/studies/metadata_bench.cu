@@ -270,9 +270,11 @@ absl::StatusOr<std::vector<MetadataRow>> MeasureBatch(GpuSuite& suite, timing::L
 }
 
 void FillSpeedups(std::vector<MetadataRow>& rows) {
+  // The baseline is the registry's (role baseline), the implementation the plots divide by.
+  const absl::StatusOr<Impl> baseline = BaselineImpl();
   std::map<std::pair<std::string, std::string>, double> chain;
   for (const MetadataRow& r : rows)
-    if (r.impl == Impl::kChain) chain[{r.case_name, r.method}] = r.stats.median_us;
+    if (baseline.ok() && r.impl == *baseline) chain[{r.case_name, r.method}] = r.stats.median_us;
   for (MetadataRow& r : rows) {
     const auto it = chain.find({r.case_name, r.method});
     r.speedup_vs_chain = it != chain.end() && r.stats.median_us > 0 ? it->second / r.stats.median_us : 0.0;

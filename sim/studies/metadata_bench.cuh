@@ -53,7 +53,7 @@ struct MetadataRow {
   OpCounters counters;         // what one suite issued (counted by the backend)
   double host_us_median = 0;   // [µs] eager rows: host time of the eager call (host work, launches, syncs)
   double floor_us = 0;         // [µs] the same method's empty-kernel floor, same case, same run
-  double speedup_vs_chain = 0; // chain median / this median, same case and method (0: no chain row)
+  double speedup_vs_chain = 0; // baseline (role baseline, "chain") median / this median, same case and method (0: none)
   int64_t stale_host = 0, padding_residue = 0, bug = 0;  // differing cells by kind
   std::string check;           // "ok" or the mismatches, described
 };
@@ -75,7 +75,7 @@ absl::StatusOr<std::vector<MetadataRow>> MeasureBatch(GpuSuite& suite, timing::L
 absl::StatusOr<timing::SampleStats> MeasureCuptiFloor(timing::CuptiGraphTimer& cupti, cudaStream_t stream,
                                                       timing::L2Flusher& flusher, const timing::TimingOptions& opt);
 
-// Fills speedup_vs_chain of every row from the chain row of the same case and method.
+// Fills speedup_vs_chain of every row from the baseline row (BaselineImpl()) of the same case and method.
 void FillSpeedups(std::vector<MetadataRow>& rows);
 
 // bench.json's metadata entry of a row (the plots' schema plus detail keys).

@@ -24,6 +24,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "kernels/common/status_macros.h"
 #include "sim/model/acceptance.h"
 #include "sim/exec/cuda_device.h"
@@ -34,6 +36,7 @@
 #include "sim/exec/worker_pool.h"
 #include "sim/observe/invariants.h"
 #include "sim/observe/metrics.h"
+#include "sim/observe/serving_result.h"
 #include "sim/options/option_errors.h"
 #include "sim/results/out_folder.h"
 #include "sim/results/result_files.h"
@@ -226,6 +229,12 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   s["burstiness"] = config.burstiness;
   s["max_concurrency"] = workload.concurrency > 0 ? nlohmann::json(workload.concurrency) : nlohmann::json();
   s["backend"] = "dspark-sim";
+  // vLLM's other setup keys: endpoint_type repeats backend (as vLLM writes it), label is
+  // --label's (none here), the model is the layout the simulator reproduces, no tokenizer.
+  s["endpoint_type"] = "dspark-sim";
+  s["label"] = nullptr;
+  s["model_id"] = "DeepSeek-V4.1 metadata layout (simulated by dspark-sim)";
+  s["tokenizer_id"] = nullptr;
   if (config.check && !HasExecutor("metadata-check"))
     s["metadata_check"] = "requested, but this build has no metadata-check executor";
   // Each section once: an executor's, then the invariant check's.
@@ -261,7 +270,11 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
       return absl::PermissionDeniedError(
           absl::StrCat("--result-dir: cannot create '", dir.string(), "': ", ec.message()));
     result.result_file = (dir / config.ResultFilename(workload.concurrency)).string();
-    DS_RETURN_IF_ERROR(WriteFileAtomically(result.result_file, s.dump(2) + "\n"));
+    // vLLM's file: its keys in its order (with its date and per-request lists), then ours.
+    const std::string date = absl::FormatTime("%Y%m%d-%H%M%S", absl::Now(), absl::LocalTimeZone());
+    DS_RETURN_IF_ERROR(WriteFileAtomically(
+        result.result_file,
+        VllmResultFile(s, metrics.serving_lists(), config.result_spec, date).dump(2) + "\n"));
   }
   if (interrupted)
     return absl::CancelledError(absl::StrFormat(

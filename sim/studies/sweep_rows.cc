@@ -123,7 +123,7 @@ const std::vector<std::string>& CsvColumns() {
     auto* cols = new std::vector<std::string>{
         "point_id", "index", "group", "status", "reason", "error", "workload", "trace",
         "concurrency", "batch_size", "num_requests", "mode", "impl", "check_impls", "check",
-        "executor", "seed", "requests"};
+        "executor", "seed", "requests", "max_concurrency", "num_prompts", "request_rate", "burstiness"};
     // vLLM's result keys, the one spelling of summary.json and plots/results_io.py.
     for (const std::string& key : ServingColumns()) cols->push_back(key);
     for (const char* col : {"mean_acceptance_length",
@@ -250,6 +250,9 @@ ojson MakeOkRow(const SweepPoint& p, const SweepConfig& c, const RunResult& resu
   const nlohmann::json& s = result.summary;
   ojson row = RowHead(p, c, "ok");
   row["requests"] = At(s, {"workload", "requests"});
+  // vLLM's names of the point's traffic (`vllm bench serve` result keys, as its sweep rows have
+  // them): max_concurrency (null: no limit), num_prompts, request_rate ("inf") and burstiness.
+  for (const char* key : {"max_concurrency", "num_prompts", "request_rate", "burstiness"}) row[key] = At(s, {key});
   // The summary's vLLM keys as they are: the fixed columns, then any other percentile asked for.
   for (const std::string& key : ServingColumns()) row[key] = At(s, {key.c_str()});
   for (const auto& [key, value] : s.items())

@@ -113,6 +113,8 @@ absl::StatusOr<Workload> BuildWorkload(const RunConfig& config) {
   w.info["requests"] = static_cast<int64_t>(w.requests.size());
   w.info["prompt_tokens"] = prompt;
   w.info["output_tokens"] = output;
+  // [s] first to last arrival (sorted above): with the request count, the offered rate.
+  w.info["arrival_span_s"] = w.requests.empty() ? 0.0 : w.requests.back().arrival_s - w.requests.front().arrival_s;
   // A limit above the request count never binds (sim/engine.cc): report the one in effect.
   if (w.concurrency > 0 && static_cast<size_t>(w.concurrency) > w.requests.size())
     w.concurrency = static_cast<int32_t>(w.requests.size());

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/suite/impl_registry.h"
 #include "sim/cli/cli_registry.h"
 
 namespace dspark {
@@ -46,6 +47,10 @@ TEST(CliVerify, StaleCasesShowStaleHostForHostReadersAndNoBugs) {
     EXPECT_EQ(j["seed_cases"]["vllm-56562"][c]["stale_host_cells"], 0) << c;
   }
   EXPECT_GT(j["seed_cases"]["vllm-47474"]["adaptive_verify"]["stale_host_cells"], 0);
+  // The meta block every result file has, with the registry the plots read.
+  EXPECT_EQ(j["meta"]["tool"], "dspark-sim verify");
+  EXPECT_EQ(j["meta"]["seeds"], 2);
+  EXPECT_EQ(j["meta"]["impls"].size(), NumImpls());
 }
 
 TEST(CliVerify, BadOptionsAreRejectedWithExitCode2) {

@@ -233,7 +233,23 @@ TEST(VllmFlags, DoneWhenCommandWritesVllmResultKeys) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->result_file, dir + "/dspark-sim-infqps-concurrency4-chat.json");
   const nlohmann::json s = nlohmann::json::parse(SlurpFile(fs::path(out) / "summary.json"));
-  EXPECT_EQ(s, nlohmann::json::parse(SlurpFile(r->result_file)));
+  // The --save-result file: summary.json's content with vLLM's date and per-request lists, in
+  // vLLM's key order (tests/scripts/test_vllm_serve_keys.py checks it against serve.py).
+  nlohmann::json saved = nlohmann::json::parse(SlurpFile(r->result_file));
+  EXPECT_EQ(saved["latencies"].size(), 20u);
+  EXPECT_EQ(saved["queue_times"].size(), 20u);
+  EXPECT_EQ(saved["date"].get<std::string>().size(), 15u);
+  for (const char* key : {"date", "latencies", "queue_times"}) saved.erase(key);
+  EXPECT_EQ(s, saved);
+  const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(SlurpFile(r->result_file));
+  EXPECT_EQ(ordered.begin().key(), "date");
+  for (const char* key : {"endpoint_type", "label", "model_id", "tokenizer_id", "max_output_tokens_per_s",
+                          "max_concurrent_requests", "spec_decode_acceptance_rate", "spec_decode_num_drafts"})
+    EXPECT_TRUE(s.contains(key)) << key;
+  EXPECT_GT(s["spec_decode_acceptance_rate"].get<double>(), 1.0) << "in percent";
+  EXPECT_LE(s["spec_decode_acceptance_rate"].get<double>(), 100.0);
+  EXPECT_LE(s["max_concurrent_requests"].get<int>(), 20);
+  EXPECT_GE(s["max_concurrent_requests"].get<int>(), 1);
   for (const char* key :
        {"completed", "failed", "total_input_tokens", "total_output_tokens", "duration",
         "request_throughput", "request_goodput", "output_throughput", "total_token_throughput",
