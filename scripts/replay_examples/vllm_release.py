@@ -50,11 +50,11 @@ def _outputs(step, dev):
 def build(step):
     s = step.sizes
     d = step.device
-    qsl = d["query_start_loc"]
-    dev = qsl.device if hasattr(qsl, "device") else "cpu"
-    if not hasattr(qsl, "device"):  # --device cpu hands numpy arrays
+    on_host = isinstance(d["query_start_loc"], np.ndarray)  # --device cpu hands numpy arrays
+    if on_host:
         d = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in d.items()}
-        qsl = d["query_start_loc"]
+    qsl = d["query_start_loc"]
+    dev = qsl.device
     out = _outputs(step, dev)
     R, N = s["num_reqs"], s["num_tokens"]
     # CommonAttentionMetadata.token_to_req_indices: num_mapped = int(query_start_loc_cpu[-1]),
@@ -80,6 +80,6 @@ def build(step):
             "indexer_r1.indices": out["indexer_r1.indices"][:ndt],
             "indexer_r1.per_req": out["indexer_r1.per_req"][:nd],
         })
-    if not torch.cuda.is_available():
+    if on_host:
         return {k: v.numpy() for k, v in result.items()}
     return result
