@@ -221,6 +221,12 @@ nlohmann::json RunConfig::ToJson() const {
   // Only when not the defaults, so that a sweep point's id (a hash of this) stays the same.
   if (over_length != OverLength::kError) j["over_length"] = std::string(OverLengthName(over_length));
   if (time_scale != 1.0) j["time_scale"] = time_scale;
+  // Adaptive runs say whose adaptive verification they follow (other modes have none).
+  if (scheduler.mode == SpecMode::kAdaptive) {
+    j["av_release"] = AvReleaseName(scheduler.av_release);
+    j["av_tie_order"] = std::string(AvTieOrder(scheduler.av_release));
+  }
+  if (scheduler.vocab_size != SchedulerConfig{}.vocab_size) j["vocab_size"] = scheduler.vocab_size;
   const ResultSpec defaults;
   if (result_spec.percentile_metrics != defaults.percentile_metrics)
     j["percentile_metrics"] = result_spec.percentile_metrics;

@@ -74,6 +74,8 @@ po::options_description RunOptions() {
     ("result-filename", po::value<std::string>(), "name of --save-result's file (default: dspark-sim-{rate}qps[-concurrency{C}]-{workload}.json)")
     ("mode", po::value<std::string>()->default_value("adaptive"), "none, dspark or adaptive (DSpark with adaptive verification)")
     ("adaptive-mode", po::value<std::string>()->default_value("varlen"), "adaptive verification: varlen (compact the batch) or masked (pruned drafts become padding)")
+    ("av-release", po::value<std::string>()->default_value("0.34.0"), "the vLLM release whose adaptive verification the run follows, 0.28.0 to 0.34.0 (they differ only in the allocation's tie order: 0.28-0.33 use torch.topk's unspecified one)")
+    ("vocab-size", po::value<int32_t>()->default_value(129280), "target vocabulary: sizes the rejection sampler's logits chunk, which caps the adaptive budget")
     ("spec-k", po::value<int32_t>()->default_value(5), "DSpark speculative length K")
     ("impl", po::value<std::string>()->default_value("all"), absl::StrCat("implementations the metadata check runs: a comma list, or all, of\n", ImplHelpText()).c_str())
     ("time-impl", po::value<std::string>()->default_value("fused"), "implementation whose metadata cost (and host syncs) time the steps")
@@ -201,6 +203,10 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   auto adaptive_mode = ParseAdaptiveMode(vm["adaptive-mode"].as<std::string>());
   if (!adaptive_mode.ok()) return adaptive_mode.status();
   c.scheduler.adaptive_mode = *adaptive_mode;
+  DS_ASSIGN_OR_RETURN(c.scheduler.av_release, ParseAvRelease(vm["av-release"].as<std::string>()));
+  c.scheduler.vocab_size = vm["vocab-size"].as<int32_t>();
+  if (c.scheduler.vocab_size < 1)
+    return absl::InvalidArgumentError(absl::StrCat("--vocab-size: expected >= 1, got ", c.scheduler.vocab_size));
   c.scheduler.spec_k = vm["spec-k"].as<int32_t>();
   c.impl_list = vm["impl"].as<std::string>();
   auto impls = ParseImplKeyList(c.impl_list);
