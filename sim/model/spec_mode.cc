@@ -32,6 +32,12 @@ absl::StatusOr<AdaptiveMode> ParseAdaptiveMode(absl::string_view name) {
       absl::StrCat("--adaptive-mode: expected varlen or masked, got '", name, "'"));
 }
 
+absl::string_view AdaptiveModeLabel(AdaptiveMode mode) {
+  return mode == AdaptiveMode::kMasked
+             ? "masked: a what-if, no vLLM release has it (the pruned drafts stay as padding)"
+             : "varlen: vLLM's (compact_batch + reallocate_drafts)";
+}
+
 std::string AvReleaseName(int32_t minor) { return absl::StrCat("0.", minor, ".0"); }
 
 absl::StatusOr<int32_t> ParseAvRelease(absl::string_view name) {

@@ -12,10 +12,16 @@ namespace dspark::sim {
 enum class SpecMode { kNone, kDSpark, kAdaptive };
 absl::string_view SpecModeName(SpecMode mode);
 absl::StatusOr<SpecMode> ParseSpecMode(absl::string_view name);
-// vLLM's two adaptive verification managers: varlen compacts the batch, masked pads it.
+// How a run applies adaptive verification's allocation. varlen is what vLLM releases do
+// (compact_batch, reallocate_drafts). masked is a what-if that no vLLM release has (0.28.0-
+// 0.30.0 refuse adaptive verification unless every attention backend supports CUDA graphs
+// ALWAYS, 0.31.0 and later through get_varlen_cudagraph_unsupported_backend): the layout
+// stays as scheduled and the pruned drafts become padding inside it.
 enum class AdaptiveMode { kVarlen, kMasked };
 absl::string_view AdaptiveModeName(AdaptiveMode mode);
 absl::StatusOr<AdaptiveMode> ParseAdaptiveMode(absl::string_view name);
+// What a run's output says of the mode: "vLLM" for varlen, the what-if label for masked.
+absl::string_view AdaptiveModeLabel(AdaptiveMode mode);
 
 // The vLLM release whose adaptive verification a run follows (--av-release), by its minor
 // version: 28 to 34 (0.28.0-0.34.0), default 34. The releases differ only in the device

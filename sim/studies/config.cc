@@ -225,6 +225,7 @@ nlohmann::json RunConfig::ToJson() const {
   if (scheduler.mode == SpecMode::kAdaptive) {
     j["av_release"] = AvReleaseName(scheduler.av_release);
     j["av_tie_order"] = std::string(AvTieOrder(scheduler.av_release));
+    j["adaptive_mode_label"] = std::string(AdaptiveModeLabel(scheduler.adaptive_mode));
   }
   if (scheduler.vocab_size != SchedulerConfig{}.vocab_size) j["vocab_size"] = scheduler.vocab_size;
   const ResultSpec defaults;

@@ -73,7 +73,7 @@ po::options_description RunOptions() {
     ("result-dir", po::value<std::string>(), "folder of --save-result's file (default: --out)")
     ("result-filename", po::value<std::string>(), "name of --save-result's file (default: dspark-sim-{rate}qps[-concurrency{C}]-{workload}.json)")
     ("mode", po::value<std::string>()->default_value("adaptive"), "none, dspark or adaptive (DSpark with adaptive verification)")
-    ("adaptive-mode", po::value<std::string>()->default_value("varlen"), "adaptive verification: varlen (compact the batch) or masked (pruned drafts become padding)")
+    ("adaptive-mode", po::value<std::string>()->default_value("varlen"), "adaptive verification: varlen (vLLM's: compact the batch) or masked (a what-if that no vLLM release has: pruned drafts become padding)")
     ("av-release", po::value<std::string>()->default_value("0.34.0"), "the vLLM release whose adaptive verification the run follows, 0.28.0 to 0.34.0 (they differ only in the allocation's tie order: 0.28-0.33 use torch.topk's unspecified one)")
     ("vocab-size", po::value<int32_t>()->default_value(129280), "target vocabulary: sizes the rejection sampler's logits chunk, which caps the adaptive budget")
     ("spec-k", po::value<int32_t>()->default_value(5), "DSpark speculative length K")
