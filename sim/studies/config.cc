@@ -159,7 +159,8 @@ absl::Status RunConfig::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("--out: '", out_dir, "' exists and is not a directory; expected a directory"));
   for (const auto& [option, path] : {std::pair{"--step-log", &step_log},
-                                     std::pair{"--dump-workload", &dump_workload}})
+                                     std::pair{"--dump-workload", &dump_workload},
+                                     std::pair{"--dump-av", &dump_av}})
     if (!path->empty() && std::filesystem::is_directory(*path, ec))
       return absl::InvalidArgumentError(
           absl::StrCat(option, ": '", *path, "' is a directory; expected a file to write"));
@@ -169,6 +170,10 @@ absl::Status RunConfig::Validate() const {
   if (dump_steps_limit < 1 || dump_steps_limit > 1000000)
     return absl::InvalidArgumentError(
         absl::StrCat("--dump-steps-limit: expected an integer in [1, 1000000], got ", dump_steps_limit));
+  if (dump_av_steps < 0)
+    return absl::InvalidArgumentError(absl::StrCat("--dump-av-steps: expected >= 0 (0: all), got ", dump_av_steps));
+  if (!dump_av.empty() && scheduler.mode != SpecMode::kAdaptive)
+    return absl::InvalidArgumentError("--dump-av: records adaptive verification steps; expected --mode adaptive");
   return absl::OkStatus();
 }
 

@@ -30,6 +30,7 @@
 #include "sim/exec/executor_registry.h"
 #include "sim/exec/step_dump.h"
 #include "sim/exec/worker_pool.h"
+#include "sim/observe/av_dump.h"
 #include "sim/observe/invariants.h"
 #include "sim/observe/metrics.h"
 #include "sim/options/option_errors.h"
@@ -122,6 +123,11 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   MetricsObserver metrics(workload.requests, config.steps_csv_stride);
   metrics.set_result_spec(config.result_spec);
   engine.AddObserver(&metrics);
+  std::unique_ptr<AvDumpObserver> av_dump;
+  if (!config.dump_av.empty()) {
+    av_dump = std::make_unique<AvDumpObserver>(config.dump_av_steps);
+    engine.AddObserver(av_dump.get());
+  }
   std::unique_ptr<StepLogObserver> step_log;
   if (!config.step_log.empty()) {
     step_log = std::make_unique<StepLogObserver>();
@@ -215,6 +221,7 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
                                {"metadata_check", config.check && !sections.empty()}};
   DS_RETURN_IF_ERROR(WriteFileAtomically(out / "perf.json", perf.dump(2) + "\n"));
   if (step_log) DS_RETURN_IF_ERROR(WriteFileAtomically(config.step_log, step_log->text()));
+  if (av_dump) DS_RETURN_IF_ERROR(WriteFileAtomically(config.dump_av, av_dump->text()));
   DS_RETURN_IF_ERROR(WriteFileAtomically(out / "summary.json", s.dump(2) + "\n"));
   if (config.save_result) {
     const fs::path dir(config.result_dir.empty() ? config.out_dir : config.result_dir);

@@ -98,6 +98,8 @@ po::options_description RunOptions() {
     ("step-log", po::value<std::string>(), "write every step's arrays to this text file (small runs)")
     ("dump-workload", po::value<std::string>(), "also write the workload as built (generated or parsed, re-timed, truncated) to this JSONL file")
     ("dump-steps", po::value<std::string>(), "write every step's device view, host view, sizes and reference outputs to this folder as .npy files plus index.json (workloads/STEP_DUMP.md; replay with scripts/replay_steps.py)")
+    ("dump-av", po::value<std::string>(), "write every adaptive verification step's inputs and outputs (budget, host split, allocation, qsl) to this JSONL file, for scripts/oracle/check_av.py")
+    ("dump-av-steps", po::value<int64_t>()->default_value(0), "--dump-av covers the run's first N steps (0: all)")
     ("dump-steps-limit", po::value<int64_t>()->default_value(kDefaultDumpStepsLimit), "--dump-steps writes at most this many steps (the first ones)")
     ("steps-csv-stride", po::value<int64_t>()->default_value(1), "write every n-th step to steps.csv")
     ("check-kv", po::bool_switch(), "check KV block accounting after every step (slow)")
@@ -247,6 +249,8 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   if (vm.count("dump-workload")) c.dump_workload = vm["dump-workload"].as<std::string>();
   if (vm.count("dump-steps")) c.dump_steps = vm["dump-steps"].as<std::string>();
   c.dump_steps_limit = vm["dump-steps-limit"].as<int64_t>();
+  if (vm.count("dump-av")) c.dump_av = vm["dump-av"].as<std::string>();
+  c.dump_av_steps = vm["dump-av-steps"].as<int64_t>();
   c.steps_csv_stride = vm["steps-csv-stride"].as<int64_t>();
   c.check_kv_each_step = vm["check-kv"].as<bool>();
   c.check_invariants = vm["check-invariants"].as<bool>();
