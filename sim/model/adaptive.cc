@@ -146,31 +146,45 @@ absl::Status CheckCostCurve(const CostCurve& curve, absl::string_view what) {
 
 namespace {
 
-// vLLM's build_table: running max, np.interp over [0, limit], linear past the last point.
-std::vector<double> BuildTable(int32_t limit, const CostCurve& curve, double floor) {
+// np.interp(x, xp, fp) for one x, as numpy computes it: fp[0] below xp[0], fp[last] at and
+// above xp[last], fp[j] at xp[j], otherwise slope * (x - xp[j]) + fp[j] with slope =
+// (fp[j+1] - fp[j]) / (xp[j+1] - xp[j]) for xp[j] < x < xp[j+1].
+double NumpyInterp(double x, const double* xp, const double* fp, size_t n) {
+  if (x < xp[0]) return fp[0];
+  if (x >= xp[n - 1]) return fp[n - 1];
+  const size_t j = static_cast<size_t>(std::upper_bound(xp, xp + n, x) - xp) - 1;  // xp[j] <= x
+  if (xp[j] == x) return fp[j];
+  const double slope = (fp[j + 1] - fp[j]) / (xp[j + 1] - xp[j]);
+  return slope * (x - xp[j]) + fp[j];
+}
+
+// vLLM's build_table (adaptive.h, BuildCostTables, gives the rules).
+std::vector<double> BuildTable(int32_t limit, const CostCurve& curve, int32_t cudagraph_limit,
+                               double floor) {
   const size_t n = curve.size();
   std::vector<double> xs(n), ys(n);
   double running = -std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < n; ++i) {
     xs[i] = curve[i].first;
-    running = std::max(running, curve[i].second);
+    running = std::max(running, curve[i].second);  // np.maximum.accumulate
     ys[i] = running;
   }
+  // The points above the capture limit, where the table interpolates.
+  const size_t first_above = cudagraph_limit != 0
+      ? static_cast<size_t>(std::upper_bound(xs.begin(), xs.end(), static_cast<double>(cudagraph_limit)) - xs.begin())
+      : n;
+  const bool smooth_part = first_above < n;
   std::vector<double> out(static_cast<size_t>(std::max(limit, 0)) + 1);
-  size_t seg = 0;  // first point with xs[seg] >= v
+  size_t idx = 0;  // searchsorted(xs, v, 'left'): the first point with xs[idx] >= v
   for (size_t v = 0; v < out.size(); ++v) {
     const double x = static_cast<double>(v);
-    double y;
+    while (idx < n && xs[idx] < x) ++idx;
+    double y = ys[std::min(idx, n - 1)];
+    if (smooth_part && static_cast<int64_t>(v) > cudagraph_limit)
+      y = NumpyInterp(x, xs.data() + first_above, ys.data() + first_above, n - first_above);
     if (n > 1 && x > xs[n - 1]) {
-      y = ys[n - 1] + (ys[n - 1] - ys[n - 2]) / (xs[n - 1] - xs[n - 2]) * (x - xs[n - 1]);
-    } else if (x <= xs[0]) {
-      y = ys[0];
-    } else if (x >= xs[n - 1]) {
-      y = ys[n - 1];
-    } else {
-      while (xs[seg] < x) ++seg;
-      const double t = (x - xs[seg - 1]) / (xs[seg] - xs[seg - 1]);
-      y = ys[seg - 1] + t * (ys[seg] - ys[seg - 1]);
+      const double slope = (ys[n - 1] - ys[n - 2]) / (xs[n - 1] - xs[n - 2]);
+      y = ys[n - 1] + slope * (x - xs[n - 1]);
     }
     out[v] = std::max(y, floor);
   }
@@ -180,8 +194,42 @@ std::vector<double> BuildTable(int32_t limit, const CostCurve& curve, double flo
 }  // namespace
 
 DraftCostTables BuildCostTables(const CostCurve& draft_curve, const CostCurve& verify_curve,
-                                int32_t max_num_reqs, int32_t max_batch_tokens) {
-  return {BuildTable(max_num_reqs, draft_curve, 0.0), BuildTable(max_batch_tokens, verify_curve, 1e-6)};
+                                int32_t max_num_reqs, int32_t max_batch_tokens,
+                                int32_t cudagraph_limit) {
+  return {BuildTable(max_num_reqs, draft_curve, cudagraph_limit, 0.0),
+          BuildTable(max_batch_tokens, verify_curve, cudagraph_limit, 1e-6)};
+}
+
+std::vector<int32_t> CostProfileSizes(const std::vector<int32_t>& capture_sizes,
+                                      int32_t max_num_batched_tokens) {
+  std::vector<int32_t> sizes = capture_sizes;
+  if (capture_sizes.empty()) return sizes;
+  std::vector<int32_t> tail;
+  int32_t size = capture_sizes.back();
+  tail.push_back(static_cast<int32_t>(std::min<int64_t>(size + size / 2, max_num_batched_tokens)));
+  while (size < max_num_batched_tokens) {
+    size = static_cast<int32_t>(std::min<int64_t>(2 * static_cast<int64_t>(size), max_num_batched_tokens));
+    tail.push_back(size);
+  }
+  std::sort(tail.begin(), tail.end());
+  tail.erase(std::unique(tail.begin(), tail.end()), tail.end());
+  for (int32_t t : tail)
+    if (!std::binary_search(capture_sizes.begin(), capture_sizes.end(), t)) sizes.push_back(t);
+  return sizes;
+}
+
+int32_t MaxChunkLogits(int64_t vocab_size) {
+  constexpr int64_t kMaxChunkBytes = int64_t{1} << 30, kFp32Bytes = 4;
+  if (vocab_size <= 0) return 1;
+  return static_cast<int32_t>(std::max<int64_t>(1, kMaxChunkBytes / (vocab_size * kFp32Bytes)));
+}
+
+int32_t MaxDraftBudget(const BudgetInputs& in) {
+  int64_t total = 0;
+  for (int32_t r = 0; r < in.num_decodes; ++r) total += in.valid_drafts[r];
+  const int64_t room = std::max<int64_t>(
+      0, static_cast<int64_t>(in.max_total_logits) - static_cast<int64_t>(in.num_reqs) * in.num_bonus_tokens);
+  return static_cast<int32_t>(std::min(total, room));
 }
 
 int32_t ComputeDraftBudget(const BudgetInputs& in, const DraftCostTables& tables,
@@ -200,16 +248,16 @@ int32_t ComputeDraftBudget(const BudgetInputs& in, const DraftCostTables& tables
     }
   }
   SortScoresDescending(&scores, &scratch->sort);
-  const int32_t max_budget = static_cast<int32_t>(scores.size());
+  const int32_t max_budget = MaxDraftBudget(in);  // scores[:max_draft_budget]
   // Indices past a table's end cannot occur in a step the scheduler accepted; clamp anyway.
   const auto verify = [&](int64_t n) {
     return tables.verify_ms[static_cast<size_t>(std::min<int64_t>(n, static_cast<int64_t>(tables.verify_ms.size()) - 1))];
   };
   const double draft = tables.draft_ms[static_cast<size_t>(
       std::min<int64_t>(in.num_reqs, static_cast<int64_t>(tables.draft_ms.size()) - 1))];
+  const double sampling = static_cast<double>(in.num_sampling);
   int32_t best_b = 0;
-  double expected = in.num_sampling;
-  double best = expected / (draft + verify(in.non_draft_total));
+  double best = sampling / (draft + verify(in.non_draft_total));
   // verify(non_draft_total + b) read straight from the table up to its last entry, then that
   // entry (what the clamp gives), in two loops without the clamp.
   const int64_t last = static_cast<int64_t>(tables.verify_ms.size()) - 1;
@@ -217,18 +265,19 @@ int32_t ComputeDraftBudget(const BudgetInputs& in, const DraftCostTables& tables
       static_cast<int32_t>(std::max<int64_t>(0, std::min<int64_t>(max_budget, last - in.non_draft_total)));
   const double* verify_at = tables.verify_ms.data() + std::min<int64_t>(in.non_draft_total, last);
   const double* sorted = scores.data();
+  double cumsum = 0.0;  // np.cumsum(scores): left to right from 0; num_sampling added after
   int32_t b = 1;
   for (; b <= unclamped; ++b) {
-    expected += sorted[b - 1];  // np.cumsum: left to right
-    const double value = expected / (draft + verify_at[b]);
+    cumsum += sorted[b - 1];
+    const double value = (sampling + cumsum) / (draft + verify_at[b]);
     if (value > best) {  // np.argmax: the first maximum
       best = value;
       best_b = b;
     }
   }
   for (; b <= max_budget; ++b) {
-    expected += sorted[b - 1];
-    const double value = expected / (draft + tables.verify_ms[static_cast<size_t>(last)]);
+    cumsum += sorted[b - 1];
+    const double value = (sampling + cumsum) / (draft + tables.verify_ms[static_cast<size_t>(last)]);
     if (value > best) {
       best = value;
       best_b = b;
@@ -237,45 +286,26 @@ int32_t ComputeDraftBudget(const BudgetInputs& in, const DraftCostTables& tables
   return best_b;
 }
 
-void EvenDraftSplitRounds(const int32_t* caps, int32_t n, int32_t total, int32_t* split) {
-  for (int32_t i = 0; i < n; ++i) split[i] = 0;
-  // Rounds of one draft per request, in order, until the total is placed: the even split with
-  // the remainder on the first requests, none above its cap.
-  int32_t left = total;
-  while (left > 0) {
-    int32_t placed = 0;
-    for (int32_t i = 0; i < n && left > 0; ++i)
-      if (split[i] < caps[i]) {
-        ++split[i];
-        --left;
-        ++placed;
-      }
-    if (placed == 0) break;
-  }
-}
-
-void EvenDraftSplit(const int32_t* caps, int32_t n, int32_t total, int32_t* split) {
-  // EvenDraftSplitRounds' result without its rounds: after L full rounds request i holds
-  // min(cap_i, L), placed(L) = sum_i min(cap_i, L) in all. The last full round is the largest L
-  // with placed(L) <= total (placed(L + 1) - placed(L) counts the caps above L); the round after
-  // it gives one more, in order, to requests with cap above L until the total is placed.
-  constexpr int32_t kCapLimit = 16;  // caps are at most K: larger ones take the rounds
-  std::array<int32_t, kCapLimit + 1> with_cap{};  // requests per cap value
+void HostDraftSplit(const int32_t* drafts, int32_t n, int32_t budget, int32_t* split) {
+  int64_t total = 0;
+  int32_t nv = 0;
   for (int32_t i = 0; i < n; ++i) {
-    if (caps[i] < 0 || caps[i] > kCapLimit) return EvenDraftSplitRounds(caps, n, total, split);
-    ++with_cap[static_cast<size_t>(caps[i])];
+    total += drafts[i];
+    nv += drafts[i] > 0;
   }
-  int32_t level = 0, placed = 0, above = n - with_cap[0];  // above: caps > level
-  while (above > 0 && placed + above <= total) {
-    placed += above;
-    ++level;
-    above -= with_cap[static_cast<size_t>(level)];
+  if (budget == total) {  // compact_batch returns the batch as scheduled
+    for (int32_t i = 0; i < n; ++i) split[i] = drafts[i];
+    return;
   }
-  int32_t left = std::max(0, total - placed);  // < above (or nothing is above: all capped)
+  const int32_t each = nv > 0 ? budget / nv : 0, extra = nv > 0 ? budget % nv : 0;
+  int32_t v = 0;  // verification rows seen
   for (int32_t i = 0; i < n; ++i) {
-    const int32_t extra = caps[i] > level && left > 0;
-    split[i] = std::min(caps[i], level) + extra;
-    left -= extra;
+    if (drafts[i] <= 0) {
+      split[i] = 0;
+      continue;
+    }
+    split[i] = each + (v < extra);
+    ++v;
   }
 }
 

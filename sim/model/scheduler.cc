@@ -13,23 +13,26 @@ namespace {
 
 // The step-cost curves of the host budget: the time model's (calibration file's) when given,
 // otherwise vLLM's source of them re-created from the forward model: graph timings of dummy
-// batches at every capture size (context of one token per query token, no metadata: the
-// builders run outside the model graphs), verify keyed by tokens and draft by requests
-// (K query tokens each). Units: ms. The dummy tokens are all alike (CudaGraphManager.
-// capture_graph runs on the input buffers as they are before any request, and
-// prepare_inputs_to_capture sets seq_lens = 1, so each token attends to itself alone): the
+// batches at the sizes vLLM profiles (CostProfileSizes: every capture size, then the tail
+// sizes up to max_num_batched_tokens), context of one token per query token, no metadata (the
+// builders run outside the model graphs); verify keyed by tokens at every size, draft by
+// requests (K query tokens each) at the capture sizes only (vLLM prices the draft curve with
+// full-graph replays alone). Units: ms. The dummy tokens are all alike
+// (CudaGraphManager.capture_graph runs on the input buffers as they are before any request,
+// and prepare_inputs_to_capture sets seq_lens = 1, so each token attends to itself alone): the
 // router sends every one to the same k experts, hence routed_tokens = 1.
 void CostCurves(const TimeModel& tm, const std::vector<int32_t>& capture_sizes, int32_t k,
                 int32_t max_num_batched_tokens, CostCurve* draft, CostCurve* verify) {
   *draft = tm.params().draft_curve_ms;
   *verify = tm.params().verify_curve_ms;
-  std::vector<int32_t> sizes = capture_sizes;
-  if (sizes.empty()) sizes = {1, max_num_batched_tokens};
+  std::vector<int32_t> captures = capture_sizes;
+  if (captures.empty()) captures = {1, max_num_batched_tokens};
   if (verify->empty())
-    for (int32_t n : sizes) verify->push_back({n, 1e-3 * tm.ForwardUs(false, n, n, n, 1)});
+    for (int32_t n : CostProfileSizes(captures, max_num_batched_tokens))
+      verify->push_back({n, 1e-3 * tm.ForwardUs(false, n, n, n, 1)});
   if (draft->empty()) {
     int32_t last = 0;
-    for (int32_t n : sizes) {
+    for (int32_t n : captures) {
       const int32_t r = std::max(1, n / (1 + k));
       if (r <= last) continue;
       draft->push_back({r, 1e-3 * tm.ForwardUs(true, r * k, static_cast<int64_t>(r) * k, 0.0)});
@@ -74,9 +77,13 @@ Scheduler::Scheduler(const SchedulerConfig& config, const std::vector<RequestSpe
     }
   }
   if (config_.mode == SpecMode::kAdaptive) {
-    CostCurve draft, verify;
-    CostCurves(time_model_, capture_sizes_, k_, config_.max_num_batched_tokens, &draft, &verify);
-    cost_tables_ = BuildCostTables(draft, verify, config_.max_num_seqs, config_.max_num_batched_tokens);
+    CostCurves(time_model_, capture_sizes_, k_, config_.max_num_batched_tokens, &draft_curve_,
+               &verify_curve_);
+    // vLLM's limit is its largest capture size; without CUDA graphs nothing pads.
+    cost_cudagraph_limit_ = config_.cuda_graphs ? max_capture_ : 0;
+    cost_tables_ = BuildCostTables(draft_curve_, verify_curve_, config_.max_num_seqs,
+                                   config_.max_num_batched_tokens, cost_cudagraph_limit_);
+    max_total_logits_ = MaxChunkLogits(config_.vocab_size);
   }
   running_.reserve(static_cast<size_t>(config_.max_num_seqs) + 1);
   decodes_.reserve(static_cast<size_t>(config_.max_num_seqs));

@@ -17,26 +17,34 @@
 // verifying k_r drafts accepts a_r = min(L_r, k_r) and emits a_r + 1 tokens (the accepted
 // drafts and the bonus token).
 //
-// Adaptive verification, as vLLM's adaptive_verification.py computes it:
+// Adaptive verification, as vLLM's adaptive_verification.py computes it (releases 0.28.0-
+// 0.34.0, SchedulerConfig::av_release; they differ only in the allocation's tie order):
 //  - Confidences. A request enters (and re-enters after a preemption) at confidence 1.0
 //    everywhere (add_request). Each draft step draws fresh float32 confidences (the device's
-//    _confidence_probs); the host holds those of the draft round before (stage_confidences'
+//    _confidence_probs); the host holds those of the draft round before (record_confidences'
 //    two staged copies, one round behind).
-//  - Host budget (ComputeDraftBudget) once the whole step is scheduled, prefill chunks
-//    included: B = argmax over b of (sampling requests + best b stale survival scores) /
-//    (draft_ms[requests] + verify_ms[non-draft tokens + b]), with the tables of
-//    BuildCostTables. The scheduler's token budget counted every eligible draft, as vLLM's
-//    does; pruning does not give tokens back to admissions.
-//  - Token cap (allocate_draft_token_budget): varlen passes the step's token count, which is
-//    the graph-padded one when the step is padded, so B = min(eligible, N_padded - non-draft)
-//    (padding slots are filled with drafts); masked passes none, B stays.
-//  - Device allocation: the top-B slots of the fresh float32 survival scores (TopBAllocator ==
-//    kernels/topb_alloc.cuh), skipped when B covers every draft or is 0.
-//  - Varlen: compact_batch rewrites the device qsl (1 + kept per decode, prefill chunks after);
-//    the host holds vLLM's placeholder split (EvenDraftSplit of B) and the pre-compaction
-//    seq_lens upper bound (num_computed + 1 + eligible).
-//  - Masked (mask_batch): the layout and host metadata stay as scheduled (1 + eligible tokens
-//    per decode); the pruned drafts are padding inside it and cannot be accepted.
+//  - Batch order. The verification rows lead the batch as vLLM's sort_batch_req_ids orders
+//    them: rows with drafts first, those with K drafts (1 + K tokens) before the others, then
+//    by ascending token count, ties in running order; rows without drafts after them.
+//  - Host budget (get_num_tokens, ComputeDraftBudget) once the whole step is scheduled,
+//    prefill chunks included: B = argmax over b of (sampling requests + best b stale survival
+//    scores) / (draft_ms[requests] + verify_ms[non-draft tokens + b]), b up to the drafts and
+//    the rejection sampler's logits chunk (MaxChunkLogits(vocab_size) - requests), with the
+//    tables of BuildCostTables (step function up to the largest capture size). The
+//    scheduler's token budget counted every eligible draft, as vLLM's does; pruning does not
+//    give tokens back to admissions. The step runs Σ non-draft + B tokens: graph padding
+//    stays padding.
+//  - Device allocation (reallocate_drafts): none when B is 0, every scheduled draft when B
+//    covers them, otherwise the top-B slots of the fresh float32 survival scores
+//    (TopBAllocator == kernels/topb_alloc.cuh; ties to the lower (request, step)); the device
+//    qsl is rewritten to 1 + kept per decode, prefill chunks after, the padding rows at the
+//    real total.
+//  - Host split (compact_batch, HostDraftSplit): the drafts as scheduled when B covers them,
+//    otherwise B / nv per verification row and one more for the first B % nv, with no cap;
+//    the host's seq_lens stay the pre-compaction upper bound (num_computed + 1 + drafts).
+//  - Masked (a what-if, no release has it): the layout and host metadata stay as scheduled
+//    (1 + eligible tokens per decode); the pruned drafts are padding inside it and cannot be
+//    accepted.
 //
 // Draft step. After a verification only the device knows a_r, so the host's context length
 // is an upper bound (vLLM's seq_lens_cpu_upper_bound): as if every verifiable draft had been
@@ -99,6 +107,27 @@ struct SchedulerConfig {
   bool cuda_graphs = true;               // pad decode-only steps to capture sizes
   int32_t bt_stride_pad = 0;             // [int32] block-table row stride - width
   AdaptiveMode adaptive_mode = AdaptiveMode::kVarlen;
+  int32_t av_release = kDefaultAvRelease;  // vLLM 0.<av_release>.0's adaptive verification
+  int32_t vocab_size = 129280;             // [tokens] sizes the rejection sampler's logits chunk
+};
+
+// One adaptive verification step (a target step with drafts scheduled) as the scheduler
+// decided it: vLLM's inputs and the simulator's outputs, rows in batch order, so that vLLM's
+// own functions can be run on the inputs and compared (scripts/oracle/check_av.py).
+struct AvStepRecord {
+  int32_t num_reqs = 0;                   // scheduled requests (rows), decodes first
+  int32_t num_reqs_padded = 0;            // rows after graph padding
+  std::vector<int32_t> scheduled_tokens;  // [num_reqs] as scheduled (1 + drafts, or the chunk)
+  std::vector<int32_t> drafts;            // [num_reqs] scheduled drafts (0 for a prefill)
+  std::vector<int32_t> num_computed;      // [num_reqs] tokens computed before the step
+  std::vector<int32_t> prefill_len;       // [num_reqs]
+  std::vector<float> stale_conf;          // [num_reqs, K] the host's (budget input)
+  std::vector<float> fresh_conf;          // [num_reqs, K] the device's (allocation input)
+  int32_t budget = 0;                     // B
+  std::vector<int32_t> host_tokens;       // [num_reqs] the host's per-request token counts
+  std::vector<int32_t> device_drafts;     // [num_reqs] drafts the device verifies
+  std::vector<int32_t> qsl_device;        // [num_reqs_padded + 1]
+  std::vector<int32_t> cu_num_logits;     // [num_reqs + 1] kept drafts + 1 per request
 };
 
 // Auto KV pool: room for max_num_seqs requests of max_model_len tokens, plus the null block.
@@ -162,6 +191,15 @@ class Scheduler final : public StepMaterializer {
   absl::Status CheckKvConsistency() const;
 
   absl::Status Materialize(const StepPlan& plan, StepArrays* out) const override;
+
+  // The planned step's adaptive verification (false when it is none: a draft step, a step
+  // without drafts, or not adaptive mode). The device qsl comes from plan.Arrays().
+  absl::StatusOr<bool> RecordAdaptiveStep(const StepPlan& plan, AvStepRecord* out) const;
+  // The step-cost curves and tables the host budget uses (adaptive mode), and the limit.
+  const CostCurve& draft_cost_curve() const { return draft_curve_; }
+  const CostCurve& verify_cost_curve() const { return verify_curve_; }
+  const DraftCostTables& cost_tables() const { return cost_tables_; }
+  int32_t cost_cudagraph_limit() const { return cost_cudagraph_limit_; }
 
  private:
   enum class Phase : uint8_t {
@@ -271,6 +309,9 @@ class Scheduler final : public StepMaterializer {
   DraftBudgetScratch budget_scratch_;
   TopBAllocator allocator_;
   DraftCostTables cost_tables_;  // adaptive mode: the host budget's step costs
+  CostCurve draft_curve_, verify_curve_;  // ... and the curves they were built from
+  int32_t cost_cudagraph_limit_ = 0;
+  int32_t max_total_logits_ = 0;  // MaxChunkLogits(vocab_size)
   StepArrays arrays_;  // built on demand by Materialize
 };
 

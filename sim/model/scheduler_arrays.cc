@@ -104,4 +104,32 @@ absl::Status Scheduler::Materialize(const StepPlan& plan, StepArrays* out) const
   return absl::OkStatus();
 }
 
+absl::StatusOr<bool> Scheduler::RecordAdaptiveStep(const StepPlan& plan, AvStepRecord* out) const {
+  if (draft_step_ || config_.mode != SpecMode::kAdaptive || plan.eligible_drafts <= 0) return false;
+  auto arrays = plan.Arrays();
+  if (!arrays.ok()) return arrays.status();
+  AvStepRecord& rec = *out;
+  rec = AvStepRecord{};
+  rec.num_reqs = static_cast<int32_t>(decodes_.size() + prefills_.size());
+  rec.num_reqs_padded = plan.num_reqs;
+  rec.budget = draft_budget_;
+  rec.cu_num_logits.push_back(0);
+  const auto add = [&](const Entry& e, bool decode) {
+    const Req& r = reqs_[e.req];
+    rec.scheduled_tokens.push_back(decode ? 1 + e.max_drafts : e.q_dev);
+    rec.drafts.push_back(decode ? e.max_drafts : 0);
+    rec.num_computed.push_back(decode ? r.computed : e.seq_dev - e.q_dev);
+    rec.prefill_len.push_back(r.prefill_len);
+    rec.stale_conf.insert(rec.stale_conf.end(), r.conf_host.begin(), r.conf_host.begin() + k_);
+    rec.fresh_conf.insert(rec.fresh_conf.end(), r.conf.begin(), r.conf.begin() + k_);
+    rec.host_tokens.push_back(e.q_host);
+    rec.device_drafts.push_back(decode ? e.kept : 0);
+    rec.cu_num_logits.push_back(rec.cu_num_logits.back() + rec.device_drafts.back() + 1);
+  };
+  for (const Entry& e : decodes_) add(e, true);
+  for (const Entry& e : prefills_) add(e, false);
+  rec.qsl_device = (*arrays)->qsl_device;
+  return true;
+}
+
 }  // namespace dspark::sim

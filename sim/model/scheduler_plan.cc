@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 #include "absl/strings/str_format.h"
 
@@ -75,6 +76,17 @@ void Scheduler::AdmitWaiting(int32_t budget) {
 }
 
 void Scheduler::AllocateAdaptive() {
+  // vLLM's batch order (sort_batch_req_ids): rows with drafts first, K drafts before fewer,
+  // then ascending tokens; stable, so ties keep the running order.
+  const auto order_key = [k = k_](const Entry& e) {
+    return std::make_tuple(e.max_drafts == 0, e.max_drafts != k, e.max_drafts);
+  };
+  for (size_t i = 1; i < decodes_.size(); ++i)
+    if (order_key(decodes_[i]) < order_key(decodes_[i - 1])) {
+      std::stable_sort(decodes_.begin(), decodes_.end(),
+                       [&](const Entry& a, const Entry& b) { return order_key(a) < order_key(b); });
+      break;
+    }
   const int32_t nd = static_cast<int32_t>(decodes_.size());
   const size_t slots = static_cast<size_t>(nd) * k_;
   scores_dev_.resize(slots);
@@ -96,21 +108,21 @@ void Scheduler::AllocateAdaptive() {
     non_draft += e.q_dev;
     sampling += e.seq_dev >= reqs_[e.req].prefill_len;  // num_computed + non_draft >= prefill_len
   }
-  const BudgetInputs in{scores_host_.data(), max_drafts_.data(), nd, k_,
-                        nd + static_cast<int32_t>(prefills_.size()), sampling, non_draft};
-  int32_t budget = ComputeDraftBudget(in, cost_tables_, &budget_scratch_);
-  const bool masked = config_.adaptive_mode == AdaptiveMode::kMasked;
-  if (!masked) {
-    // compact_batch gets the step's token count: padded up to a capture size when the step
-    // is graph-padded (decode-only, as FinishPlan pads), so the padding becomes drafts.
-    int32_t n = non_draft + budget;
-    if (config_.cuda_graphs && prefills_.empty() && n <= max_capture_)
-      n = *std::lower_bound(capture_sizes_.begin(), capture_sizes_.end(), n);
-    budget = std::min(eligible, n - non_draft);
+  if (eligible == 0) {  // no drafts scheduled: vLLM runs no adaptive verification
+    draft_budget_ = 0;
+    for (int32_t i = 0; i < nd; ++i) kept_dev_[i] = kept_host_[i] = 0;
+    return;
   }
+  BudgetInputs in{scores_host_.data(), max_drafts_.data(), nd, k_,
+                  nd + static_cast<int32_t>(prefills_.size()), sampling, non_draft};
+  in.max_total_logits = max_total_logits_;
+  // The step runs non_draft + B tokens; FinishPlan pads that to a capture size as any step,
+  // and the padding stays padding.
+  const int32_t budget = ComputeDraftBudget(in, cost_tables_, &budget_scratch_);
   draft_budget_ = allocator_.Allocate(scores_dev_.data(), max_drafts_.data(), nd, k_, budget,
                                       kept_dev_.data());
-  EvenDraftSplit(max_drafts_.data(), nd, draft_budget_, kept_host_.data());
+  HostDraftSplit(max_drafts_.data(), nd, draft_budget_, kept_host_.data());
+  const bool masked = config_.adaptive_mode == AdaptiveMode::kMasked;
   for (int32_t i = 0; i < nd; ++i) {
     Entry& e = decodes_[i];
     const int32_t c0 = reqs_[e.req].computed;

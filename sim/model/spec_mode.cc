@@ -32,4 +32,26 @@ absl::StatusOr<AdaptiveMode> ParseAdaptiveMode(absl::string_view name) {
       absl::StrCat("--adaptive-mode: expected varlen or masked, got '", name, "'"));
 }
 
+absl::string_view AdaptiveModeLabel(AdaptiveMode mode) {
+  return mode == AdaptiveMode::kMasked
+             ? "masked: a what-if, no vLLM release has it (the pruned drafts stay as padding)"
+             : "varlen: vLLM's (compact_batch + reallocate_drafts)";
+}
+
+std::string AvReleaseName(int32_t minor) { return absl::StrCat("0.", minor, ".0"); }
+
+absl::StatusOr<int32_t> ParseAvRelease(absl::string_view name) {
+  for (int32_t minor = 28; minor <= 34; ++minor)
+    if (name == AvReleaseName(minor) || name == absl::StrCat("0.", minor)) return minor;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--av-release: expected a vLLM release with adaptive verification, 0.28.0 to 0.34.0, got '",
+      Abbreviate(name), "'"));
+}
+
+absl::string_view AvTieOrder(int32_t minor) {
+  return minor >= 34 ? "vLLM 0.34.0's: ties to the lower (request, step)"
+                     : "vLLM's torch.topk order, which is unspecified (simulated: ties to the lower "
+                       "(request, step), as 0.34.0 gives them)";
+}
+
 }  // namespace dspark::sim

@@ -159,7 +159,8 @@ absl::Status RunConfig::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("--out: '", out_dir, "' exists and is not a directory; expected a directory"));
   for (const auto& [option, path] : {std::pair{"--step-log", &step_log},
-                                     std::pair{"--dump-workload", &dump_workload}})
+                                     std::pair{"--dump-workload", &dump_workload},
+                                     std::pair{"--dump-av", &dump_av}})
     if (!path->empty() && std::filesystem::is_directory(*path, ec))
       return absl::InvalidArgumentError(
           absl::StrCat(option, ": '", *path, "' is a directory; expected a file to write"));
@@ -169,6 +170,10 @@ absl::Status RunConfig::Validate() const {
   if (dump_steps_limit < 1 || dump_steps_limit > 1000000)
     return absl::InvalidArgumentError(
         absl::StrCat("--dump-steps-limit: expected an integer in [1, 1000000], got ", dump_steps_limit));
+  if (dump_av_steps < 0)
+    return absl::InvalidArgumentError(absl::StrCat("--dump-av-steps: expected >= 0 (0: all), got ", dump_av_steps));
+  if (!dump_av.empty() && scheduler.mode != SpecMode::kAdaptive)
+    return absl::InvalidArgumentError("--dump-av: records adaptive verification steps; expected --mode adaptive");
   return absl::OkStatus();
 }
 
@@ -221,6 +226,13 @@ nlohmann::json RunConfig::ToJson() const {
   // Only when not the defaults, so that a sweep point's id (a hash of this) stays the same.
   if (over_length != OverLength::kError) j["over_length"] = std::string(OverLengthName(over_length));
   if (time_scale != 1.0) j["time_scale"] = time_scale;
+  // Adaptive runs say whose adaptive verification they follow (other modes have none).
+  if (scheduler.mode == SpecMode::kAdaptive) {
+    j["av_release"] = AvReleaseName(scheduler.av_release);
+    j["av_tie_order"] = std::string(AvTieOrder(scheduler.av_release));
+    j["adaptive_mode_label"] = std::string(AdaptiveModeLabel(scheduler.adaptive_mode));
+  }
+  if (scheduler.vocab_size != SchedulerConfig{}.vocab_size) j["vocab_size"] = scheduler.vocab_size;
   const ResultSpec defaults;
   if (result_spec.percentile_metrics != defaults.percentile_metrics)
     j["percentile_metrics"] = result_spec.percentile_metrics;

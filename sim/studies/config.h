@@ -73,6 +73,8 @@ struct RunConfig {
   std::string dump_workload;       // write the built workload as JSONL here
   std::string dump_steps;          // write every step's arrays and references here (.npy + index.json)
   int64_t dump_steps_limit = 1000; // [steps] at most this many are dumped
+  std::string dump_av;             // write every adaptive verification step as JSONL here
+  int64_t dump_av_steps = 0;       // [steps] --dump-av covers the first this many (0: all)
   int64_t steps_csv_stride = 1;    // write every n-th step to steps.csv
   bool check_kv_each_step = false; // full KV consistency check after every step
   // stderr only, never in summary.json (so not in ToJson); sweep points run without.

@@ -34,6 +34,7 @@
 #include "sim/exec/executor_registry.h"
 #include "sim/exec/step_dump.h"
 #include "sim/exec/worker_pool.h"
+#include "sim/observe/av_dump.h"
 #include "sim/observe/invariants.h"
 #include "sim/observe/metrics.h"
 #include "sim/observe/serving_result.h"
@@ -141,6 +142,11 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   MetricsObserver metrics(workload.requests, config.steps_csv_stride);
   metrics.set_result_spec(config.result_spec);
   engine.AddObserver(&metrics);
+  std::unique_ptr<AvDumpObserver> av_dump;
+  if (!config.dump_av.empty()) {
+    av_dump = std::make_unique<AvDumpObserver>(config.dump_av_steps);
+    engine.AddObserver(av_dump.get());
+  }
   std::unique_ptr<StepLogObserver> step_log;
   if (!config.step_log.empty()) {
     step_log = std::make_unique<StepLogObserver>();
@@ -260,6 +266,7 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
                                  {"metadata_check", config.check && !sections.empty()}};
     DS_RETURN_IF_ERROR(WriteFileAtomically(out / "perf.json", perf.dump(2) + "\n"));
     if (step_log) DS_RETURN_IF_ERROR(WriteFileAtomically(config.step_log, step_log->text()));
+    if (av_dump) DS_RETURN_IF_ERROR(WriteFileAtomically(config.dump_av, av_dump->text()));
     return WriteFileAtomically(out / "summary.json", s.dump(2) + "\n");
   };
   if (absl::Status w = written(); !w.ok()) return failed(w, engine.steps());

@@ -73,7 +73,9 @@ po::options_description RunOptions() {
     ("result-dir", po::value<std::string>(), "folder of --save-result's file (default: --out)")
     ("result-filename", po::value<std::string>(), "name of --save-result's file (default: dspark-sim-{rate}qps[-concurrency{C}]-{workload}.json)")
     ("mode", po::value<std::string>()->default_value("adaptive"), "none, dspark or adaptive (DSpark with adaptive verification)")
-    ("adaptive-mode", po::value<std::string>()->default_value("varlen"), "adaptive verification: varlen (compact the batch) or masked (pruned drafts become padding)")
+    ("adaptive-mode", po::value<std::string>()->default_value("varlen"), "adaptive verification: varlen (vLLM's: compact the batch) or masked (a what-if that no vLLM release has: pruned drafts become padding)")
+    ("av-release", po::value<std::string>()->default_value("0.34.0"), "the vLLM release whose adaptive verification the run follows, 0.28.0 to 0.34.0 (they differ only in the allocation's tie order: 0.28-0.33 use torch.topk's unspecified one)")
+    ("vocab-size", po::value<int32_t>()->default_value(129280), "target vocabulary: sizes the rejection sampler's logits chunk, which caps the adaptive budget")
     ("spec-k", po::value<int32_t>()->default_value(5), "DSpark speculative length K")
     ("impl", po::value<std::string>()->default_value("all"), absl::StrCat("implementations the metadata check runs: a comma list, or all, of\n", ImplHelpText()).c_str())
     ("time-impl", po::value<std::string>()->default_value("fused"), "implementation whose metadata cost (and host syncs) time the steps")
@@ -96,6 +98,8 @@ po::options_description RunOptions() {
     ("step-log", po::value<std::string>(), "write every step's arrays to this text file (small runs)")
     ("dump-workload", po::value<std::string>(), "also write the workload as built (generated or parsed, re-timed, truncated) to this JSONL file")
     ("dump-steps", po::value<std::string>(), "write every step's device view, host view, sizes and reference outputs to this folder as .npy files plus index.json (workloads/STEP_DUMP.md; replay with scripts/replay_steps.py)")
+    ("dump-av", po::value<std::string>(), "write every adaptive verification step's inputs and outputs (budget, host split, allocation, qsl) to this JSONL file, for scripts/oracle/check_av.py")
+    ("dump-av-steps", po::value<int64_t>()->default_value(0), "--dump-av covers the run's first N steps (0: all)")
     ("dump-steps-limit", po::value<int64_t>()->default_value(kDefaultDumpStepsLimit), "--dump-steps writes at most this many steps (the first ones)")
     ("steps-csv-stride", po::value<int64_t>()->default_value(1), "write every n-th step to steps.csv")
     ("check-kv", po::bool_switch(), "check KV block accounting after every step (slow)")
@@ -203,6 +207,10 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   auto adaptive_mode = ParseAdaptiveMode(vm["adaptive-mode"].as<std::string>());
   if (!adaptive_mode.ok()) return adaptive_mode.status();
   c.scheduler.adaptive_mode = *adaptive_mode;
+  DS_ASSIGN_OR_RETURN(c.scheduler.av_release, ParseAvRelease(vm["av-release"].as<std::string>()));
+  c.scheduler.vocab_size = vm["vocab-size"].as<int32_t>();
+  if (c.scheduler.vocab_size < 1)
+    return absl::InvalidArgumentError(absl::StrCat("--vocab-size: expected >= 1, got ", c.scheduler.vocab_size));
   c.scheduler.spec_k = vm["spec-k"].as<int32_t>();
   c.impl_list = vm["impl"].as<std::string>();
   auto impls = ParseImplKeyList(c.impl_list);
@@ -243,6 +251,8 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   if (vm.count("dump-workload")) c.dump_workload = vm["dump-workload"].as<std::string>();
   if (vm.count("dump-steps")) c.dump_steps = vm["dump-steps"].as<std::string>();
   c.dump_steps_limit = vm["dump-steps-limit"].as<int64_t>();
+  if (vm.count("dump-av")) c.dump_av = vm["dump-av"].as<std::string>();
+  c.dump_av_steps = vm["dump-av-steps"].as<int64_t>();
   c.steps_csv_stride = vm["steps-csv-stride"].as<int64_t>();
   c.check_kv_each_step = vm["check-kv"].as<bool>();
   c.check_invariants = vm["check-invariants"].as<bool>();

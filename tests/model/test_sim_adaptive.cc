@@ -97,18 +97,46 @@ INSTANTIATE_TEST_SUITE_P(Scores, FastAllocatorIdentity, ::testing::Values(0, 1, 
                                                                 : "tiny_products");
                          });
 
-// vLLM's build_cost_tables_from_curves by hand: running max, np.interp (flat below the first
-// point), linear extrapolation past the last with the slope of the last two, floors.
-TEST(BuildCostTables, RunningMaxInterpolationAndExtrapolation) {
+// vLLM's build_cost_tables_from_curves by hand. At or below the capture limit a step function
+// (the next profiled size's running-max cost); above it np.interp only between points above
+// the limit (flat before the first of them: no blending across the limit); past the last point
+// linear with the last two points' slope; floors.
+TEST(BuildCostTables, StepFunctionBelowTheCaptureLimit) {
   const CostCurve draft = {{2, 1.0}, {4, 3.0}};
-  const CostCurve verify = {{2, 4.0}, {4, 2.0}, {6, 6.0}};  // 2.0 is raised to the running max 4.0
-  const DraftCostTables t = BuildCostTables(draft, verify, 6, 9);
-  EXPECT_EQ(t.draft_ms, (std::vector<double>{1.0, 1.0, 1.0, 2.0, 3.0, 4.0, 5.0}));
-  EXPECT_EQ(t.verify_ms, (std::vector<double>{4.0, 4.0, 4.0, 4.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0}));
+  const CostCurve verify = {{2, 4.0}, {4, 2.0}, {6, 6.0}, {12, 9.0}};  // 2.0 becomes the running max 4.0
+  const DraftCostTables t = BuildCostTables(draft, verify, 6, 14, 6);
+  // Draft: sizes 0-2 cost size 2's, 3-4 size 4's; 5 and 6 lie past the last point.
+  EXPECT_EQ(t.draft_ms, (std::vector<double>{1.0, 1.0, 1.0, 3.0, 3.0, 4.0, 5.0}));
+  // Verify: a step function up to 6; above it only the point 12 is past the limit, so 7-12
+  // cost 9 (not a blend of 6 and 9); 13 and 14 extrapolate with slope (9 - 6) / (12 - 6).
+  EXPECT_EQ(t.verify_ms, (std::vector<double>{4, 4, 4, 4, 4, 6, 6, 9, 9, 9, 9, 9, 9, 9.5, 10}));
+}
+
+TEST(BuildCostTables, InterpolatesOnlyBetweenPointsAboveTheLimit) {
+  const CostCurve verify = {{4, 1.0}, {8, 2.0}, {16, 4.0}, {32, 8.0}};
+  const DraftCostTables t = BuildCostTables({{1, 0.5}}, verify, 1, 40, 8);
+  for (int v = 0; v <= 4; ++v) EXPECT_EQ(t.verify_ms[v], 1.0) << v;
+  for (int v = 5; v <= 8; ++v) EXPECT_EQ(t.verify_ms[v], 2.0) << v;
+  for (int v = 9; v <= 16; ++v) EXPECT_EQ(t.verify_ms[v], 4.0) << v;
+  for (int v = 17; v <= 40; ++v) EXPECT_EQ(t.verify_ms[v], 4.0 + 0.25 * (v - 16)) << v;
+  // No capture sizes (limit 0): the step function everywhere, as vLLM's `if cudagraph_limit:`.
+  const DraftCostTables s = BuildCostTables({{1, 0.5}}, verify, 1, 20, 0);
+  EXPECT_EQ(s.verify_ms[9], 4.0);
+  EXPECT_EQ(s.verify_ms[17], 8.0);
   // A falling extrapolation is floored: draft at 0, verify at 1e-6.
-  const DraftCostTables f = BuildCostTables({{0, 1.0}, {1, 1.0}}, {{0, 0.0}}, 2, 1);
+  const DraftCostTables f = BuildCostTables({{0, 1.0}, {1, 1.0}}, {{0, 0.0}}, 2, 1, 0);
   EXPECT_EQ(f.draft_ms, (std::vector<double>{1.0, 1.0, 1.0}));
   EXPECT_EQ(f.verify_ms, (std::vector<double>{1e-6, 1e-6}));
+}
+
+// batches_to_profile: the capture sizes, then 1.5x and doublings of the largest up to the
+// token budget, less the capture sizes.
+TEST(CostProfileSizes, CaptureSizesThenTailSizes) {
+  EXPECT_EQ(CostProfileSizes({1, 2, 4, 8, 512}, 16384),
+            (std::vector<int32_t>{1, 2, 4, 8, 512, 768, 1024, 2048, 4096, 8192, 16384}));
+  EXPECT_EQ(CostProfileSizes({8, 16, 24}, 40), (std::vector<int32_t>{8, 16, 24, 36, 40}));
+  EXPECT_EQ(CostProfileSizes({8, 16}, 16), (std::vector<int32_t>{8, 16}));
+  EXPECT_EQ(CostProfileSizes({}, 16), (std::vector<int32_t>{}));
 }
 
 TEST(CheckCostCurve, RejectsEmptyUnsortedAndNegative) {
@@ -157,33 +185,47 @@ TEST(ComputeDraftBudget, ArgmaxOfExpectedTokensPerCost) {
   EXPECT_EQ(ComputeDraftBudget({conf.data(), valid.data(), 2, 3, 1, 2, 2}, t, &scratch), 3);
 }
 
-TEST(EvenDraftSplit, EvenRemainderFirstCapped) {
-  const std::vector<int32_t> caps = {5, 1, 5, 5};
-  std::vector<int32_t> split(4);
-  EvenDraftSplit(caps.data(), 4, 10, split.data());
-  EXPECT_EQ(split, (std::vector<int32_t>{3, 1, 3, 3}));
-  EvenDraftSplit(caps.data(), 4, 5, split.data());
-  EXPECT_EQ(split, (std::vector<int32_t>{2, 1, 1, 1}));
-  EvenDraftSplit(caps.data(), 4, 0, split.data());
-  EXPECT_EQ(split, (std::vector<int32_t>{0, 0, 0, 0}));
+// get_max_chunk_logits: 2^30 bytes of float32 logits rows; 2,076 at DeepSeek's vocabulary.
+TEST(MaxChunkLogits, OneGibibyteOfFloat32Rows) {
+  EXPECT_EQ(MaxChunkLogits(129280), 2076);
+  EXPECT_EQ(MaxChunkLogits(32000), 8388);
+  EXPECT_EQ(MaxChunkLogits(int64_t{1} << 40), 1);
 }
 
-// The closed form equals the rounds on random caps (0 to K, and some above its table), totals
-// from 0 to past the caps' sum, and negative totals.
-TEST(EvenDraftSplit, ClosedFormEqualsRounds) {
-  std::mt19937_64 rng(17);
-  for (int trial = 0; trial < 4000; ++trial) {
-    const int32_t n = static_cast<int32_t>(rng() % 300);
-    const int32_t max_cap = trial % 10 == 0 ? 40 : 1 + static_cast<int32_t>(rng() % 8);
-    std::vector<int32_t> caps(n);
-    int32_t sum = 0;
-    for (int32_t& c : caps) sum += c = static_cast<int32_t>(rng() % static_cast<uint64_t>(max_cap + 1));
-    const int32_t total = static_cast<int32_t>(rng() % static_cast<uint64_t>(sum + 5)) - (trial % 7 == 0 ? 3 : 0);
-    std::vector<int32_t> want(n, -7), got(n, -9);
-    EvenDraftSplitRounds(caps.data(), n, total, want.data());
-    EvenDraftSplit(caps.data(), n, total, got.data());
-    ASSERT_EQ(got, want) << "trial " << trial << " total " << total;
-  }
+// The budget never exceeds the logits chunk less one bonus row per request: a flat table
+// would keep all 5 drafts, the chunk leaves room for 3 (2 requests, 5 rows), then for none.
+TEST(ComputeDraftBudget, CappedByTheLogitsChunk) {
+  const std::vector<float> conf = {0.9f, 0.5f, 0.2f, 0.8f, 0.1f, 0.05f};
+  const std::vector<int32_t> valid = {3, 2};
+  DraftBudgetScratch scratch;
+  const DraftCostTables flat{{1.0, 1.0, 1.0}, std::vector<double>(16, 10.0)};
+  BudgetInputs in{conf.data(), valid.data(), 2, 3, 2, 2, 2};
+  in.max_total_logits = 5;
+  EXPECT_EQ(MaxDraftBudget(in), 3);
+  EXPECT_EQ(ComputeDraftBudget(in, flat, &scratch), 3);
+  in.max_total_logits = 1;  // below one row per request: max(0, 1 - 2) = 0
+  EXPECT_EQ(MaxDraftBudget(in), 0);
+  EXPECT_EQ(ComputeDraftBudget(in, flat, &scratch), 0);
+  in.max_total_logits = MaxChunkLogits(129280);
+  EXPECT_EQ(ComputeDraftBudget(in, flat, &scratch), 5);
+}
+
+// compact_batch's host split: B / nv to each verification row, one more to the first B % nv,
+// no per-request cap; the drafts as scheduled when B covers them; rows without drafts get 0.
+TEST(HostDraftSplit, EvenUncappedRemainderFirst) {
+  const std::vector<int32_t> drafts = {5, 1, 1};
+  std::vector<int32_t> split(3);
+  HostDraftSplit(drafts.data(), 3, 6, split.data());
+  EXPECT_EQ(split, (std::vector<int32_t>{2, 2, 2}));
+  HostDraftSplit(drafts.data(), 3, 5, split.data());
+  EXPECT_EQ(split, (std::vector<int32_t>{2, 2, 1}));
+  HostDraftSplit(drafts.data(), 3, 7, split.data());
+  EXPECT_EQ(split, (std::vector<int32_t>{5, 1, 1}));
+  HostDraftSplit(drafts.data(), 3, 0, split.data());
+  EXPECT_EQ(split, (std::vector<int32_t>{0, 0, 0}));
+  const std::vector<int32_t> with_prefill = {3, 3, 0};
+  HostDraftSplit(with_prefill.data(), 3, 5, split.data());
+  EXPECT_EQ(split, (std::vector<int32_t>{3, 2, 0}));
 }
 
 }  // namespace

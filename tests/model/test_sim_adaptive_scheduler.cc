@@ -1,6 +1,7 @@
 // Adaptive verification inside the scheduler, as vLLM's adaptive_verification.py runs it: new
-// requests at confidence 1.0, the token cap of a graph-padded step, varlen's placeholder host
-// split and pre-compaction seq_lens bound, and masked mode's unchanged layout.
+// requests at confidence 1.0, no budget padding in a graph-padded step, varlen's host split
+// (compact_batch) and pre-compaction seq_lens bound, the recorded steps against a direct
+// reference of vLLM's rules, and masked mode's (a what-if's) unchanged layout.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -48,10 +49,12 @@ std::vector<VerifyStep> RunAdaptive(const SchedulerConfig& c, const TimeModelPar
 }
 
 // Step costs steep enough that a draft is worth verifying only at a survival score above 0.9:
-// verify_ms(n) = 0.1 + 0.9 n, drafts free; one request samples one token per step.
+// verify_ms(n) = 0.1 + 0.9 n, drafts free; one request samples one token per step. A point at
+// every size: below the capture limit the tables are step functions of the profiled sizes.
 TimeModelParams SteepCosts() {
   TimeModelParams tp = DefaultTimeModelParams();
-  tp.verify_curve_ms = {{0, 0.1}, {1000, 900.1}};
+  tp.verify_curve_ms.clear();
+  for (int n = 0; n <= 1000; ++n) tp.verify_curve_ms.push_back({static_cast<double>(n), 0.1 + 0.9 * n});
   tp.draft_curve_ms = {{0, 0.0}, {100, 0.0}};
   return tp;
 }
@@ -82,49 +85,65 @@ TEST(AdaptiveScheduler, NewRequestsStartAtConfidenceOne) {
   EXPECT_LT(later_kept, later_eligible / 2);
 }
 
-// compact_batch's token cap: a graph-padded step is given its padded token count, so its
-// padding slots are filled with drafts: B = min(eligible, N - non-draft tokens).
-TEST(AdaptiveScheduler, PaddedStepsFillTheirPaddingWithDrafts) {
+// No budget padding: a graph-padded step runs non-draft + B real tokens and the rest of its
+// capture size is padding (vLLM's get_num_tokens returns Σ non-draft + B, and the graph pads
+// that). With steep costs the budget is small, so padding is common.
+TEST(AdaptiveScheduler, PaddedStepsKeepTheirPaddingAsPadding) {
   SchedulerConfig c;
   c.mode = SpecMode::kAdaptive;
   c.max_num_seqs = 8;
   const std::vector<VerifyStep> steps = RunAdaptive(c, SteepCosts(), 16, 5);
-  int padded = 0;
+  int padded = 0, padding_left = 0;
   for (const VerifyStep& s : steps) {
     if (!s.plan.graph_padded) continue;
     ++padded;
     const int32_t nd = static_cast<int32_t>(s.arrays.request_ids.size());
-    EXPECT_EQ(s.plan.draft_budget, std::min(s.plan.eligible_drafts, s.plan.num_tokens - nd)) << "step " << s.plan.index;
+    EXPECT_EQ(s.plan.num_tokens_real, nd + s.plan.draft_budget) << "step " << s.plan.index;
+    EXPECT_EQ(s.arrays.qsl_device[static_cast<size_t>(nd)], s.plan.num_tokens_real);
+    EXPECT_EQ(s.arrays.qsl_device.back(), s.plan.num_tokens_real);  // padding rows at the real total
+    padding_left += s.plan.num_tokens > s.plan.num_tokens_real && s.plan.draft_budget < s.plan.eligible_drafts;
   }
   EXPECT_GT(padded, 10);
+  EXPECT_GT(padding_left, 0);  // steps that pruned drafts yet left padding unfilled
 }
 
-// Varlen: the host knows the total and B; its split is vLLM's placeholder (EvenDraftSplit), and
-// its seq_lens bound is the pre-compaction num_computed + 1 + eligible, never below the device's.
-TEST(AdaptiveScheduler, VarlenHostHoldsThePlaceholderSplitAndTheUpperBound) {
+// Varlen: the host knows the total and B; its split is compact_batch's (B / nv per
+// verification row, the first B % nv one more, no cap; the drafts as scheduled when B covers
+// them), and its seq_lens bound is the pre-compaction num_computed + 1 + eligible, never below
+// the device's.
+TEST(AdaptiveScheduler, VarlenHostHoldsCompactBatchSplitAndTheUpperBound) {
   SchedulerConfig c;
   c.mode = SpecMode::kAdaptive;
   c.cuda_graphs = false;
   c.max_num_seqs = 8;
   const std::vector<VerifyStep> steps = RunAdaptive(c, SteepCosts(), 16, 8);
-  int stale = 0;
+  int stale = 0, uncapped = 0;
   for (const VerifyStep& s : steps) {
     const StepArrays& a = s.arrays;
     const int32_t nd = s.plan.step_case == StepCase::kMixed ? s.plan.num_decodes : s.plan.num_reqs_real;
     EXPECT_EQ(a.qsl_host.back(), a.qsl_device.back());
-    std::vector<int32_t> caps(static_cast<size_t>(nd)), host(static_cast<size_t>(nd)), want(static_cast<size_t>(nd));
+    std::vector<int32_t> drafts(static_cast<size_t>(nd)), host(static_cast<size_t>(nd));
+    int32_t nv = 0, total = 0;
     for (int32_t r = 0; r < nd; ++r) {
       const int32_t dev_kept = a.qsl_device[r + 1] - a.qsl_device[r] - 1;
       // seq_host - seq_dev = eligible - kept on the device
-      caps[r] = dev_kept + a.seq_lens_host[r] - a.seq_lens_device[r];
+      drafts[r] = dev_kept + a.seq_lens_host[r] - a.seq_lens_device[r];
       host[r] = a.qsl_host[r + 1] - a.qsl_host[r] - 1;
       EXPECT_GE(a.seq_lens_host[r], a.seq_lens_device[r]);
+      if (drafts[r] > 0) EXPECT_EQ(nv, r) << "verification rows lead the batch";
+      nv += drafts[r] > 0;
+      total += drafts[r];
     }
-    EvenDraftSplit(caps.data(), nd, s.plan.draft_budget, want.data());
-    EXPECT_EQ(host, want) << "step " << s.plan.index;
+    const int32_t b = s.plan.draft_budget;
+    for (int32_t r = 0; r < nd; ++r) {
+      const int32_t want = b == total ? drafts[r] : drafts[r] == 0 ? 0 : b / nv + (r < b % nv);
+      EXPECT_EQ(host[r], want) << "step " << s.plan.index << " row " << r;
+      uncapped += host[r] > drafts[r];
+    }
     stale += a.qsl_host != a.qsl_device;
   }
   EXPECT_GT(stale, 0);
+  EXPECT_GT(uncapped, 0);  // some host rows hold more drafts than were scheduled for them
 }
 
 // Masked: the layout is the scheduled one (1 + eligible per decode) on host and device alike,
