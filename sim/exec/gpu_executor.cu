@@ -2,14 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
 #include <set>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -104,44 +102,13 @@ absl::Status InjectCudaFault(const int32_t* src, cudaStream_t stream) {
 GpuExecutor::GpuExecutor(std::unique_ptr<State> state) : d_(std::move(state)) {}
 GpuExecutor::~GpuExecutor() = default;
 
-// The executor flushes before every suite of every step, so the flush is most of its own time
-// (issue 14): it writes the L2 size once, as NVBench's flush does, not bench's 256 MiB floor,
-// which `bench` and `microbench` keep as the seed's method. Session 8 on the H200 (scripts/
-// gpu-session.sh flushab, plots/results_h200/session8/): at once and at twice the L2, alternating,
-// the graph suites' medians agree within their p10-p90 spread (fused-suite 5.15 / 5.15 vs 5.23 /
-// 5.12 us, (d) 31.2 vs 31.2, (c) 96.1 vs 94.7) and a step costs ~60 us less.
+// The executor flushes before every suite of every step, so the flush is most of its own time:
+// it writes the L2 size once, as NVBench's flush does, not bench's 256 MiB floor, which `bench`
+// and `microbench` keep as the seed's method. Measured side by side on the H200
+// (plots/results_h200/session8/): at once and at twice the L2, alternating, the graph suites'
+// medians agree within their p10-p90 spread (fused-suite 5.15 / 5.15 vs 5.23 / 5.12 us, (d) 31.2
+// vs 31.2, (c) 96.1 vs 94.7) and a step costs ~60 us less.
 constexpr size_t kExecutorFlushMinBytes = 0;
-
-// The flush's L2 multiple: 1, or DSPARK_EXECUTOR_FLUSH_L2 (1 to 4; a measuring aid for
-// comparing the executor's figures side by side in one process or lease).
-absl::StatusOr<int> ExecutorFlushL2Multiple() {
-  const char* v = std::getenv(kExecutorFlushL2Env);
-  if (v == nullptr || *v == '\0') return 1;
-  int m = 0;
-  if (!absl::SimpleAtoi(v, &m) || m < 1 || m > 4)
-    return absl::InvalidArgumentError(
-        absl::StrCat(kExecutorFlushL2Env, "='", v, "': expected an integer multiple of the L2 size from 1 to 4"));
-  return m;
-}
-
-absl::string_view ExecutorCheckOrderName(ExecutorCheckOrder order) {
-  switch (order) {
-    case ExecutorCheckOrder::kPrepareFirst: return "prepare";
-    case ExecutorCheckOrder::kEnqueueFirst: return "enqueue";
-    case ExecutorCheckOrder::kAfter: return "after";
-  }
-  return "?";
-}
-
-absl::StatusOr<ExecutorCheckOrder> ExecutorCheckOrderFromEnv() {
-  const char* v = std::getenv(kExecutorCheckOrderEnv);
-  if (v == nullptr || *v == '\0') return ExecutorCheckOrder::kPrepareFirst;
-  for (ExecutorCheckOrder o :
-       {ExecutorCheckOrder::kPrepareFirst, ExecutorCheckOrder::kEnqueueFirst, ExecutorCheckOrder::kAfter})
-    if (ExecutorCheckOrderName(o) == v) return o;
-  return absl::InvalidArgumentError(
-      absl::StrCat(kExecutorCheckOrderEnv, "='", v, "': expected prepare (the default), enqueue or after"));
-}
 
 absl::StatusOr<GpuMemoryPlan> PlanGpuExecutorMemory(const GpuExecutorOptions& options, size_t l2_bytes) {
   const int impls = static_cast<int>(std::set<Impl>(options.impls.begin(), options.impls.end()).size());
@@ -149,15 +116,13 @@ absl::StatusOr<GpuMemoryPlan> PlanGpuExecutorMemory(const GpuExecutorOptions& op
   const size_t topb = DeviceTopB::Bytes(options.capacity.max_reqs);
   plan.AddDevice("top-B allocation inputs", topb);
   plan.AddPinned("top-B staging", topb);
-  if (options.check && options.check_method != GpuCheckMethod::kWhole)
+  if (options.check)
     GpuRegionCheck::AddToPlan(
         MakeSuiteLayout(options.capacity.max_tokens, options.capacity.max_reqs, options.capacity.max_bt_stride,
                         options.consts),
         options.capacity, static_cast<int>(options.impls.size()), plan);
-  if (options.time_steps && options.cold_l2) {
-    DS_ASSIGN_OR_RETURN(const int multiple, ExecutorFlushL2Multiple());
-    plan.AddDevice("L2 flush buffer", timing::FlushBytes(l2_bytes, kExecutorFlushMinBytes, multiple));
-  }
+  if (options.time_steps && options.cold_l2)
+    plan.AddDevice("L2 flush buffer", timing::FlushBytes(l2_bytes, kExecutorFlushMinBytes, 1));
   return plan;
 }
 
@@ -189,22 +154,19 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(const GpuExecut
   }
   DS_ASSIGN_OR_RETURN(st->suite, GpuSuite::Create(options.capacity, options.consts, impls));
   DS_ASSIGN_OR_RETURN(st->topb, DeviceTopB::Create(options.capacity.max_reqs));
-  if (options.check && options.check_method != GpuCheckMethod::kWhole) {
+  if (options.check) {
     if (!(st->suite->layout() == MakeSuiteLayout(options.capacity.max_tokens, options.capacity.max_reqs,
                                                  options.capacity.max_bt_stride, options.consts)))
       return absl::InternalError("GpuExecutor::Create: the suite's layout is not the one the memory plan sized");
     if (options.overlap_reference) st->worker = std::make_unique<ReferenceWorker>();
     DS_ASSIGN_OR_RETURN(st->check, GpuRegionCheck::Create(st->suite->layout(), options.capacity,
-                                                          static_cast<int>(options.impls.size()),
-                                                          options.check_method == GpuCheckMethod::kDevice));
+                                                          static_cast<int>(options.impls.size())));
   }
-  DS_ASSIGN_OR_RETURN(const int flush_multiple, ExecutorFlushL2Multiple());  // what the plan sized
-  DS_ASSIGN_OR_RETURN(st->check_order, ExecutorCheckOrderFromEnv());
   try {
     if (options.time_steps) {
       for (size_t i = 0; i < options.impls.size(); ++i) st->timers.push_back(std::make_unique<timing::EventTimer>());
       if (options.cold_l2)
-        st->flusher = std::make_unique<timing::L2Flusher>(device, kExecutorFlushMinBytes, flush_multiple);
+        st->flusher = std::make_unique<timing::L2Flusher>(device, kExecutorFlushMinBytes, 1);
     }
   } catch (const CudaError& e) {
     return absl::ResourceExhaustedError(absl::StrCat("GpuExecutor::Create: ", e.what()));
@@ -288,7 +250,7 @@ absl::Status GpuExecutor::State::RunStep(const StepPlan& plan, StepDelta& delta)
   }
   if (options.fault_at_step >= 0 && plan.index == options.fault_at_step)
     return annotate(InjectCudaFault(suite->device_query_start_loc(), suite->stream()),
-                    absl::StrFormat("injected fault (testing aid %s=%d)", kGpuFaultAtStepEnv, options.fault_at_step));
+                    absl::StrFormat("injected fault (test seam fault_at_step=%d)", options.fault_at_step));
 
   // The step's reference on the worker while the GPU runs the implementations; waited for
   // before any return, as it reads this step's arrays.
@@ -371,22 +333,20 @@ absl::Status GpuExecutor::State::RunStep(const StepPlan& plan, StepDelta& delta)
     }
   }
 
-  // The check around the event reads (ExecutorCheckOrder): by default its host work here, while
-  // the GPU runs the tail of graph suites the reads below wait for, and its copies and compare
-  // after the reads, so nothing queues behind a suite being timed and no window holds the check.
-  const auto prepare_check = [&]() -> absl::Status {
+  // The check around the event reads: its host work here, while the GPU runs the tail of graph
+  // suites the reads below wait for, and its copies and compare after the reads, so nothing
+  // queues behind a suite being timed and no window holds the check.
+  if (options.check) {
     if (overlap != nullptr) {
       overlap->Wait();
       delta.reference_us = reference_us;
-    } else if (check != nullptr) {
+    } else {
       const auto t0 = std::chrono::steady_clock::now();
       want = ComputeSuiteReference(guess, suite->layout(), suite->consts());
       delta.reference_us = MicrosSince(t0);
     }
-    return PrepareCheck(guess, &want, delta);
-  };
-  if (options.check && check_order != ExecutorCheckOrder::kAfter) DS_RETURN_IF_ERROR(prepare_check());
-  if (options.check && check_order == ExecutorCheckOrder::kEnqueueFirst) DS_RETURN_IF_ERROR(EnqueueCheck(delta));
+    DS_RETURN_IF_ERROR(PrepareCheck(guess, &want, delta));
+  }
 
   // The events of every timed suite, in order (each read waits for its own stop event only).
   for (const auto& [timer, at] : timed) {
@@ -399,10 +359,10 @@ absl::Status GpuExecutor::State::RunStep(const StepPlan& plan, StepDelta& delta)
   }
 
   if (options.check) {
-    if (check_order == ExecutorCheckOrder::kAfter) DS_RETURN_IF_ERROR(prepare_check());
-    if (check_order != ExecutorCheckOrder::kEnqueueFirst) DS_RETURN_IF_ERROR(EnqueueCheck(delta));
+    DS_RETURN_IF_ERROR(EnqueueCheck(delta));
     DS_RETURN_IF_ERROR(FinishCheck(plan, delta));
   }
+  if (options.after_check) DS_RETURN_IF_ERROR(options.after_check(plan, *suite));
   return absl::OkStatus();
 }
 
