@@ -370,9 +370,6 @@ const ExecutorImplStats& GpuExecutor::stats(Impl impl) const { return d_->stats.
 int64_t GpuExecutor::steps() const { return d_->steps; }
 int64_t GpuExecutor::topb_launches() const { return d_->topb_launches; }
 int64_t GpuExecutor::topb_stale_steps() const { return d_->topb_stale_steps; }
-double GpuExecutor::stage_host_us() const { return d_->stage_us; }
-double GpuExecutor::check_host_us() const { return d_->check_us; }
-double GpuExecutor::reference_host_us() const { return d_->reference_us; }
 RegionCheckStats GpuExecutor::region_check_stats() const {
   return d_->check ? d_->check->stats() : RegionCheckStats{};
 }

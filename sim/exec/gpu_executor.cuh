@@ -167,11 +167,7 @@ class GpuExecutor {
   int64_t steps() const;
   int64_t topb_launches() const;     // adaptive verifications whose allocation ran on the device
   int64_t topb_stale_steps() const;  // of them, steps whose host qsl differed from the device's
-  double stage_host_us() const;      // [µs] host time of Stage (pinned copy) summed over steps
-  // The check's own cost, apart from every implementation's timing: [µs] host time of the
-  // reference and the check summed over steps, and what the region check moved.
-  double check_host_us() const;
-  double reference_host_us() const;
+  // What the region check moved and computed (its host times are in Summary()).
   RegionCheckStats region_check_stats() const;  // zero without the check
   const GpuMemoryPlan& memory_plan() const;  // what Create checked
   uint64_t device_bytes() const;             // [bytes] held in device allocations now
