@@ -175,23 +175,6 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(const GpuExecut
   return std::unique_ptr<GpuExecutor>(new GpuExecutor(std::move(st)));
 }
 
-namespace {
-
-// What a captured graph of `impl` freezes (mirrors the GpuSuite's key): the sizes and the FP8
-// flag, and for device-chain the host totals its op sizes come from.
-std::string GraphKeyString(Impl impl, const BatchInputs& in) {
-  const BatchSizes& z = in.sizes;
-  std::string key = absl::StrFormat("R=%d N=%d nd=%d Nd=%d C=%d W=%d S=%d fp8=%d causal=%d", z.num_reqs,
-                                    z.num_tokens, z.num_decodes, z.num_decode_tokens, z.capacity, z.bt_width,
-                                    z.bt_stride, in.fp8_prefill ? 1 : 0, in.causal ? 1 : 0);
-  if (impl == Impl::kDeviceChain && in.host.query_start_loc != nullptr)
-    absl::StrAppendFormat(&key, " M_host=%d A_host=%d", in.host.query_start_loc[z.num_reqs],
-                          in.host.query_start_loc[z.num_decodes]);
-  return key;
-}
-
-}  // namespace
-
 absl::Status GpuExecutor::Execute(const StepPlan& plan) {
   State& st = *d_;
   StepDelta delta;
@@ -283,9 +266,9 @@ absl::Status GpuExecutor::State::RunStep(const StepPlan& plan, StepDelta& delta)
     row.graph = graph;
     row.num_reqs = plan.num_reqs;
     row.num_tokens = plan.num_tokens;
-    std::string key;
+    GraphKey key;
     if (graph) {
-      key = GraphKeyString(impl, in);
+      key = MakeGraphKey(impl, suite->staged_view());  // the key the suite keeps the graph by
       if (!suite->Graph(impl).ok()) {
         // The suites before it in this step may still run: a capture starts on an idle stream.
         CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(suite->stream()));
@@ -293,7 +276,7 @@ absl::Status GpuExecutor::State::RunStep(const StepPlan& plan, StepDelta& delta)
         ++s.captures;
         auto nodes = suite->GraphNodes(impl);
         if (!nodes.ok()) return annotate(nodes.status(), absl::StrCat(impl_name, ": graph nodes"));
-        nodes_by_key[absl::StrCat(impl_name, "|", key)] = static_cast<int64_t>(nodes->total);
+        nodes_by_key[key] = static_cast<int64_t>(nodes->total);
         // The first launch of a new executable graph uploads it; keep that out of the timing.
         if (absl::Status r = suite->Replay(impl); !r.ok()) return annotate(r, absl::StrCat(impl_name, ": replay"));
         CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(suite->stream()));
@@ -326,7 +309,7 @@ absl::Status GpuExecutor::State::RunStep(const StepPlan& plan, StepDelta& delta)
     s.launches_by_case[static_cast<int>(plan.step_case)] += c.Launches();
     if (graph) {
       ++s.graph_replays;
-      s.graph_nodes += nodes_by_key[absl::StrCat(impl_name, "|", key)];
+      s.graph_nodes += nodes_by_key[key];
     } else {
       ++s.eager_runs;
       if (ReadsHostBoundaries(impl)) ++s.staging_syncs;

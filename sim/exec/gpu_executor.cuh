@@ -130,8 +130,8 @@ struct ExecutorImplStats {
   int64_t steps = 0;
   int64_t graph_replays = 0;     // padded steps of a graph-capturable implementation
   int64_t eager_runs = 0;
-  int64_t captures = 0;          // graphs captured: one per distinct graph key
-  int64_t distinct_keys = 0;     // distinct graph keys among the replays (== captures)
+  int64_t captures = 0;          // graphs captured: one per distinct GraphKey
+  int64_t distinct_keys = 0;     // distinct GraphKeys among the replays (== captures)
   int64_t graph_nodes = 0;       // nodes of the replayed graphs, summed over replays
   OpCounters counters;           // what the suites issued, summed (replays count the captured ops)
   int64_t staging_syncs = 0;     // GpuSuite::Run's sync before an eager host-boundary suite

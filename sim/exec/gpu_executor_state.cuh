@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/suite/graph_key.h"
 #include "nlohmann/json.hpp"
 #include "sim/exec/gpu_executor.cuh"
 #include "sim/exec/gpu_reference_worker.h"
@@ -38,7 +39,7 @@ struct StepRow {
 struct StepDelta {
   std::map<Impl, ExecutorImplStats> stats;
   std::vector<StepRow> rows;
-  std::vector<std::pair<Impl, std::string>> keys;  // graph keys replayed
+  std::vector<std::pair<Impl, GraphKey>> keys;  // graph keys replayed
   double stage_us = 0, check_us = 0, reference_us = 0;
   int64_t topb_launches = 0, topb_stale_steps = 0;
 };
@@ -58,8 +59,8 @@ struct GpuExecutor::State {
   // events read once, after the last suite (an eager suite still waits for its flush first).
   std::vector<std::unique_ptr<timing::EventTimer>> timers;
   std::map<Impl, ExecutorImplStats> stats;
-  std::map<Impl, std::set<std::string>> keys;  // graph keys replayed so far
-  std::map<std::string, int64_t> nodes_by_key;  // "<impl>|<key>" -> graph node count
+  std::map<Impl, std::set<GraphKey>> keys;  // graph keys replayed so far
+  std::map<GraphKey, int64_t> nodes_by_key;    // graph node count of each captured key
   std::vector<gpu_executor_internal::StepRow> rows;
   int64_t steps = 0;
   int64_t topb_launches = 0;
