@@ -6,6 +6,7 @@
 
 #include "sim/cli/cli_registry.h"
 #include "sim/options/option_text.h"
+#include "sim/results/source_tree.h"
 
 namespace {
 
@@ -13,6 +14,9 @@ void PrintUsage() {
   std::printf("usage: dspark-sim <command> [options]   (dspark-sim <command> --help)\n\ncommands:\n");
   for (const auto& [name, info] : dspark::cli::Registry())
     std::printf("  %-10s %s\n", name.c_str(), info.summary.c_str());
+  std::printf("\nenvironment:\n  %s   the source tree, where the bundled calibration and the git revision are read\n"
+              "                       (default: the nearest folder above the binary that holds sim/layers.cmake)\n",
+              dspark::sim::kSourceRootEnv);
 }
 
 }  // namespace
