@@ -94,9 +94,6 @@ inline absl::Status CanImplementTopBAlloc(const TopBAllocParams& p) {
   return absl::OkStatus();
 }
 
-// The kernel stages everything in shared memory (about 25 KB) and needs no workspace.
-inline size_t TopBAllocWorkspaceBytes(const TopBAllocParams&) { return 0; }
-
 // Slot a = (r_a, k_a) ranks before slot b: higher score, then lower request id, then lower
 // position. Slot indices are r * max_k + k, so the id order is the slot-index order.
 DS_HD_INLINE bool TopBSlotBefore(float score_a, int32_t slot_a, float score_b, int32_t slot_b) {

@@ -19,9 +19,8 @@ limit=${SANITIZE_TIMEOUT:-400}
 # instrumentation stretches; GpuFaultInjection.* issues a failing CUDA call on purpose;
 # GpuFaults.SizesBeyond* allocates ~42 GiB and GpuFaults.ACapacityBeyond* takes nearly all device
 # memory, which parallel instrumented shards cannot share.
-# For initcheck also InitcheckProbeGpu.* (tests/kernels/test_initcheck_probe_gpu.cu), which reproduces
-# the tool's report on a graph's first replay; it runs apart, below, and its error counts are
-# printed as evidence.
+# Apart, below: the initcheck probe (tests/probes/, build-gpu/dspark_initcheck_probe), which
+# reproduces the tool's report on a graph's first replay; its error counts are printed as evidence.
 suites=$(grep -ohE '^(TEST|TEST_P|TEST_F)\((\w+),' tests/*/*.cu | sed -E 's/.*\((\w+),/\1/' | sort -u)
 positive=$(for s in $suites; do printf '*%s.*:' "$s"; done)
 filter=${SANITIZE_FILTER:-"${positive%:}:-TpotLoop.ForwardStandInLastsWhatItIsAskedTo:GpuFaultInjection.*:GpuFaults.SizesBeyond*:GpuFaults.ACapacityBeyond*"}
@@ -48,7 +47,6 @@ for tool in $tools; do
   # A narrowed SANITIZE_FILTER runs only what it names.
   if [ -n "${SANITIZE_FILTER:-}" ]; then f="$filter"; else f="$filter:$heavy_all"; fi; n=$shards
   [ "$tool" = racecheck ] && n=$((shards + 1))
-  [ "$tool" = initcheck ] && f="$f:InitcheckProbeGpu.*"
   for ((s = 0; s < n; ++s)); do
     GTEST_TOTAL_SHARDS=$n GTEST_SHARD_INDEX=$s job "$tool-tests-$s" "$tool" build-gpu/dspark_tests --gtest_filter="$f" --gtest_brief=1
   done
@@ -63,7 +61,7 @@ wait "${pids[@]}"
 
 # The initcheck probe, each case alone in its own process: error counts, not pass/fail.
 for t in ChainGraphZeroLens ChainGraph6x64 ChainEagerZeroLens ChainGraphAfterWarmUp IotaGraphSmallAlloc; do
-  timeout 60 compute-sanitizer --tool initcheck build-gpu/dspark_tests --gtest_filter="InitcheckProbeGpu.$t" \
+  timeout 60 compute-sanitizer --tool initcheck build-gpu/dspark_initcheck_probe --gtest_filter="InitcheckProbeGpu.$t" \
     > "$out/probe-$t.log" 2>&1
   printf 'initcheck probe %-24s %s\n' "$t" "$(grep -h 'ERROR SUMMARY' "$out/probe-$t.log")"
 done | tee "$out/probe-summary.txt"

@@ -12,11 +12,6 @@
 #   replay     a dumped real-trace run replayed through the Triton pair (scripts/replay_steps.py's example)
 #   gpuexec    the GPU executor's throughput: every implementation, then (d) + fused-suite, cold and warm L2
 #   sweep      the GPU-executor sweep
-#   flushab    the GPU executor with its L2 flush at twice and at once the L2 (NVBench's size),
-#              alternating, every implementation then (d) + fused-suite: the steps/s and the µs side by side
-#   checkab    the GPU executor with its check enqueued before and after the step's event reads
-#              (DSPARK_EXECUTOR_CHECK_ORDER after / enqueue / prepare), alternating, CHECKAB_ROUNDS rounds
-#              (default 3), every implementation then (d) + fused-suite
 # Everything lands in one archive $OUT/gpu-session.tgz (the device tool returns at most 8 files);
 # summaries go to stdout. GPU_SESSION_BUDGET_S bounds the whole call.
 #   usage: scripts/gpu-session.sh [stage ...]
@@ -75,8 +70,8 @@ for stage in "${stages[@]}"; do
     gpuexec)
       # The GPU executor's throughput: 64 Azure requests, every implementation replayed and
       # checked on the device every step (cold L2); then only (d) and fused-suite, cold and warm.
-      # GpuExecutor.CheckMethodsGiveIdenticalResults (tests) compares the check against the old
-      # whole-buffer download (DSPARK_GPU_CHECK=whole), which is too slow to rerun here.
+      # GpuExecutor.TheDeviceCheckAgreesWithTheWholeBufferOracle (tests) compares the check with
+      # the old whole-buffer download, which is too slow to rerun here.
       T=workloads/traces/azure_llm_inference_conv_2023.csv
       timeout $(left 90) build-gpu/dspark-sim run --trace $T --num-requests 64 --executor gpu --no-check \
         --out "$o/az-all-cold" > "$o/az-all-cold.txt" 2>&1; stamp "gpuexec all (cold) rc=$?"; grep -h "steps/s" "$o/az-all-cold.txt" | tail -1
@@ -85,32 +80,6 @@ for stage in "${stages[@]}"; do
           --impl vllm-56562,fused-suite --out "$o/az-d-$l2" > "$o/az-d-$l2.txt" 2>&1; stamp "gpuexec d+fused-suite ($l2) rc=$?"
         grep -h "steps/s" "$o/az-d-$l2.txt" | tail -1
       done ;;
-    flushab)
-      T=workloads/traces/azure_llm_inference_conv_2023.csv
-      for round in 1 2; do
-        for x in 2 1; do
-          for set in all d; do
-            imp=""; [ $set = d ] && imp="--impl vllm-56562,fused-suite"
-            DSPARK_EXECUTOR_FLUSH_L2=$x timeout $(left 60) build-gpu/dspark-sim run --trace $T --num-requests 64 --executor gpu \
-              --no-check $imp --out "$o/ab-$set-l2x$x-r$round" > "$o/ab-$set-l2x$x-r$round.txt" 2>&1
-            echo "$set flush ${x}xL2 round $round: $(grep -h 'steps/s' "$o/ab-$set-l2x$x-r$round.txt" | tail -1)"
-          done
-        done
-      done
-      stamp "flushab" ;;
-    checkab)
-      T=workloads/traces/azure_llm_inference_conv_2023.csv
-      for round in $(seq 1 "${CHECKAB_ROUNDS:-3}"); do
-        for x in after enqueue prepare; do
-          for set in all d; do
-            imp=""; [ $set = d ] && imp="--impl vllm-56562,fused-suite"
-            DSPARK_EXECUTOR_CHECK_ORDER=$x timeout $(left 60) build-gpu/dspark-sim run --trace $T --num-requests 64 \
-              --executor gpu --no-check $imp --out "$o/ck-$set-$x-r$round" > "$o/ck-$set-$x-r$round.txt" 2>&1
-            echo "$set check $x round $round: $(grep -h 'steps/s' "$o/ck-$set-$x-r$round.txt" | tail -1)"
-          done
-        done
-      done
-      stamp "checkab" ;;
     sweep)
       timeout $(left 60) build-gpu/dspark-sim sweep --workload speed-8k --concurrency 1,8 --num-requests 4 \
         --impl after,fused-suite --mode adaptive --executor gpu --out "$o/sweep-gpu" > "$o/sweep-gpu.txt" 2>&1

@@ -83,16 +83,4 @@ auto LaunchFusedSuiteWith(const FusedSuiteParams& p, const FusedSuitePrefillPara
   return launch(k, FusedSuiteKernel::Shape(p));
 }
 
-#if defined(__CUDACC__)
-inline cudaError_t LaunchFusedSuite(const FusedSuiteParams& p, const FusedSuitePrefillParams& pf,
-                                    cudaStream_t stream) {
-  return LaunchFusedSuiteWith(p, pf,
-                              [stream](const auto& k, LaunchShape shape) { return LaunchFunctor(k, shape, stream); });
-}
-#endif
-
-inline void EmulateFusedSuite(const FusedSuiteParams& p, const FusedSuitePrefillParams& pf) {
-  LaunchFusedSuiteWith(p, pf, [](const auto& k, LaunchShape shape) { EmulateGrid(k, shape); });
-}
-
 }  // namespace dspark

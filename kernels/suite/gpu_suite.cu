@@ -17,7 +17,6 @@
 namespace dspark {
 
 using gpu_suite_internal::GraphEntry;
-using gpu_suite_internal::GraphKey;
 using gpu_suite_internal::Outputs;
 
 // ---------------------------------------------------------------- GpuSuite

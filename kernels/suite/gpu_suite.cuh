@@ -7,9 +7,9 @@
 //                       view (host qsl / seq_lens) for the host-boundary implementations.
 //   Run(impl)           the suite eagerly through GpuBackend (counts launches as the CPU does).
 //   Capture(impl)       device-chain / fused / fused-suite: one eager warm-up, then a capture on
-//                       the suite's non-default stream, instantiated once per key. The key is the
-//                       staged BatchSizes and the FP8 flag (every value a kernel argument holds),
-//                       plus, for device-chain, the host token totals its op sizes come from.
+//                       the suite's non-default stream, instantiated once per key: GraphKey
+//                       (kernels/suite/graph_key.h) of staged_view(), the padded sizes and flags
+//                       plus every host value the implementation reads, so none is frozen.
 //   CaptureForTiming    any impl. chain and cached cannot be correct inside a graph: their host
 //                       work (np.repeat, host totals, the pinned copies' contents) is frozen at
 //                       capture, so a replay re-copies the capture-time host data, stale as soon as

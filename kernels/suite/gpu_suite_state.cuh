@@ -6,7 +6,6 @@
 
 #include <map>
 #include <memory>
-#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -18,36 +17,13 @@
 #include "kernels/common/status_macros.h"
 #include "kernels/suite/gpu_suite.cuh"
 #include "kernels/suite/gpu_suite_outputs.cuh"
+#include "kernels/suite/graph_key.h"
 #include "kernels/suite/suite_impls.h"
 
 namespace dspark {
 
 namespace gpu_suite_internal {
 
-
-// Every value a captured graph freezes: the sizes in kernel arguments, for the host-total
-// implementations the host totals their op sizes come from, and a hash of the host view of the
-// prefill rows, which (c) and (d) plan on the host (indexer prefill chunks, #57207 segments).
-using GraphKey =
-    std::tuple<int, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, bool, bool, int32_t, int32_t,
-               uint64_t>;
-
-// FNV-1a over the host qsl and seq_lens of the prefill rows [nd, R); 0 without prefills.
-inline uint64_t HostPrefillHash(const BatchInputs& in) {
-  const BatchSizes& z = in.sizes;
-  if (z.num_decodes >= z.num_reqs || in.host.query_start_loc == nullptr) return 0;
-  uint64_t h = 1469598103934665603ull;
-  const auto mix = [&h](int32_t v) {
-    for (int b = 0; b < 4; ++b) {
-      h ^= static_cast<uint64_t>((static_cast<uint32_t>(v) >> (8 * b)) & 0xffu);
-      h *= 1099511628211ull;
-    }
-  };
-  for (int32_t r = z.num_decodes; r <= z.num_reqs; ++r) mix(in.host.query_start_loc[r]);
-  if (in.host.seq_lens != nullptr)
-    for (int32_t r = z.num_decodes; r < z.num_reqs; ++r) mix(in.host.seq_lens[r]);
-  return h;
-}
 
 struct GraphEntry {
   SuiteGraph graph;
@@ -58,7 +34,6 @@ struct GraphEntry {
 }  // namespace gpu_suite_internal
 
 using gpu_suite_internal::GraphEntry;
-using gpu_suite_internal::GraphKey;
 using gpu_suite_internal::Outputs;
 struct GpuSuite::State {
   ModelConsts consts;
@@ -89,15 +64,8 @@ struct GpuSuite::State {
   int64_t* dev_slot() const { return reinterpret_cast<int64_t*>(inputs.get() + slot_off); }
   int32_t* dev_bt() const { return reinterpret_cast<int32_t*>(inputs.get() + bt_off); }
 
-  GraphKey Key(Impl impl) const {
-    const BatchSizes& z = view.sizes;
-    const bool host_totals = (ReadsHostTotals(impl) || ReadsHostBoundaries(impl)) && view.host.query_start_loc;
-    const int32_t total = host_totals ? view.host.query_start_loc[z.num_reqs] : -1;
-    const int32_t decode_total = host_totals ? view.host.query_start_loc[z.num_decodes] : -1;
-    return GraphKey{static_cast<int>(impl.index()), z.num_reqs, z.num_tokens, z.num_decodes, z.num_decode_tokens,
-                    z.capacity, z.bt_width, z.bt_stride, view.fp8_prefill, view.causal, total, decode_total,
-                    host_totals ? gpu_suite_internal::HostPrefillHash(view) : 0};
-  }
+  // The staged step's key of `impl`'s graph (kernels/suite/graph_key.h).
+  GraphKey Key(Impl impl) const { return MakeGraphKey(impl, view); }
 
   absl::StatusOr<Outputs*> OutputsFor(Impl impl) {
     std::unique_ptr<Outputs>& o = outputs[impl.index()];

@@ -208,22 +208,6 @@ absl::Status SegmentsHostPlanned(Backend& be, const SuiteStep& s) {
                   [&be](const SuiteStep& x) { return SegmentsHostPlannedOps(be, x); });
 }
 
-inline PrefillSegmentParams SuiteSegmentParams(const SuiteStep& s) {
-  PrefillSegmentParams p = MakePrefillSegmentParams(s.in->sizes, s.in->device, s.consts, s.in->fp8_prefill,
-                                                    s.out.seg_qsl, s.out.seg_seq_lens, s.out.seg_count,
-                                                    s.layout.max_segments);
-  p.seg_max_query_len = s.out.seg_count + 1;
-  return p;
-}
-
-template <class Backend>
-absl::Status SegmentsKernel(Backend& be, const SuiteStep& s) {
-  const PrefillSegmentParams p = SuiteSegmentParams(s);
-  DS_RETURN_IF_ERROR(CanImplementPrefillSegments(p, s.in->sizes.capacity));
-  be.Launch(PrefillSegmentKernel{p}, PrefillSegmentKernel::Shape(p));
-  return be.status();
-}
-
 inline TokenMapArgs SuiteTokenMapArgs(const SuiteStep& s, int32_t* out, int32_t buffer_len) {
   const BatchInputs& in = *s.in;
   return TokenMapArgs{in.device.query_start_loc, in.host.query_start_loc, in.sizes.num_reqs, in.sizes.num_tokens,

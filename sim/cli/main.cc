@@ -11,6 +11,7 @@
 #ifndef DSPARK_VERSION
 #define DSPARK_VERSION "unknown"
 #endif
+#include "sim/results/source_tree.h"
 
 namespace {
 
@@ -19,6 +20,9 @@ void PrintUsage() {
               "       dspark-sim --version\n\ncommands:\n");
   for (const auto& [name, info] : dspark::cli::Registry())
     std::printf("  %-10s %s\n", name.c_str(), info.summary.c_str());
+  std::printf("\nenvironment:\n  %s   the source tree, where the bundled calibration and the git revision are read\n"
+              "                       (default: the nearest folder above the binary that holds sim/layers.cmake)\n",
+              dspark::sim::kSourceRootEnv);
 }
 
 // "dspark-sim 0.1.0 (git <sha>[, dirty]; CUDA kernels: yes|no)": the version, the source revision

@@ -45,7 +45,6 @@ class CpuExecutor : public StepExecutor {
     std::array<int64_t, kNumStepCases> steps_by_case{};
     std::array<int64_t, kNumStepCases> launches_by_case{};
   };
-  const ImplStats& stats(Impl impl) const { return stats_.at(impl); }
 
  private:
   std::vector<Impl> impls_;

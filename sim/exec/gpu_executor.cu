@@ -2,14 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
 #include <set>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -112,52 +110,19 @@ GpuExecutor::~GpuExecutor() = default;
 // step costs ~60 us less.
 constexpr size_t kExecutorFlushMinBytes = 0;
 
-// The flush's L2 multiple: 1, or DSPARK_EXECUTOR_FLUSH_L2 (1 to 4; a measuring aid for
-// comparing the executor's figures side by side in one process or lease).
-absl::StatusOr<int> ExecutorFlushL2Multiple() {
-  const char* v = std::getenv(kExecutorFlushL2Env);
-  if (v == nullptr || *v == '\0') return 1;
-  int m = 0;
-  if (!absl::SimpleAtoi(v, &m) || m < 1 || m > 4)
-    return absl::InvalidArgumentError(
-        absl::StrCat(kExecutorFlushL2Env, "='", v, "': expected an integer multiple of the L2 size from 1 to 4"));
-  return m;
-}
-
-absl::string_view ExecutorCheckOrderName(ExecutorCheckOrder order) {
-  switch (order) {
-    case ExecutorCheckOrder::kPrepareFirst: return "prepare";
-    case ExecutorCheckOrder::kEnqueueFirst: return "enqueue";
-    case ExecutorCheckOrder::kAfter: return "after";
-  }
-  return "?";
-}
-
-absl::StatusOr<ExecutorCheckOrder> ExecutorCheckOrderFromEnv() {
-  const char* v = std::getenv(kExecutorCheckOrderEnv);
-  if (v == nullptr || *v == '\0') return ExecutorCheckOrder::kPrepareFirst;
-  for (ExecutorCheckOrder o :
-       {ExecutorCheckOrder::kPrepareFirst, ExecutorCheckOrder::kEnqueueFirst, ExecutorCheckOrder::kAfter})
-    if (ExecutorCheckOrderName(o) == v) return o;
-  return absl::InvalidArgumentError(
-      absl::StrCat(kExecutorCheckOrderEnv, "='", v, "': expected prepare (the default), enqueue or after"));
-}
-
 absl::StatusOr<GpuMemoryPlan> PlanGpuExecutorMemory(const GpuExecutorOptions& options, size_t l2_bytes) {
   const int impls = static_cast<int>(std::set<Impl>(options.impls.begin(), options.impls.end()).size());
   DS_ASSIGN_OR_RETURN(GpuMemoryPlan plan, PlanGpuSuiteMemory(options.capacity, options.consts, impls));
   const size_t topb = DeviceTopB::Bytes(options.capacity.max_reqs);
   plan.AddDevice("top-B allocation inputs", topb);
   plan.AddPinned("top-B staging", topb);
-  if (options.check && options.check_method != GpuCheckMethod::kWhole)
+  if (options.check)
     GpuRegionCheck::AddToPlan(
         MakeSuiteLayout(options.capacity.max_tokens, options.capacity.max_reqs, options.capacity.max_bt_stride,
                         options.consts),
         options.capacity, static_cast<int>(options.impls.size()), plan);
-  if (options.time_steps && options.cold_l2) {
-    DS_ASSIGN_OR_RETURN(const int multiple, ExecutorFlushL2Multiple());
-    plan.AddDevice("L2 flush buffer", timing::FlushBytes(l2_bytes, kExecutorFlushMinBytes, multiple));
-  }
+  if (options.time_steps && options.cold_l2)
+    plan.AddDevice("L2 flush buffer", timing::FlushBytes(l2_bytes, kExecutorFlushMinBytes, 1));
   return plan;
 }
 
@@ -189,22 +154,19 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(const GpuExecut
   }
   DS_ASSIGN_OR_RETURN(st->suite, GpuSuite::Create(options.capacity, options.consts, impls));
   DS_ASSIGN_OR_RETURN(st->topb, DeviceTopB::Create(options.capacity.max_reqs));
-  if (options.check && options.check_method != GpuCheckMethod::kWhole) {
+  if (options.check) {
     if (!(st->suite->layout() == MakeSuiteLayout(options.capacity.max_tokens, options.capacity.max_reqs,
                                                  options.capacity.max_bt_stride, options.consts)))
       return absl::InternalError("GpuExecutor::Create: the suite's layout is not the one the memory plan sized");
     if (options.overlap_reference) st->worker = std::make_unique<ReferenceWorker>();
     DS_ASSIGN_OR_RETURN(st->check, GpuRegionCheck::Create(st->suite->layout(), options.capacity,
-                                                          static_cast<int>(options.impls.size()),
-                                                          options.check_method == GpuCheckMethod::kDevice));
+                                                          static_cast<int>(options.impls.size())));
   }
-  DS_ASSIGN_OR_RETURN(const int flush_multiple, ExecutorFlushL2Multiple());  // what the plan sized
-  DS_ASSIGN_OR_RETURN(st->check_order, ExecutorCheckOrderFromEnv());
   try {
     if (options.time_steps) {
       for (size_t i = 0; i < options.impls.size(); ++i) st->timers.push_back(std::make_unique<timing::EventTimer>());
       if (options.cold_l2)
-        st->flusher = std::make_unique<timing::L2Flusher>(device, kExecutorFlushMinBytes, flush_multiple);
+        st->flusher = std::make_unique<timing::L2Flusher>(device, kExecutorFlushMinBytes, 1);
     }
   } catch (const CudaError& e) {
     return absl::ResourceExhaustedError(absl::StrCat("GpuExecutor::Create: ", e.what()));
@@ -212,23 +174,6 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(const GpuExecut
   for (Impl impl : options.impls) st->stats[impl] = ExecutorImplStats{};
   return std::unique_ptr<GpuExecutor>(new GpuExecutor(std::move(st)));
 }
-
-namespace {
-
-// What a captured graph of `impl` freezes (mirrors the GpuSuite's key): the sizes and the FP8
-// flag, and for device-chain the host totals its op sizes come from.
-std::string GraphKeyString(Impl impl, const BatchInputs& in) {
-  const BatchSizes& z = in.sizes;
-  std::string key = absl::StrFormat("R=%d N=%d nd=%d Nd=%d C=%d W=%d S=%d fp8=%d causal=%d", z.num_reqs,
-                                    z.num_tokens, z.num_decodes, z.num_decode_tokens, z.capacity, z.bt_width,
-                                    z.bt_stride, in.fp8_prefill ? 1 : 0, in.causal ? 1 : 0);
-  if (impl == Impl::kDeviceChain && in.host.query_start_loc != nullptr)
-    absl::StrAppendFormat(&key, " M_host=%d A_host=%d", in.host.query_start_loc[z.num_reqs],
-                          in.host.query_start_loc[z.num_decodes]);
-  return key;
-}
-
-}  // namespace
 
 absl::Status GpuExecutor::Execute(const StepPlan& plan) {
   State& st = *d_;
@@ -288,7 +233,7 @@ absl::Status GpuExecutor::State::RunStep(const StepPlan& plan, StepDelta& delta)
   }
   if (options.fault_at_step >= 0 && plan.index == options.fault_at_step)
     return annotate(InjectCudaFault(suite->device_query_start_loc(), suite->stream()),
-                    absl::StrFormat("injected fault (testing aid %s=%d)", kGpuFaultAtStepEnv, options.fault_at_step));
+                    absl::StrFormat("injected fault (test seam fault_at_step=%d)", options.fault_at_step));
 
   // The step's reference on the worker while the GPU runs the implementations; waited for
   // before any return, as it reads this step's arrays.
@@ -321,9 +266,9 @@ absl::Status GpuExecutor::State::RunStep(const StepPlan& plan, StepDelta& delta)
     row.graph = graph;
     row.num_reqs = plan.num_reqs;
     row.num_tokens = plan.num_tokens;
-    std::string key;
+    GraphKey key;
     if (graph) {
-      key = GraphKeyString(impl, in);
+      key = MakeGraphKey(impl, suite->staged_view());  // the key the suite keeps the graph by
       if (!suite->Graph(impl).ok()) {
         // The suites before it in this step may still run: a capture starts on an idle stream.
         CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(suite->stream()));
@@ -331,7 +276,7 @@ absl::Status GpuExecutor::State::RunStep(const StepPlan& plan, StepDelta& delta)
         ++s.captures;
         auto nodes = suite->GraphNodes(impl);
         if (!nodes.ok()) return annotate(nodes.status(), absl::StrCat(impl_name, ": graph nodes"));
-        nodes_by_key[absl::StrCat(impl_name, "|", key)] = static_cast<int64_t>(nodes->total);
+        nodes_by_key[key] = static_cast<int64_t>(nodes->total);
         // The first launch of a new executable graph uploads it; keep that out of the timing.
         if (absl::Status r = suite->Replay(impl); !r.ok()) return annotate(r, absl::StrCat(impl_name, ": replay"));
         CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(suite->stream()));
@@ -364,29 +309,27 @@ absl::Status GpuExecutor::State::RunStep(const StepPlan& plan, StepDelta& delta)
     s.launches_by_case[static_cast<int>(plan.step_case)] += c.Launches();
     if (graph) {
       ++s.graph_replays;
-      s.graph_nodes += nodes_by_key[absl::StrCat(impl_name, "|", key)];
+      s.graph_nodes += nodes_by_key[key];
     } else {
       ++s.eager_runs;
       if (ReadsHostBoundaries(impl)) ++s.staging_syncs;
     }
   }
 
-  // The check around the event reads (ExecutorCheckOrder): by default its host work here, while
-  // the GPU runs the tail of graph suites the reads below wait for, and its copies and compare
-  // after the reads, so nothing queues behind a suite being timed and no window holds the check.
-  const auto prepare_check = [&]() -> absl::Status {
+  // The check around the event reads: its host work here, while the GPU runs the tail of graph
+  // suites the reads below wait for, and its copies and compare after the reads, so nothing
+  // queues behind a suite being timed and no window holds the check.
+  if (options.check) {
     if (overlap != nullptr) {
       overlap->Wait();
       delta.reference_us = reference_us;
-    } else if (check != nullptr) {
+    } else {
       const auto t0 = std::chrono::steady_clock::now();
       want = ComputeSuiteReference(guess, suite->layout(), suite->consts());
       delta.reference_us = MicrosSince(t0);
     }
-    return PrepareCheck(guess, &want, delta);
-  };
-  if (options.check && check_order != ExecutorCheckOrder::kAfter) DS_RETURN_IF_ERROR(prepare_check());
-  if (options.check && check_order == ExecutorCheckOrder::kEnqueueFirst) DS_RETURN_IF_ERROR(EnqueueCheck(delta));
+    DS_RETURN_IF_ERROR(PrepareCheck(guess, &want, delta));
+  }
 
   // The events of every timed suite, in order (each read waits for its own stop event only).
   for (const auto& [timer, at] : timed) {
@@ -399,10 +342,10 @@ absl::Status GpuExecutor::State::RunStep(const StepPlan& plan, StepDelta& delta)
   }
 
   if (options.check) {
-    if (check_order == ExecutorCheckOrder::kAfter) DS_RETURN_IF_ERROR(prepare_check());
-    if (check_order != ExecutorCheckOrder::kEnqueueFirst) DS_RETURN_IF_ERROR(EnqueueCheck(delta));
+    DS_RETURN_IF_ERROR(EnqueueCheck(delta));
     DS_RETURN_IF_ERROR(FinishCheck(plan, delta));
   }
+  if (options.after_check) DS_RETURN_IF_ERROR(options.after_check(plan, *suite));
   return absl::OkStatus();
 }
 
@@ -410,9 +353,6 @@ const ExecutorImplStats& GpuExecutor::stats(Impl impl) const { return d_->stats.
 int64_t GpuExecutor::steps() const { return d_->steps; }
 int64_t GpuExecutor::topb_launches() const { return d_->topb_launches; }
 int64_t GpuExecutor::topb_stale_steps() const { return d_->topb_stale_steps; }
-double GpuExecutor::stage_host_us() const { return d_->stage_us; }
-double GpuExecutor::check_host_us() const { return d_->check_us; }
-double GpuExecutor::reference_host_us() const { return d_->reference_us; }
 RegionCheckStats GpuExecutor::region_check_stats() const {
   return d_->check ? d_->check->stats() : RegionCheckStats{};
 }

@@ -21,7 +21,7 @@
 //      once per step, on a worker thread while the suites run), over every defined region. The
 //      check's host work runs before the step's events are read, overlapping the GPU's tail; its
 //      copies and compare are enqueued after them, so no timed window holds the check and nothing
-//      queues behind a suite while it is timed (ExecutorCheckOrder). By default on the device
+//      queues behind a suite while it is timed. On the device
 //      (kernels/suite/gpu_check.cuh: the reference's region cells uploaded with one copy, one
 //      compare kernel counting each region's differing cells, the counts downloaded, one sync;
 //      an implementation with a non-zero count has its regions' spans downloaded and compared by
@@ -36,6 +36,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -50,6 +51,8 @@
 #include "kernels/suite/gpu_suite.cuh"
 #include "kernels/suite/suite.h"
 #include "nlohmann/json.hpp"
+#include "sim/engine/step_executor.h"
+#include "sim/exec/executor_registry.h"
 #include "sim/model/scheduler.h"
 #include "sim/model/step_plan.h"
 
@@ -93,52 +96,28 @@ class DeviceTopB {
 // (computed in 64 bits, saturated at the int32 maximum, which no device holds).
 GpuSuiteCapacity CapacityFor(const SchedulerConfig& config);
 
-// Testing aid: the environment variable `run --executor gpu` and `sweep --executor gpu` read into
-// GpuExecutorOptions::fault_at_step.
-inline constexpr char kGpuFaultAtStepEnv[] = "DSPARK_GPU_FAULT_AT_STEP";
-// The L2 flush's size as a multiple of the L2 (GpuExecutor: 1 unless set; 1 to 4).
-inline constexpr char kExecutorFlushL2Env[] = "DSPARK_EXECUTOR_FLUSH_L2";
-// Where the executor puts a step's check relative to the reading of the step's timing events (a
-// measuring aid for side-by-side runs; the environment variable kExecutorCheckOrderEnv):
-//   kPrepareFirst  "prepare" (the default): the check's host work (regions, reference pack,
-//                  tasks) before the reads, overlapping the GPU's tail of graph suites; its copies
-//                  and compare kernel after them, so nothing is queued behind a suite while it is
-//                  being timed;
-//   kEnqueueFirst  "enqueue": host work, copies and compare all before the reads (they queue behind
-//                  the last suite's stop event);
-//   kAfter         "after": all of it after the reads (sessions 7-9).
-enum class ExecutorCheckOrder { kPrepareFirst, kEnqueueFirst, kAfter };
-inline constexpr char kExecutorCheckOrderEnv[] = "DSPARK_EXECUTOR_CHECK_ORDER";
-// kExecutorCheckOrderEnv read; InvalidArgument naming the variable and the choices otherwise.
-absl::StatusOr<ExecutorCheckOrder> ExecutorCheckOrderFromEnv();
-absl::string_view ExecutorCheckOrderName(ExecutorCheckOrder order);
-
-// How the executor checks a step (all three give the same results; the environment variable
-// DSPARK_GPU_CHECK=device|spans|whole picks one for `run` / `sweep --executor gpu`):
-//   kDevice  compare on the device, download the spans of a differing implementation only;
-//   kSpans   download every implementation's region spans and compare them on the CPU;
-//   kWhole   the old path: download every whole output buffer (GpuSuite::Download).
-enum class GpuCheckMethod { kDevice, kSpans, kWhole };
-inline constexpr char kGpuCheckEnv[] = "DSPARK_GPU_CHECK";
-absl::StatusOr<GpuCheckMethod> ParseGpuCheckMethod(absl::string_view name);
-
 struct GpuExecutorOptions {
   std::vector<Impl> impls;     // implementations run every step, in this order
   GpuSuiteCapacity capacity;
   ModelConsts consts;
-  bool cold_l2 = true;         // flush L2 before every timed suite
+  bool cold_l2 = true;         // flush L2 (its size once) before every timed suite
   bool time_steps = true;      // CUDA events around every suite
-  bool check = true;           // compare every step
-  GpuCheckMethod check_method = GpuCheckMethod::kDevice;
-  // kDevice / kSpans: compute the step's CPU reference on a worker thread while the GPU runs the
-  // step (outside the GPU's timing; the eager suites' host work runs on the main thread).
+  bool check = true;           // compare every step (on the device, GpuRegionCheck)
+  // Compute the step's CPU reference on a worker thread while the GPU runs the step (outside
+  // the GPU's timing; the eager suites' host work runs on the main thread).
   bool overlap_reference = true;
   int device = -1;              // CUDA device ordinal; -1: the current device
-  // Testing aid: at the step whose index (StepPlan::index, 0-based, steps.csv's `step`) equals
-  // this, after staging, issue a CUDA call that really fails (a device-to-device cudaMemcpyAsync
-  // into a null pointer: cudaErrorInvalidValue, not sticky) through the checked path, so the
-  // step fails as a CUDA fault does. -1: never.
+
+  // Test seams: nothing in the product sets them (tests set them through their own factories).
+  // At the step whose index (StepPlan::index, 0-based, steps.csv's `step`) equals fault_at_step,
+  // after staging, issue a CUDA call that really fails (a device-to-device cudaMemcpyAsync into
+  // a null pointer: cudaErrorInvalidValue, not sticky) through the checked path, so the step
+  // fails as a CUDA fault does. -1: never.
   int64_t fault_at_step = -1;
+  // Called after every step's check, before the step is committed, with the suite whose output
+  // buffers hold the step's results (a test's independent oracle reads them); a failure fails
+  // the step as the check's would.
+  std::function<absl::Status(const StepPlan&, GpuSuite&)> after_check;
 };
 
 // Everything Create allocates: PlanGpuSuiteMemory for the distinct implementations, the top-B
@@ -151,8 +130,8 @@ struct ExecutorImplStats {
   int64_t steps = 0;
   int64_t graph_replays = 0;     // padded steps of a graph-capturable implementation
   int64_t eager_runs = 0;
-  int64_t captures = 0;          // graphs captured: one per distinct graph key
-  int64_t distinct_keys = 0;     // distinct graph keys among the replays (== captures)
+  int64_t captures = 0;          // graphs captured: one per distinct GraphKey
+  int64_t distinct_keys = 0;     // distinct GraphKeys among the replays (== captures)
   int64_t graph_nodes = 0;       // nodes of the replayed graphs, summed over replays
   OpCounters counters;           // what the suites issued, summed (replays count the captured ops)
   int64_t staging_syncs = 0;     // GpuSuite::Run's sync before an eager host-boundary suite
@@ -188,12 +167,8 @@ class GpuExecutor {
   int64_t steps() const;
   int64_t topb_launches() const;     // adaptive verifications whose allocation ran on the device
   int64_t topb_stale_steps() const;  // of them, steps whose host qsl differed from the device's
-  double stage_host_us() const;      // [µs] host time of Stage (pinned copy) summed over steps
-  // The check's own cost, apart from every implementation's timing: [µs] host time of the
-  // reference and the check summed over steps, and what the region check moved.
-  double check_host_us() const;
-  double reference_host_us() const;
-  RegionCheckStats region_check_stats() const;  // zero with kWhole or without the check
+  // What the region check moved and computed (its host times are in Summary()).
+  RegionCheckStats region_check_stats() const;  // zero without the check
   const GpuMemoryPlan& memory_plan() const;  // what Create checked
   uint64_t device_bytes() const;             // [bytes] held in device allocations now
   // The summary.json section (needs no device: the device facts are read at Create): per implementation, the counts (stale_host, padding_residue, bug:
@@ -208,6 +183,13 @@ class GpuExecutor {
   explicit GpuExecutor(std::unique_ptr<State> state);
   std::unique_ptr<State> d_;
 };
+
+// `run --executor gpu`'s options from the run's request (no device needed).
+GpuExecutorOptions GpuExecutorOptionsFor(const ExecutorRequest& request);
+// The executor as a stage of the engine (what `run --executor gpu` registers): it writes the
+// per-step series into `out_dir` (gpu_steps.csv) and its summary section ("gpu_executor").
+absl::StatusOr<std::unique_ptr<StepExecutor>> MakeGpuStepExecutor(const GpuExecutorOptions& options,
+                                                                  std::string out_dir);
 
 // The GPU's facts for result files: {"gpu", "device", "driver", "cuda_runtime", ...}.
 nlohmann::json GpuMetaJson(int device);

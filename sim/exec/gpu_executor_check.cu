@@ -1,5 +1,5 @@
 // The GPU executor's check of one step (gpu_executor.cuh, step 3): one CPU reference per step,
-// every implementation compared over every defined region by the chosen method, and the
+// every implementation compared over every defined region on the device, and the
 // differences classified and counted exactly as CompareSuite classifies them.
 #include <chrono>
 #include <string>
@@ -14,14 +14,6 @@ namespace dspark::sim {
 
 using namespace gpu_executor_internal;
 
-absl::StatusOr<GpuCheckMethod> ParseGpuCheckMethod(absl::string_view name) {
-  if (name.empty() || name == "device") return GpuCheckMethod::kDevice;
-  if (name == "spans") return GpuCheckMethod::kSpans;
-  if (name == "whole") return GpuCheckMethod::kWhole;
-  return absl::InvalidArgumentError(
-      absl::StrCat(kGpuCheckEnv, "='", name, "': expected device (the default), spans or whole"));
-}
-
 namespace {
 
 double MicrosSince(std::chrono::steady_clock::time_point t0) {
@@ -32,7 +24,7 @@ double MicrosSince(std::chrono::steady_clock::time_point t0) {
 
 absl::Status GpuExecutor::State::PrepareCheck(const BatchInputs& guess, const SuiteReference* want,
                                               StepDelta& delta) {
-  if (check == nullptr) return absl::OkStatus();  // kWhole downloads in FinishCheck
+  if (check == nullptr) return absl::FailedPreconditionError("the executor was created without its check");
   const auto t0 = std::chrono::steady_clock::now();
   absl::Status s = check->Prepare(*suite, options.impls, want, &guess);
   delta.check_us += MicrosSince(t0);
@@ -41,7 +33,7 @@ absl::Status GpuExecutor::State::PrepareCheck(const BatchInputs& guess, const Su
 }
 
 absl::Status GpuExecutor::State::EnqueueCheck(StepDelta& delta) {
-  if (check == nullptr) return absl::OkStatus();
+  if (check == nullptr) return absl::FailedPreconditionError("the executor was created without its check");
   const auto t0 = std::chrono::steady_clock::now();
   absl::Status s = check->Enqueue();
   delta.check_us += MicrosSince(t0);
@@ -52,20 +44,11 @@ absl::Status GpuExecutor::State::EnqueueCheck(StepDelta& delta) {
 absl::Status GpuExecutor::State::FinishCheck(const StepPlan& plan, StepDelta& delta) {
   const std::string case_name(StepCaseName(plan.step_case));
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<SuiteRunResult> results;
-  if (check != nullptr) {
-    absl::StatusOr<std::vector<SuiteRunResult>> r = check->Finish();
-    if (!r.ok()) return absl::Status(r.status().code(), absl::StrCat("region check: ", r.status().message()));
-    results = *std::move(r);
-  } else {
-    for (Impl impl : options.impls) {
-      absl::StatusOr<SuiteRunResult> r = suite->Download(impl);
-      if (!r.ok())
-        return absl::Status(r.status().code(),
-                            absl::StrCat(std::string(ImplName(impl)), ": download: ", r.status().message()));
-      results.push_back(*std::move(r));
-    }
-  }
+  if (check == nullptr) return absl::FailedPreconditionError("the executor was created without its check");
+  absl::StatusOr<std::vector<SuiteRunResult>> finished = check->Finish();
+  if (!finished.ok())
+    return absl::Status(finished.status().code(), absl::StrCat("region check: ", finished.status().message()));
+  const std::vector<SuiteRunResult>& results = *finished;
   delta.check_us += MicrosSince(t0);
 
   std::map<Impl, size_t> row_of;

@@ -4,14 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
 #include <set>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -64,10 +62,10 @@ nlohmann::json GpuExecutor::Summary() const {
                     {"host_us_per_step", st.stage_us / steps}};
   // The check's own cost, outside every timed suite: not part of any implementation's figures.
   if (st.options.check) {
-    const char* methods[] = {"device", "spans", "whole"};
     const RegionCheckStats c = st.check ? st.check->stats() : RegionCheckStats{};
-    out["check"] = {{"method", methods[static_cast<int>(st.options.check_method)]},
-                    {"order", std::string(ExecutorCheckOrderName(st.check_order))},
+    // The one method and order (gpu_executor.cuh, step 3), named so result files stay comparable.
+    out["check"] = {{"method", "device"},
+                    {"order", "prepare"},
                     {"host_us_per_step", st.check_us / steps},
                     {"reference_host_us_per_step", st.reference_us / steps},
                     {"device_compares", c.device_compares},
@@ -180,35 +178,29 @@ class GpuStepExecutor final : public StepExecutor {
   std::string out_dir_;
 };
 
-// DSPARK_GPU_FAULT_AT_STEP: unset or empty is -1 (no fault).
-absl::StatusOr<int64_t> FaultAtStepFromEnv() {
-  const char* v = std::getenv(kGpuFaultAtStepEnv);
-  if (v == nullptr || *v == '\0') return int64_t{-1};
-  int64_t step = -1;
-  if (!absl::SimpleAtoi(v, &step) || step < 0)
-    return absl::InvalidArgumentError(absl::StrCat(
-        kGpuFaultAtStepEnv, "='", v,
-        "': expected a step index >= 0 (a testing aid: the GPU executor fails that step with a real CUDA error)"));
-  return step;
-}
-
 const RegisterExecutor kRegisterGpuExecutor(
     "gpu-executor", kGpuExecutorOrder,
     [](const ExecutorRequest& request) -> absl::StatusOr<std::unique_ptr<StepExecutor>> {
       if (request.device != "gpu") return std::unique_ptr<StepExecutor>();
       if (absl::Status s = RequireCudaDevice(kGpuExecutorNeedsDevice); !s.ok())
         return absl::Status(s.code(), absl::StrCat("--executor gpu: ", s.message()));
-      GpuExecutorOptions options;
-      options.impls = request.impls;
-      options.capacity = CapacityFor(request.scheduler);
-      options.cold_l2 = request.gpu_cold_l2;
-      DS_ASSIGN_OR_RETURN(options.fault_at_step, FaultAtStepFromEnv());
-      const char* method = std::getenv(kGpuCheckEnv);
-      DS_ASSIGN_OR_RETURN(options.check_method, ParseGpuCheckMethod(method != nullptr ? method : ""));
-      DS_ASSIGN_OR_RETURN(std::unique_ptr<GpuExecutor> executor, GpuExecutor::Create(options));
-      return std::unique_ptr<StepExecutor>(std::make_unique<GpuStepExecutor>(std::move(executor), request.out_dir));
+      return MakeGpuStepExecutor(GpuExecutorOptionsFor(request), request.out_dir);
     });
 
 }  // namespace
+
+GpuExecutorOptions GpuExecutorOptionsFor(const ExecutorRequest& request) {
+  GpuExecutorOptions options;
+  options.impls = request.impls;
+  options.capacity = CapacityFor(request.scheduler);
+  options.cold_l2 = request.gpu_cold_l2;
+  return options;
+}
+
+absl::StatusOr<std::unique_ptr<StepExecutor>> MakeGpuStepExecutor(const GpuExecutorOptions& options,
+                                                                  std::string out_dir) {
+  DS_ASSIGN_OR_RETURN(std::unique_ptr<GpuExecutor> executor, GpuExecutor::Create(options));
+  return std::unique_ptr<StepExecutor>(std::make_unique<GpuStepExecutor>(std::move(executor), std::move(out_dir)));
+}
 
 }  // namespace dspark::sim

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/suite/graph_key.h"
 #include "nlohmann/json.hpp"
 #include "sim/exec/gpu_executor.cuh"
 #include "sim/exec/gpu_reference_worker.h"
@@ -38,7 +39,7 @@ struct StepRow {
 struct StepDelta {
   std::map<Impl, ExecutorImplStats> stats;
   std::vector<StepRow> rows;
-  std::vector<std::pair<Impl, std::string>> keys;  // graph keys replayed
+  std::vector<std::pair<Impl, GraphKey>> keys;  // graph keys replayed
   double stage_us = 0, check_us = 0, reference_us = 0;
   int64_t topb_launches = 0, topb_stale_steps = 0;
 };
@@ -51,16 +52,15 @@ struct GpuExecutor::State {
   nlohmann::json device_meta;  // GpuMetaJson, read at Create: writing results needs no device
   std::unique_ptr<GpuSuite> suite;
   std::unique_ptr<DeviceTopB> topb;
-  std::unique_ptr<GpuRegionCheck> check;  // with options.check and a region check method
+  std::unique_ptr<GpuRegionCheck> check;  // with options.check
   std::unique_ptr<ReferenceWorker> worker;  // with `check` and options.overlap_reference
   std::unique_ptr<timing::L2Flusher> flusher;
-  ExecutorCheckOrder check_order = ExecutorCheckOrder::kPrepareFirst;  // kExecutorCheckOrderEnv
   // One per entry of options.impls: a step's graph suites are enqueued back to back and their
   // events read once, after the last suite (an eager suite still waits for its flush first).
   std::vector<std::unique_ptr<timing::EventTimer>> timers;
   std::map<Impl, ExecutorImplStats> stats;
-  std::map<Impl, std::set<std::string>> keys;  // graph keys replayed so far
-  std::map<std::string, int64_t> nodes_by_key;  // "<impl>|<key>" -> graph node count
+  std::map<Impl, std::set<GraphKey>> keys;  // graph keys replayed so far
+  std::map<GraphKey, int64_t> nodes_by_key;    // graph node count of each captured key
   std::vector<gpu_executor_internal::StepRow> rows;
   int64_t steps = 0;
   int64_t topb_launches = 0;
@@ -68,10 +68,10 @@ struct GpuExecutor::State {
   double stage_us = 0, check_us = 0, reference_us = 0;
 
   absl::Status RunStep(const StepPlan& plan, gpu_executor_internal::StepDelta& delta);
-  // The check of the step just run (GpuExecutorOptions::check_method), in parts placed around the
-  // reading of the step's timing events by `check_order`: PrepareCheck does its host work
-  // (regions, reference pack, tasks), EnqueueCheck puts its copies and compare on the stream
-  // behind the last suite, FinishCheck waits for them, classifies and counts. `guess` is the
+  // The check of the step just run, in parts placed around the reading of the step's timing
+  // events: PrepareCheck does its host work (regions, reference pack, tasks) before the reads,
+  // EnqueueCheck puts its copies and compare on the stream behind the last suite after them,
+  // FinishCheck waits for them, classifies and counts. `guess` is the
   // plan's device view (the truth unless something rewrote the inputs on the device) and `want`
   // its reference; both must live until FinishCheck returns.
   absl::Status PrepareCheck(const BatchInputs& guess, const SuiteReference* want,

@@ -168,8 +168,6 @@ class Scheduler final : public StepMaterializer {
   const std::vector<int32_t>& capture_sizes() const { return capture_sizes_; }
   const SchedulerCounters& counters() const { return counters_; }
   const KvCache& kv() const { return kv_; }
-  int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
-  int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
   // Read-only views for independent checkers (sim/observe/invariants.h): the running requests in
   // admission order, and the KV blocks and workload id of request `req`.
   const std::vector<int32_t>& running() const { return running_; }

@@ -12,6 +12,7 @@
 
 #include "kernels/suite/cases.h"
 #include "kernels/suite/gpu_suite.cuh"
+#include "kernels/suite/graph_key.h"
 #include "kernels/suite/suite.h"
 #include "tests/common/gpu_suite_capacity.cuh"
 #include "tests/common/gpu_test_util.cuh"
@@ -235,6 +236,47 @@ TEST(SuiteGpuChain, CaptureForTimingReplaysCaptureTimeHostData) {
   r = gpu->Download(Impl::kChain);
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->mismatches.empty()) << DescribeMismatches(r->mismatches);
+}
+
+// Two steps of one padded shape (R, N and every size equal) whose real token totals differ (the
+// last real request of the second is graph padding, query length 0): an implementation that
+// reads the host total gets a graph of its own for each, which replays exactly; one that reads
+// no host value (fused-suite) shares one graph, which replays both exactly.
+TEST(SuiteGpuGraphKey, ARealTokenTotalChangeIsANewGraphOnlyForHostTotalReaders) {
+  DS_REQUIRE_GPU();
+  CaseOptions o;
+  o.batch = 12;
+  o.padding_reqs = 1;
+  const CaseBatch a = MustMake(SeedCase::kDecode, o);
+  CaseBatch b = a;
+  const int32_t R = a.sizes.num_reqs, last = R - 2;  // the last real request (R - 1 is padding)
+  ASSERT_EQ(a.qsl[R], a.qsl[R - 1]) << "request R - 1 is padding";
+  ASSERT_EQ(a.qsl[last + 1] - a.qsl[last], 1);
+  const int32_t t = a.qsl[last];  // its one token
+  b.qsl[last + 1] = b.qsl[R] = t;
+  b.host_qsl[last + 1] = b.host_qsl[R] = t;
+  b.seq_lens[last] = b.host_seq_lens[last] = 0;
+  b.slot_mapping[t] = -1;
+  ASSERT_LT(a.qsl[R], a.sizes.num_tokens) << "a is padded";
+  std::unique_ptr<GpuSuite> gpu = MakeSuite();
+  ASSERT_NE(gpu, nullptr);
+  for (Impl impl : {Impl::kFused, Impl::kDeviceChain, Impl::kFusedSuite}) {
+    SCOPED_TRACE(std::string(ImplName(impl)));
+    ASSERT_TRUE(gpu->Stage(a.Inputs()).ok());
+    ASSERT_TRUE(gpu->Capture(impl).ok());
+    ASSERT_TRUE(gpu->Replay(impl).ok());
+    absl::StatusOr<SuiteRunResult> r = gpu->Download(impl);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->mismatches.empty()) << DescribeMismatches(r->mismatches);
+    ASSERT_TRUE(gpu->Stage(b.Inputs()).ok());
+    EXPECT_EQ(gpu->Graph(impl).ok(), !ReadsHostTotals(impl)) << "a graph shared across the real totals";
+    EXPECT_EQ(MakeGraphKey(impl, a.Inputs()) == MakeGraphKey(impl, b.Inputs()), !ReadsHostTotals(impl));
+    ASSERT_TRUE(gpu->Capture(impl).ok());  // a no-op when shared
+    ASSERT_TRUE(gpu->Replay(impl).ok());
+    r = gpu->Download(impl);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->mismatches.empty()) << DescribeMismatches(r->mismatches);
+  }
 }
 
 TEST(SuiteGpuInterface, RejectsWhatDoesNotFit) {

@@ -6,8 +6,9 @@
 //  - the pre-flight's plan equals, byte for byte, what the executor holds after every
 //    implementation has run;
 //  - (GpuFaultInjection: they make a CUDA call fail on purpose, so compute-sanitizer, which
-//    reports failed API calls, skips them: scripts/gpu-run.sh) a real CUDA error in step 5 (DSPARK_GPU_FAULT_AT_STEP=5) fails `run --executor gpu` with the
-//    step, the call, the file and line; the 5 completed steps' results are written and marked
+//    reports failed API calls, skips them: scripts/gpu-sanitize.sh) a real CUDA error in step 5
+//    (the executor's test seam fault_at_step, set by this file's executor factory) fails a run
+//    with the GPU executor with the step, the call, the file and line; the 5 completed steps' results are written and marked
 //    aborted; the executor's counts and series hold exactly the completed steps; the error is not
 //    sticky, so the device stays usable.
 #include <gtest/gtest.h>
@@ -29,10 +30,10 @@
 #include "sim/studies/run.h"
 #include "sim/studies/config.h"
 #include "sim/engine/engine.h"
+#include "sim/exec/executor_registry.h"
 #include "sim/exec/gpu_executor.cuh"
 #include "sim/model/time_model.h"
 #include "tests/common/gpu_test_util.cuh"
-#include "tests/common/scoped_env.h"
 #include "tests/common/spawn_util.h"
 #include "tests/common/temp_folders.h"
 
@@ -50,8 +51,6 @@ int64_t Lines(const std::string& text) { return std::count(text.begin(), text.en
 void ExpectContains(const std::string& text, const std::string& part) {
   EXPECT_NE(text.find(part), std::string::npos) << "missing '" << part << "' in: " << text;
 }
-
-using testing_util::ScopedEnv;
 
 // `run --executor gpu` on batch1-512's first requests.
 RunConfig SmallGpuRun(const std::string& out) {
@@ -221,9 +220,8 @@ TEST(GpuFaults, ThePlanIsExactlyWhatTheExecutorAllocates) {
   EXPECT_EQ(flush, static_cast<uint64_t>(l2));
 }
 
-// The flush's size in the plan (no device needed): the L2 once; DSPARK_EXECUTOR_FLUSH_L2 sets
-// the multiple (1 to 4); anything else is an error that names the variable and the range.
-TEST(GpuExecutorPlan, TheFlushIsTheL2OnceUnlessTheEnvironmentSaysOtherwise) {
+// The flush's size in the plan (no device needed): the L2 once, and no buffer with a warm L2.
+TEST(GpuExecutorPlan, TheFlushIsTheL2Once) {
   GpuExecutorOptions o;
   o.impls = {Impl::kFusedSuite};
   o.capacity = GpuSuiteCapacity{256, 8, 64};
@@ -239,67 +237,38 @@ TEST(GpuExecutorPlan, TheFlushIsTheL2OnceUnlessTheEnvironmentSaysOtherwise) {
   absl::StatusOr<uint64_t> once = flush_of();
   ASSERT_TRUE(once.ok()) << once.status();
   EXPECT_EQ(*once, l2);
-  {
-    ScopedEnv twice(kExecutorFlushL2Env, "2");
-    absl::StatusOr<uint64_t> b = flush_of();
-    ASSERT_TRUE(b.ok()) << b.status();
-    EXPECT_EQ(*b, 2 * l2);
-  }
-  for (const char* bad : {"0", "5", "x", "1.5"}) {
-    ScopedEnv env(kExecutorFlushL2Env, bad);
-    absl::StatusOr<uint64_t> b = flush_of();
-    ASSERT_FALSE(b.ok()) << bad;
-    EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument) << bad;
-    EXPECT_NE(std::string(b.status().message()).find("DSPARK_EXECUTOR_FLUSH_L2"), std::string::npos) << b.status();
-    EXPECT_NE(std::string(b.status().message()).find("from 1 to 4"), std::string::npos) << b.status();
-  }
   o.cold_l2 = false;  // no flush, no buffer
-  EXPECT_FALSE(flush_of().ok());
-}
-
-// The check's order (no device needed): prepare unless DSPARK_EXECUTOR_CHECK_ORDER says enqueue
-// or after; anything else is an error that names the variable and the choices.
-TEST(GpuExecutorPlan, TheCheckOrderIsPrepareFirstUnlessTheEnvironmentSaysOtherwise) {
-  absl::StatusOr<ExecutorCheckOrder> order = ExecutorCheckOrderFromEnv();
-  ASSERT_TRUE(order.ok()) << order.status();
-  EXPECT_EQ(*order, ExecutorCheckOrder::kPrepareFirst);
-  for (const auto& [value, want] : {std::pair{"prepare", ExecutorCheckOrder::kPrepareFirst},
-                                    std::pair{"enqueue", ExecutorCheckOrder::kEnqueueFirst},
-                                    std::pair{"after", ExecutorCheckOrder::kAfter}}) {
-    ScopedEnv env(kExecutorCheckOrderEnv, value);
-    order = ExecutorCheckOrderFromEnv();
-    ASSERT_TRUE(order.ok()) << order.status();
-    EXPECT_EQ(*order, want) << value;
-    EXPECT_EQ(ExecutorCheckOrderName(*order), value);
-  }
-  for (const char* bad : {"before", "1", "Prepare", "overlap"}) {
-    ScopedEnv env(kExecutorCheckOrderEnv, bad);
-    order = ExecutorCheckOrderFromEnv();
-    ASSERT_FALSE(order.ok()) << bad;
-    EXPECT_EQ(order.status().code(), absl::StatusCode::kInvalidArgument) << bad;
-    EXPECT_NE(std::string(order.status().message()).find("DSPARK_EXECUTOR_CHECK_ORDER"), std::string::npos)
-        << order.status();
-    EXPECT_NE(std::string(order.status().message()).find("prepare (the default), enqueue or after"),
-              std::string::npos)
-        << order.status();
-  }
+  EXPECT_EQ(flush_of().status().code(), absl::StatusCode::kNotFound);
 }
 
 // ---------------------------------------------------------------- a CUDA error mid-run
 
+// The GPU executor with its fault seam set, as `run --executor gpu` builds it otherwise
+// (GpuExecutorOptionsFor, MakeGpuStepExecutor); registered for every run but active only for
+// runs whose --out is a folder of this test named <marker><step>.
+constexpr char kFaultMarker[] = "gpu_faults_gpu_fault_at_";
+
+const RegisterExecutor kRegisterFaultingGpuExecutor(
+    "test-gpu-executor-fault", kGpuExecutorOrder,
+    [](const ExecutorRequest& request) -> absl::StatusOr<std::unique_ptr<StepExecutor>> {
+      const std::string name = fs::path(request.out_dir).filename().string();
+      if (name.rfind(kFaultMarker, 0) != 0) return std::unique_ptr<StepExecutor>();
+      GpuExecutorOptions options = GpuExecutorOptionsFor(request);
+      options.fault_at_step = std::stoll(name.substr(sizeof(kFaultMarker) - 1));
+      return MakeGpuStepExecutor(options, request.out_dir);
+    });
+
 TEST(GpuFaultInjection, CudaErrorInStep5NamesStepAndCallAndKeepsTheFiveCompletedSteps) {
   DS_REQUIRE_GPU();
-  const std::string out = Dir("fault") + "/run";
-  absl::StatusOr<RunResult> r = absl::UnknownError("not run");
-  {
-    ScopedEnv fault(kGpuFaultAtStepEnv, "5");
-    r = ExecuteRun(SmallGpuRun(out));
-  }
+  const std::string out = Dir("fault") + "/" + kFaultMarker + "5";
+  RunConfig c = SmallGpuRun(out);
+  c.executor = "cpu";  // the GPU executor comes from the factory above, with its fault seam set
+  const absl::StatusOr<RunResult> r = ExecuteRun(c);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInternal) << r.status();
   const std::string msg(r.status().message());
   EXPECT_EQ(msg.rfind("gpu executor, step 5 (", 0), 0u) << msg;
-  for (const char* part : {"injected fault (testing aid DSPARK_GPU_FAULT_AT_STEP=5): ", "sim/exec/gpu_executor.cu:",
+  for (const char* part : {"injected fault (test seam fault_at_step=5): ", "sim/exec/gpu_executor.cu:",
                            ": cudaMemcpyAsync(nullptr, src, sizeof(int32_t), cudaMemcpyDeviceToDevice, stream) failed: ",
                            "[run aborted: the 5 completed steps' results are in "})
     ExpectContains(msg, part);

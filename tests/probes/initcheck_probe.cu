@@ -1,6 +1,9 @@
-// Probes for the compute-sanitizer initcheck report on replayed captured op chains. Each test
-// is meant to run alone in its own process under initcheck (scripts/gpu-run.sh initcheck-probe);
-// under plain execution they only check the copies are exact.
+// An investigation probe, not a regression test: what compute-sanitizer initcheck reports on the
+// first replay of captured op chains (state (c)'s mapping chain, and a kernel then a copy at
+// several arena offsets). Each case is meant to run alone in its own process under initcheck
+// (scripts/gpu-sanitize.sh prints their error counts as evidence); run plainly, they only check
+// that the copies are exact. Built as its own binary, dspark_initcheck_probe (CUDA builds with
+// tests), so the regression suite (dspark_tests) holds none of it.
 #include <gtest/gtest.h>
 
 #include <vector>
