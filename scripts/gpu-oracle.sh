@@ -3,10 +3,10 @@
 # for vLLM 0.31.0 and 0.34.0 against vllm-56562, plus the replay harness with 0.34.0's own
 # kernels, eager and with graphs. Reports go to $OUT (default results-oracle/).
 #
-# Prepare here (no GPU):   scripts/gpu-build.sh            (build-gpu/, .gpu-data/)
+# Prepare here (no GPU):   scripts/gpu-build.sh            (build-gpu/)
 #                          scripts/fetch-vllm.sh 0.31.0 0.34.0
 #                          mkdir -p .vllm-packs && cp .vllm-cache/0.31.0.tar.gz .vllm-cache/0.34.0.tar.gz .vllm-packs/
-# Carry:                   ["build-gpu", ".gpu-data", ".vllm-packs"]
+# Carry:                   ["build-gpu", ".vllm-packs"]
 # Run there:               scripts/gpu-oracle.sh
 #
 # Needs on that machine: python3 with numpy, torch and triton (nothing is installed). Device time
@@ -18,14 +18,14 @@ cd "$(dirname "$0")/.."
 OUT="${OUT:-results-oracle}"
 SIM="${DSPARK_SIM:-build-gpu/dspark-sim}"
 PACKS="${DSPARK_VLLM_PACKS:-.vllm-packs}"
-DATA="${DSPARK_DATA_DIR:-.gpu-data}"
+DATA="${DSPARK_DATA_DIR:-workloads/traces}"
 STEPS="${DSPARK_ORACLE_STEPS:-1000}"
 RELEASES=(${DSPARK_ORACLE_RELEASES:-0.31.0 0.34.0})
 IMPL=vllm-56562
 
 fail() { echo "gpu-oracle: $*" >&2; exit 2; }
 [ -x "$SIM" ] || fail "$SIM: not found (build it with scripts/gpu-build.sh and carry build-gpu)"
-[ -f "$DATA/azure_llm_inference_conv_2023.csv" ] || fail "$DATA/azure_llm_inference_conv_2023.csv: not found (carry .gpu-data)"
+[ -f "$DATA/azure_llm_inference_conv_2023.csv" ] || fail "$DATA/azure_llm_inference_conv_2023.csv: not found (the traces ship in workloads/traces)"
 python3 -c 'import torch, triton, numpy' 2>/dev/null || fail "python3 cannot import torch, triton and numpy here"
 
 mkdir -p "$OUT"
