@@ -42,4 +42,10 @@ inline std::string SlurpFile(const std::filesystem::path& p) {
   return s.str();
 }
 
+// Writes `text` to `path` as bytes, creating its parent folders.
+inline void WriteTextFile(const std::filesystem::path& path, const std::string& text) {
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary) << text;
+}
+
 }  // namespace dspark::testing_util

@@ -31,15 +31,12 @@ std::string TempDir(const std::string& name) {
   return ::dspark::testing_util::ProcessTempDir("paths_from_files", name, /*create=*/true);
 }
 
-void WriteText(const fs::path& path, const std::string& text) {
-  fs::create_directories(path.parent_path());
-  std::ofstream(path, std::ios::binary) << text;
-}
+using ::dspark::testing_util::WriteTextFile;
 
 // A folder outside every --out, holding one file: what must survive.
 struct Victim {
   explicit Victim(const fs::path& dir) : dir(dir), file(dir / "precious.txt") {
-    WriteText(file, "do not delete\n");
+    WriteTextFile(file, "do not delete\n");
   }
   bool Intact() const { return SlurpFile(file) == "do not delete\n"; }
   fs::path dir, file;
@@ -50,9 +47,9 @@ struct Victim {
 fs::path ShardWithRow(const fs::path& root, const ojson& point_id) {
   const fs::path shard = root / "shard";
   ojson row = {{"point_id", point_id}, {"index", 0}, {"status", "ok"}, {"fingerprint", "f"}};
-  WriteText(shard / "sweep.jsonl", row.dump() + "\n");
-  WriteText(shard / "sweep_meta.json", ojson({{"fingerprint", {{"digest", "f"}}}}).dump());
-  WriteText(shard / "points" / "real" / "summary.json", "{}\n");
+  WriteTextFile(shard / "sweep.jsonl", row.dump() + "\n");
+  WriteTextFile(shard / "sweep_meta.json", ojson({{"fingerprint", {{"digest", "f"}}}}).dump());
+  WriteTextFile(shard / "points" / "real" / "summary.json", "{}\n");
   return shard;
 }
 
@@ -118,7 +115,7 @@ TEST(MergePaths, TheCommandExitsWithTheErrorAndTheOutsideFileSurvives) {
 TEST(MergePaths, AnOutFieldThatIsNotThePointsFolderIsRefused) {
   const fs::path root = TempDir("merge_out_field");
   const fs::path shard = root / "shard";
-  WriteText(shard / "sweep.jsonl",
+  WriteTextFile(shard / "sweep.jsonl",
             ojson({{"point_id", "real"}, {"index", 0}, {"status", "ok"}, {"out", "/etc"}}).dump() + "\n");
   auto merged = MergeSweeps({shard.string()}, (root / "merged").string(), {"sweep", "--merge"});
   ASSERT_FALSE(merged.ok());
@@ -129,7 +126,7 @@ TEST(MergePaths, AnOutFieldThatIsNotThePointsFolderIsRefused) {
 TEST(MergePaths, PlannedPointIdsOfTheMetaAreCheckedToo) {
   const fs::path root = TempDir("merge_meta_ids");
   const fs::path shard = ShardWithRow(root, "real");
-  WriteText(shard / "sweep_meta.json",
+  WriteTextFile(shard / "sweep_meta.json",
             ojson({{"points", ojson::array({ojson{{"point_id", "../x"}, {"index", 0}}})}}).dump());
   auto merged = MergeSweeps({shard.string()}, (root / "merged").string(), {"sweep", "--merge"});
   ASSERT_FALSE(merged.ok());
@@ -166,7 +163,7 @@ TEST(MergePaths, MergesOnlyIntoANewOrEmptyFolderAndReplacesNothingThere) {
   const fs::path root = TempDir("merge_nonempty");
   const fs::path shard = ShardWithRow(root, "real");
   const fs::path out = root / "merged";
-  WriteText(out / "points" / "real" / "mine.txt", "someone's file\n");
+  WriteTextFile(out / "points" / "real" / "mine.txt", "someone's file\n");
   auto merged = MergeSweeps({shard.string()}, out.string(), {"sweep", "--merge"});
   ASSERT_FALSE(merged.ok());
   EXPECT_TRUE(absl::IsFailedPrecondition(merged.status())) << merged.status();
@@ -217,7 +214,7 @@ TEST(SweepPaths, RemoveOwnFolderRemovesOnlyARealFolderOfASafeName) {
   const fs::path root = TempDir("remove_own");
   const Victim victim(root / "victim");
   const fs::path points = root / "out" / "points";
-  WriteText(points / "p1" / "a.csv", "x\n");
+  WriteTextFile(points / "p1" / "a.csv", "x\n");
   fs::create_symlink(victim.file, points / "p1" / "link");
   fs::create_directory_symlink(victim.dir, points / "p1" / "dirlink");
   ASSERT_TRUE(RemoveOwnFolder(points, "p1").ok());
@@ -226,7 +223,7 @@ TEST(SweepPaths, RemoveOwnFolderRemovesOnlyARealFolderOfASafeName) {
   EXPECT_TRUE(RemoveOwnFolder(points, "absent").ok());
   for (const char* bad : {"..", "", "../victim", "/"})
     EXPECT_TRUE(absl::IsInvalidArgument(RemoveOwnFolder(points, bad))) << bad;
-  WriteText(points / "file", "x\n");
+  WriteTextFile(points / "file", "x\n");
   EXPECT_TRUE(absl::IsFailedPrecondition(RemoveOwnFolder(points, "file")));
   EXPECT_TRUE(victim.Intact());
 }

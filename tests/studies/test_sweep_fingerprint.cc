@@ -30,7 +30,7 @@ std::string TempDir(const std::string& name) {
   return ::dspark::testing_util::ProcessTempDir("sweep_fingerprint", name, /*create=*/true);
 }
 
-void WriteText(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+using ::dspark::testing_util::WriteTextFile;
 
 constexpr char kTrace[] =
     "{\"id\": 0, \"arrival_s\": 0.0, \"prompt_len\": 100, \"output_len\": 5}\n"
@@ -38,7 +38,7 @@ constexpr char kTrace[] =
 
 // A sweep of a trace and a calibration in `dir`: 2 points (concurrency 1 and 2).
 SweepConfig TraceSweep(const fs::path& dir) {
-  if (!fs::exists(dir / "trace.jsonl")) WriteText(dir / "trace.jsonl", kTrace);
+  if (!fs::exists(dir / "trace.jsonl")) WriteTextFile(dir / "trace.jsonl", kTrace);
   if (!fs::exists(dir / "calibration.json"))
     fs::copy_file(fs::path(::dspark::testing_util::SourceRoot()) / "workloads" / "calibration_h200.json",
                   dir / "calibration.json");
@@ -67,7 +67,7 @@ TEST(ContentHash, IsTheSha1ThatSha1sumPrints) {
   EXPECT_EQ(TextSha1("abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
   EXPECT_EQ(TextSha1(""), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
   const fs::path dir = TempDir("hash");
-  WriteText(dir / "abc", "abc");
+  WriteTextFile(dir / "abc", "abc");
   auto h = FileSha1(dir / "abc");
   ASSERT_TRUE(h.ok()) << h.status();
   EXPECT_EQ(*h, "a9993e364706816aba3e25717850c26c9cd0d89d");
@@ -166,21 +166,21 @@ INSTANTIATE_TEST_SUITE_P(
                      meta["fingerprint"]["code"] = {{"git_sha", "0123456789012345678901234567890123456789"},
                                                     {"git_dirty", true}};
                      meta["fingerprint"]["digest"] = "another";
-                     WriteText(dir / "out" / "sweep_meta.json", meta.dump(2));
+                     WriteTextFile(dir / "out" / "sweep_meta.json", meta.dump(2));
                    },
                    "the code (git 0123456789012345678901234567890123456789 with uncommitted changes then, git "},
         ResumeCase{"no_fingerprint",
                    [](const fs::path& dir, SweepConfig*) {
                      ojson meta = ReadJson(dir / "out" / "sweep_meta.json");
                      meta.erase("fingerprint");
-                     WriteText(dir / "out" / "sweep_meta.json", meta.dump(2));
+                     WriteTextFile(dir / "out" / "sweep_meta.json", meta.dump(2));
                    },
                    "it has no fingerprint (it was made by an older dspark-sim)"},
         ResumeCase{"row",
                    [](const fs::path& dir, SweepConfig*) {
                      ojson row = ojson::parse(SlurpFile(dir / "out" / "sweep.jsonl"));
                      row["fingerprint"] = "another";
-                     WriteText(dir / "out" / "sweep.jsonl", row.dump() + "\n");
+                     WriteTextFile(dir / "out" / "sweep.jsonl", row.dump() + "\n");
                    },
                    "sweep.jsonl:1 has fingerprint \"another\""}),
     [](const ::testing::TestParamInfo<ResumeCase>& info) { return info.param.name; });
@@ -221,7 +221,7 @@ TEST(SweepFingerprint, MergeRefusesShardsOfOtherInputsAndKeepsTheCommonOne) {
   // A shard without a fingerprint (an older dspark-sim's).
   ojson meta = ReadJson(fs::path(shards[1]) / "sweep_meta.json");
   meta.erase("fingerprint");
-  WriteText(fs::path(shards[1]) / "sweep_meta.json", meta.dump(2));
+  WriteTextFile(fs::path(shards[1]) / "sweep_meta.json", meta.dump(2));
   auto old = MergeSweeps(shards, (dir / "merged_old").string(), {"sweep", "--merge"});
   ASSERT_FALSE(old.ok());
   EXPECT_NE(std::string(old.status().message()).find(absl::StrCat("'", shards[1], "' has no fingerprint")),
