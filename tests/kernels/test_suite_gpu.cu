@@ -241,12 +241,15 @@ TEST(SuiteGpuChain, CaptureForTimingReplaysCaptureTimeHostData) {
 // Two steps of one padded shape (R, N and every size equal) whose real token totals differ (the
 // last real request of the second is graph padding, query length 0): an implementation that
 // reads the host total gets a graph of its own for each, which replays exactly; one that reads
-// no host value (fused-suite) shares one graph, which replays both exactly.
+// no host value (fused-suite) shares one graph, which replays both exactly. "Exactly" allows the
+// old indexer chain of (c) its padding residue (earlier data left in padding block-table rows),
+// which is what vLLM's chain leaves too, and nothing else.
 TEST(SuiteGpuGraphKey, ARealTokenTotalChangeIsANewGraphOnlyForHostTotalReaders) {
   DS_REQUIRE_GPU();
   CaseOptions o;
   o.batch = 12;
   o.padding_reqs = 1;
+  o.capacity = TestCapacity().max_tokens;  // the suite's persistent buffers
   const CaseBatch a = MustMake(SeedCase::kDecode, o);
   CaseBatch b = a;
   const int32_t R = a.sizes.num_reqs, last = R - 2;  // the last real request (R - 1 is padding)
@@ -262,12 +265,18 @@ TEST(SuiteGpuGraphKey, ARealTokenTotalChangeIsANewGraphOnlyForHostTotalReaders) 
   ASSERT_NE(gpu, nullptr);
   for (Impl impl : {Impl::kFused, Impl::kDeviceChain, Impl::kFusedSuite}) {
     SCOPED_TRACE(std::string(ImplName(impl)));
-    ASSERT_TRUE(gpu->Stage(a.Inputs()).ok());
+    const absl::Status staged = gpu->Stage(a.Inputs());
+    ASSERT_TRUE(staged.ok()) << staged;
     ASSERT_TRUE(gpu->Capture(impl).ok());
     ASSERT_TRUE(gpu->Replay(impl).ok());
+    const auto exact = [&](const std::vector<FieldMismatch>& ms) {
+      return std::all_of(ms.begin(), ms.end(), [&](const FieldMismatch& m) {
+        return impl == Impl::kDeviceChain && m.kind == MismatchKind::kPaddingResidue;
+      });
+    };
     absl::StatusOr<SuiteRunResult> r = gpu->Download(impl);
     ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_TRUE(r->mismatches.empty()) << DescribeMismatches(r->mismatches);
+    EXPECT_TRUE(exact(r->mismatches)) << DescribeMismatches(r->mismatches);
     ASSERT_TRUE(gpu->Stage(b.Inputs()).ok());
     EXPECT_EQ(gpu->Graph(impl).ok(), !ReadsHostTotals(impl)) << "a graph shared across the real totals";
     EXPECT_EQ(MakeGraphKey(impl, a.Inputs()) == MakeGraphKey(impl, b.Inputs()), !ReadsHostTotals(impl));
@@ -275,7 +284,7 @@ TEST(SuiteGpuGraphKey, ARealTokenTotalChangeIsANewGraphOnlyForHostTotalReaders) 
     ASSERT_TRUE(gpu->Replay(impl).ok());
     r = gpu->Download(impl);
     ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_TRUE(r->mismatches.empty()) << DescribeMismatches(r->mismatches);
+    EXPECT_TRUE(exact(r->mismatches)) << DescribeMismatches(r->mismatches);
   }
 }
 
