@@ -11,6 +11,7 @@
 #include "sim/cli/cli_registry.h"
 #include "sim/cli/command.h"
 #include "sim/exec/cuda_device.h"
+#include "sim/options/option_errors.h"
 
 namespace dspark::sim {
 namespace {
@@ -23,6 +24,13 @@ int NeedsGpu(const char* command, int argc, char** argv) {
       const auto impls = ParseImplList(argv[i + 1]);
       if (!impls.ok()) return cli::CommandError(command, "--impl: ", impls.status(), 2);
     }
+  // A word that is neither an option nor the value right after an option's name is refused as
+  // every command refuses it, before the missing GPU is reported.
+  for (int i = 1; i < argc; ++i) {
+    const bool after_option_name = i > 1 && argv[i - 1][0] == '-' && std::strchr(argv[i - 1], '=') == nullptr;
+    if (argv[i][0] != '-' && !after_option_name)
+      return cli::CommandError(command, UnexpectedArgument(argv[i], command), 2);
+  }
   for (int i = 1; i < argc; ++i)
     if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
       std::printf(

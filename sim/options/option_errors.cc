@@ -177,11 +177,16 @@ absl::Status RefusePositional(const boost::program_options::parsed_options& pars
     if (o.position_key < 0 && !o.string_key.empty()) continue;
     const std::string word = o.original_tokens.empty() ? (o.value.empty() ? "" : o.value.front())
                                                        : o.original_tokens.front();
-    return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", Abbreviate(word), "' (dspark-sim ",
-                                                   command, " takes options only, each value after its --option; "
-                                                   "see dspark-sim ", command, " --help)"));
+    return UnexpectedArgument(word, command);
   }
   return absl::OkStatus();
+}
+
+absl::Status UnexpectedArgument(absl::string_view word, absl::string_view command) {
+  return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", Abbreviate(std::string(word)),
+                                                 "' (dspark-sim ", command,
+                                                 " takes options only, each value after its --option; "
+                                                 "see dspark-sim ", command, " --help)"));
 }
 
 }  // namespace dspark::sim

@@ -32,4 +32,7 @@ absl::Status ConfigFileError(const boost::program_options::options_description& 
 // only: did you mean --trace W? see dspark-sim COMMAND --help)".
 absl::Status RefusePositional(const boost::program_options::parsed_options& parsed, absl::string_view command);
 
+// The InvalidArgument RefusePositional returns, for `word` given to `command`.
+absl::Status UnexpectedArgument(absl::string_view word, absl::string_view command);
+
 }  // namespace dspark::sim
