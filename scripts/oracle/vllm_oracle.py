@@ -106,6 +106,10 @@ class Step:
     profile: bool = True  # count this step's launches (on a GPU)
 
 
+# The builders of one V4.1 layer group, in the order it runs them (the token map is the first
+# builder's: SWA's, or the CommonAttentionMetadata's own method when SWA is not run).
+BUILDERS = ("token_map", "swa", "mla_r2", "ring", "indexer_r1", "indexer_r2")
+
 DEFAULT_CONSTS = {"swa_window": 128, "swa_block_size": 64, "mla_block_size": 64, "spec_k": 5,
                   "prefill_segment": 1024}
 
@@ -243,7 +247,7 @@ class ReleaseSuite:
     """The release's builders for one model layout, constructed as vLLM's runner would."""
 
     def __init__(self, rel, device: str, capacity: int, max_reqs: int, max_width: int, consts: dict,
-                 force_sm100: bool = True):
+                 force_sm100: bool = True, builders=BUILDERS):
         import torch
         self.torch = torch
         self.rel = rel
@@ -256,20 +260,33 @@ class ReleaseSuite:
         self.backend = rel.module("vllm.v1.attention.backend")
         self.CM = self.backend.CommonAttentionMetadata
         self.notes: list[str] = []
+        self.builders = tuple(b for b in BUILDERS if b in builders)
         self.has_v41 = rel.has("vllm.models.deepseek_v41.sparse_mla")
-        if not self.has_v41:
-            raise RuntimeError(f"vLLM {rel.version} has no DeepSeek-V4.1 (models/deepseek_v41): "
-                               "its states run on DeepSeek-V4, which this oracle does not build yet")
-        self.swa_mod = rel.module("vllm.v1.attention.backends.mla.sparse_swa")
-        self.mla_mod = rel.module("vllm.models.deepseek_v41.sparse_mla")
-        self.cmp_mod = rel.module("vllm.models.deepseek_v41.compressor")
+        v41 = [b for b in ("swa", "mla_r2", "ring") if b in self.builders]
+        if v41 and not self.has_v41:
+            raise RuntimeError(f"vLLM {rel.version} has no DeepSeek-V4.1 (models/deepseek_v41), so no "
+                               f"V4.1 builder ({', '.join(v41)}); its token map and indexer builders can "
+                               "still run (--builders token_map,indexer_r1,indexer_r2)")
         self.idx_mod = rel.module("vllm.v1.attention.backends.mla.indexer")
+        # Before 0.30.0 the indexer expands the block table with repeat_interleave into a buffer
+        # exactly as wide as the runner's block table; our steps vary that width, so such a
+        # release gets a buffer of the step's width (run()).
+        import inspect
+        self.old_indexer_chain = "_indexer_decode_metadata_kernel" not in inspect.getsource(self.idx_mod)
         if force_sm100:
             self._force_sm100()
-        self.swa = self._make_swa()
-        self.mla_r2 = self._make_mla(2)
-        self.ring = self._make_ring()
-        self.indexer = [self._make_indexer(1), self._make_indexer(2)]
+        self.swa = self.mla_r2 = self.ring = None
+        if v41:
+            self.swa_mod = rel.module("vllm.v1.attention.backends.mla.sparse_swa")
+            self.mla_mod = rel.module("vllm.models.deepseek_v41.sparse_mla")
+            self.cmp_mod = rel.module("vllm.models.deepseek_v41.compressor")
+            self.swa = self._make_swa() if "swa" in self.builders else None
+            self.mla_r2 = self._make_mla(2) if "mla_r2" in self.builders else None
+            self.ring = self._make_ring() if "ring" in self.builders else None
+        self.indexer = [self._make_indexer(k) if f"indexer_r{k}" in self.builders else None for k in (1, 2)]
+        # Without the SWA builder (which maps tokens first in a V4.1 layer group) the token map is
+        # the CommonAttentionMetadata's own method on this buffer.
+        self.t2r_buffer = self._zeros(capacity)
 
     # The SM100 path: the builders consult current_platform for DeepGEMM's varlen paged MQA
     # logits (capability family 100). The oracle sets supports_varlen on the indexer builders
@@ -342,7 +359,12 @@ class ReleaseSuite:
         b = self._new(
             self.idx_mod.DeepseekV32IndexerMetadataBuilder, device=self.device, compress_ratio=ratio,
             kv_cache_spec=_Cfg(block_size=bs, tokens_per_state=ratio, num_states=bs // ratio),
-            vllm_config=_Cfg(compilation_config=_Cfg(cudagraph_mode=None)), num_speculative_tokens=self.K, decode_threshold=1 + self.K,
+            # 0.28.0/0.29.0 read adaptive verification from the speculative config; 0.30.0+ from
+            # use_adaptive_verification. Both are set per step (main()).
+            vllm_config=_Cfg(compilation_config=_Cfg(cudagraph_mode=None),
+                             speculative_config=_Cfg(num_speculative_tokens=self.K,
+                                                     enable_adaptive_verification=self.adaptive)),
+            num_speculative_tokens=self.K, decode_threshold=1 + self.K,
             use_flattening=False, supports_varlen=True, use_pcp=False, use_shardq=False,
             kernel_block_size=None, tp_size=1, tp_rank=0,
             pcp_world_size=1, pcp_rank=0, dcp_world_size=1, dcp_rank=0, cp_kv_cache_interleave_size=1,
@@ -415,11 +437,11 @@ class ReleaseSuite:
 
         def suite():
             cm = dataclasses.replace(base, _token_to_req_indices_cache=None, _num_computed_tokens_cache=None)
-            self.swa.build(0, cm)
-            self.mla_r2.build(0, cm)
-            self.ring.build(0, cm)
-            for b in self.indexer:
-                b.build(0, cm)
+            if self.swa is None:
+                cm.token_to_req_indices(self.t2r_buffer)
+            for b in (self.swa, self.mla_r2, self.ring, *self.indexer):
+                if b is not None:
+                    b.build(0, cm)
 
         suite()  # warm-up: Triton compilation stays out
         us = sorted(once(suite) for _ in range(reps))
@@ -427,25 +449,7 @@ class ReleaseSuite:
         return {"median_us": us[len(us) // 2], "p10_us": us[len(us) // 10], "floor_us": floor[len(floor) // 2],
                 "reps": reps, "method": "eager, cold L2, CUDA events"}
 
-    def run(self, step: Step, profile=None):
-        """Runs the suite on one step; returns {"builder.field": np.ndarray} in our regions."""
-        t = self.torch
-        z = step.sizes
-        N, ndt, C = z["num_tokens"], z["num_decode_tokens"], z["capacity"]
-        cm = self.common(step)
-        out = {}
-        launches = {}
-
-        def call(name, fn):
-            if profile is None:
-                return fn()
-            res, n = profile(fn)
-            launches[name] = n
-            return res
-
-        swa_md = call("swa", lambda: self.swa.build(0, cm))
-        t2r = cm._token_to_req_indices_cache
-        out["token_map.token_to_req"] = t2r[:N].cpu().numpy().astype(np.int32)
+    def _swa_outputs(self, cm, swa_md, out, N, ndt):
         nd_rel, np_rel = swa_md.num_decode_tokens, swa_md.num_prefill_tokens
         W = int(self.consts["swa_window"])
         lens = np.zeros(N, np.int32)
@@ -466,13 +470,47 @@ class ReleaseSuite:
             out["swa.prefill_gather_lens"] = gl.cpu().numpy().astype(np.int32)
         self._split = (swa_md.num_decodes, swa_md.num_decode_tokens)
 
-        mla = call("mla_r2", lambda: self.mla_r2.build(0, cm))
-        out["mla_r2.compressed_slots"] = self.mla_r2.compressed_slot_mapping_buffer[:C].cpu().numpy()
-        ring = call("ring", lambda: self.ring.build(0, cm))
-        out["mla_r2.ring_slots"] = ring.slot_mapping[:N].cpu().numpy()
-        del mla
+    def run(self, step: Step, profile=None):
+        """Runs the suite on one step; returns {"builder.field": np.ndarray} in our regions."""
+        t = self.torch
+        z = step.sizes
+        N, ndt, C = z["num_tokens"], z["num_decode_tokens"], z["capacity"]
+        cm = self.common(step)
+        out = {}
+        launches = {}
+
+        def call(name, fn):
+            if profile is None:
+                return fn()
+            res, n = profile(fn)
+            launches[name] = n
+            return res
+
+        if self.swa is None:
+            if "token_map" in self.builders:
+                t2r = call("token_map", lambda: cm.token_to_req_indices(self.t2r_buffer))
+                out["token_map.token_to_req"] = t2r[:N].cpu().numpy().astype(np.int32)
+            self._split = None
+        else:
+            swa_md = call("swa", lambda: self.swa.build(0, cm))
+            t2r = cm._token_to_req_indices_cache
+            out["token_map.token_to_req"] = t2r[:N].cpu().numpy().astype(np.int32)
+            self._swa_outputs(cm, swa_md, out, N, ndt)
+
+        if self.mla_r2 is not None:
+            call("mla_r2", lambda: self.mla_r2.build(0, cm))
+            out["mla_r2.compressed_slots"] = self.mla_r2.compressed_slot_mapping_buffer[:C].cpu().numpy()
+        if self.ring is not None:
+            ring = call("ring", lambda: self.ring.build(0, cm))
+            out["mla_r2.ring_slots"] = ring.slot_mapping[:N].cpu().numpy()
         for k, b in enumerate(self.indexer):
+            if b is None:
+                continue
+            if self.old_indexer_chain and b.expanded_block_table_buffer.shape[1] != z["bt_width"]:
+                b.expanded_block_table_buffer = self._zeros(self.capacity, z["bt_width"])
             md = call(f"indexer_r{k + 1}", lambda: b.build(0, cm))
+            if self._split is None:
+                self._split = (md.num_decodes, md.num_decode_tokens)
             pre = f"indexer_r{k + 1}."
             if k == 1:
                 out[pre + "compressed_slots"] = b.compressed_slot_mapping_buffer[:C].cpu().numpy()
@@ -487,9 +525,12 @@ class ReleaseSuite:
                 out[pre + "bt_out"] = d.block_table[:ndt, :z["bt_width"]].cpu().numpy()
                 out[pre + "decode_lens"] = d.decode_lens[:ndt].cpu().numpy()
                 out[pre + "indices"] = d.indices[:ndt].cpu().numpy()
-                out[pre + "per_req"] = d.per_req_decode_lens[:nd].cpu().numpy()
-                out[pre + "_host.max_decode_len"] = np.array([d.write_max_decode_len], np.int32)
-                out[pre + "_host.decode_is_uniform"] = np.array([int(d.decode_is_uniform)], np.int32)
+                # per_req_decode_lens and the host decisions appear in 0.30.0's decode metadata
+                if getattr(d, "per_req_decode_lens", None) is not None:
+                    out[pre + "per_req"] = d.per_req_decode_lens[:nd].cpu().numpy()
+                if hasattr(d, "write_max_decode_len"):
+                    out[pre + "_host.max_decode_len"] = np.array([d.write_max_decode_len], np.int32)
+                    out[pre + "_host.decode_is_uniform"] = np.array([int(d.decode_is_uniform)], np.int32)
             if md.prefill is not None:
                 cus, ks, ke, tts = [], [], [], []
                 for ch in md.prefill.chunks:
@@ -633,6 +674,11 @@ def main(argv=None) -> int:
                     help="on a GPU, count launches with torch.profiler on every Nth dumped step (every "
                     "step report is profiled)")
     ap.add_argument("--impl", default="vllm-56562", help="our implementation compared")
+    ap.add_argument("--builders", default=",".join(BUILDERS),
+                    help="the release's builders to run and compare, a comma list of "
+                    f"{', '.join(BUILDERS)} (default all). A release without DeepSeek-V4.1 (before 0.30.0) "
+                    "runs only token_map and the indexers: a state assembled from several releases is "
+                    "checked builder by builder, one release per process")
     ap.add_argument("--device", default=None, help="cuda or cpu (default cuda when available)")
     ap.add_argument("--adaptive", choices=("auto", "on", "off"), default="auto",
                     help="the indexer builder's use_adaptive_verification (a process-wide setting in "
@@ -644,6 +690,11 @@ def main(argv=None) -> int:
                     help="also write each step's release outputs to this folder (one .npz per step)")
     ap.add_argument("--out", required=True, help="the JSON report")
     args = ap.parse_args(argv)
+    builders = [b.strip() for b in args.builders.split(",") if b.strip()]
+    unknown = [b for b in builders if b not in BUILDERS]
+    if unknown or not builders:
+        ap.error(f"--builders: unknown builder(s) {unknown or '(none given)'}; expected a comma list of "
+                 f"{', '.join(BUILDERS)}")
 
     try:
         import torch
@@ -679,15 +730,22 @@ def main(argv=None) -> int:
     capacity = max(max(s.sizes["capacity"], s.sizes["num_tokens"], 1) for s in steps)
     max_reqs = max(s.sizes["num_reqs"] for s in steps)
     max_width = max(max(s.sizes["bt_width"], 1) for s in steps)
-    suite = ReleaseSuite(rel, device, capacity, max_reqs, max_width, steps[0].consts)
+    try:
+        suite = ReleaseSuite(rel, device, capacity, max_reqs, max_width, steps[0].consts, builders=builders)
+    except RuntimeError as e:
+        print(f"vllm_oracle: {e}", file=sys.stderr)
+        return 2
     profiler = make_profiler(device)
 
     diffs, per_step, launch_rows = [], [], []
+    step_keys: dict = {}
     errors = []
     for step in steps:
         suite.adaptive = args.adaptive == "on" or (args.adaptive == "auto" and step.adaptive_run)
         for b in suite.indexer:
-            b.use_adaptive_verification = suite.adaptive
+            if b is not None:
+                b.use_adaptive_verification = suite.adaptive
+                b.vllm_config.speculative_config.enable_adaptive_verification = suite.adaptive
         try:
             got, launches = suite.run(step, profiler if step.profile else None)
         except Exception as e:  # one step's failure is reported, the others still run
@@ -701,9 +759,10 @@ def main(argv=None) -> int:
             np.savez(os.path.join(args.save_outputs, step.name.replace("/", "_") + ".npz"), **got)
         d = compare(step, got)
         diffs += d
+        step_keys[step.name] = [k for k in step.ours if k not in got and not k.startswith("prefill_segments.")]
         nd = suite._split
         row = {"step": step.name, "adaptive_run": step.adaptive_run, "compared": sorted(k for k in step.ours if k in got),
-               "differences": len(d), "release_split": list(nd),
+               "differences": len(d), "release_split": list(nd) if nd else None,
                "our_split": [step.sizes["num_decodes"], step.sizes["num_decode_tokens"]],
                "host": {k: int(v[0]) for k, v in got.items() if "._host." in k}}
         if device == "cuda" and step.ours_source.startswith("dspark-sim step") and not args.no_timing:
@@ -725,7 +784,7 @@ def main(argv=None) -> int:
             "schema": SCHEMA, "schema_version": SCHEMA_VERSION,
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "argv": sys.argv if argv is None else ["vllm_oracle.py", *argv],
-            "release": rel.version, "release_root": rel.root, "impl": args.impl,
+            "release": rel.version, "release_tree": os.path.join("$DSPARK_VLLM_CACHE", rel.version), "impl": args.impl,
             "device": device, "torch": torch.__version__,
             "triton_interpret": vllm_loader.interpreting(),
             "gpu": torch.cuda.get_device_name(0) if device == "cuda" else None,
@@ -737,6 +796,10 @@ def main(argv=None) -> int:
         "differences_by_kind": kinds,
         "kept_on_purpose": {k: {"field": v[0], "why": v[1]} for k, v in KEPT.items()},
         "not_compared": NOT_COMPARED,
+        "builders": list(suite.builders),
+        # our fields that the builders run here do not produce (another builder's, or a field the
+        # release's builder does not have, e.g. per_req before 0.30.0)
+        "ours_without_release_field": sorted({k for ks in step_keys.values() for k in ks}),
         "launches": "n/a (no GPU: torch.profiler counts device launches only on CUDA)"
         if profiler is None else "per step in per_step[].release_launches",
         "differences": diffs[:2000], "differences_total": len(diffs),

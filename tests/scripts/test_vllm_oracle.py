@@ -83,6 +83,38 @@ def main():
             check(len(d) == 1 and d[0]["kind"] == "bug" and d[0]["cells"] == 1 and d[0]["first_index"] == 1,
                   f"the planted cell is one bug at index 1: {d}")
 
+        # The seed's Before, builder by builder: its token map and indexer chains against 0.29.0's
+        # own (a release without DeepSeek-V4.1, so only those builders run), and a refusal when a
+        # V4.1 builder is asked of it.
+        old = "0.29.0"
+        if os.path.isfile(os.path.join(cache, old, "vllm", "__init__.py")):
+            path = os.path.join(tmp, "before_adaptive_verify.json")
+            p = subprocess.run([sim, "step", "--case", "adaptive_verify", "--batch", "4", "--seed", "4", "--impl",
+                                "vllm-pre56562", "--out", path], capture_output=True, text=True)
+            check(p.returncode == 0, f"dspark-sim step --impl vllm-pre56562: exit {p.returncode} {p.stderr[-300:]}")
+            out3 = os.path.join(tmp, "before_report.json")
+            p = subprocess.run([sys.executable, ORACLE, "--release", old, "--steps", path, "--device", "cpu",
+                                "--impl", "vllm-pre56562", "--builders", "token_map,indexer_r1,indexer_r2",
+                                "--out", out3], capture_output=True, text=True, env=env)
+            check(p.returncode == 0, f"Before vs {old}'s chains: exit {p.returncode} {p.stderr[-600:]}")
+            if os.path.exists(out3):
+                with open(out3) as f:
+                    r = json.load(f)
+                compared = set(r["per_step"][0]["compared"]) if r["per_step"] else set()
+                want = {"token_map.token_to_req", "indexer_r1.indices", "indexer_r1.seq_out", "indexer_r2.bt_out",
+                        "indexer_r2.compressed_slots"}
+                check(want <= compared and not any(k.startswith(("swa.", "mla_r2.")) for k in compared),
+                      f"Before vs {old}: the chains' fields compared, no V4.1 builder's: {sorted(compared)}")
+                check(r["differences_by_kind"].get("bug", 0) == 0 and r["builders"] == [
+                    "token_map", "indexer_r1", "indexer_r2"], f"Before vs {old}: no bug {r['differences_by_kind']}")
+            p = subprocess.run([sys.executable, ORACLE, "--release", old, "--steps", path, "--device", "cpu",
+                                "--impl", "vllm-pre56562", "--builders", "swa", "--out", out3],
+                               capture_output=True, text=True, env=env)
+            check(p.returncode == 2 and "no DeepSeek-V4.1" in p.stderr,
+                  f"a V4.1 builder of {old} is refused: exit {p.returncode} {p.stderr[-300:]}")
+        else:
+            print(f"skip the Before's builder-by-builder check: no vLLM {old} tree (scripts/fetch-vllm.sh {old})")
+
         probe = ("import sys; sys.path.insert(0, %r); import vllm_loader as L; r = L.load(%r)\n"
                  "try:\n    L.load('0.0.1'); print('second load allowed')\nexcept RuntimeError: print('refused')\n"
                  "try:\n    r.module('vllm.config'); print('stub handed out')\nexcept ImportError: print('stub refused')\n"
