@@ -176,7 +176,7 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
   // UTF-8 only (options end up in sweep_meta.json), nothing that hangs Boost (sim/options/option_text.h).
   if (auto s = CheckOptionArgs(argc, argv); !s.ok()) return s;
   try {
-    const po::parsed_options parsed = po::command_line_parser(argc, argv).options(all).allow_unregistered().run();
+    const po::parsed_options parsed = po::command_line_parser(argc, argv).options(all).style(kCommandLineStyle).allow_unregistered().run();
     // A word that is not an option is kept only as the value of a pass-through option before it
     // (--spec-k 4); `run` checks those. Any other stray word is refused, never dropped.
     for (size_t i = 0; i < parsed.options.size(); ++i) {
@@ -191,6 +191,7 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
         return RefusePositional(alone, "sweep");
       }
     }
+    if (auto s = CheckUnsignedValues(all, parsed); !s.ok()) return s;
     cli_pass = po::collect_unrecognized(parsed.options, po::include_positional);
     po::store(parsed, vm);
     cli_trace = vm.count("trace") > 0;
@@ -203,6 +204,7 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
       // Boost's messages do not say that they are about the file.
       try {
         const po::parsed_options from_file = po::parse_config_file(in, all, /*allow_unregistered=*/true);
+        if (auto s = CheckUnsignedValues(all, from_file, c.config_file + ": "); !s.ok()) return s;
         std::set<std::string> cli_names;
         for (const std::string& t : cli_pass) cli_names.insert(OptionName(t));
         for (const po::option& o : from_file.options) {

@@ -12,8 +12,9 @@ absl::StatusOr<po::variables_map> ParseCommandLine(const po::options_description
                                                    absl::string_view command, std::string* help) {
   po::variables_map vm;
   try {
-    const po::parsed_options parsed = po::command_line_parser(argc, argv).options(desc).run();
+    const po::parsed_options parsed = po::command_line_parser(argc, argv).options(desc).style(sim::kCommandLineStyle).run();
     if (absl::Status s = sim::RefusePositional(parsed, command); !s.ok()) return s;
+    if (absl::Status s = sim::CheckUnsignedValues(desc, parsed); !s.ok()) return s;
     po::store(parsed, vm);
     if (vm.count("help")) {
       std::ostringstream text;

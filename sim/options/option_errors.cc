@@ -10,6 +10,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -92,13 +93,23 @@ constexpr std::pair<absl::string_view, absl::string_view> kVllmSpellings[] = {
     {"dataset-path", "trace"}, {"dataset-name", "trace-format"}, {"num-prompt", "num-prompts"}};
 
 // The option of `desc` that an unknown `name` (without dashes) most likely meant: the same
-// with '_' for '-', a vLLM spelling, or one within 2 edits (of a name of >= 4 letters).
+// with '_' for '-', a vLLM spelling, the one option it abbreviates, or one within 2 edits (of a
+// name of >= 4 letters).
 std::string DidYouMean(const po::options_description& desc, absl::string_view name) {
   std::string key(name.substr(0, 64));
   std::replace(key.begin(), key.end(), '_', '-');
   key = absl::AsciiStrToLower(key);
   for (const auto& [vllm, ours] : kVllmSpellings)
     if (key == vllm && desc.find_nothrow(std::string(ours), false) != nullptr) return std::string(ours);
+  // An abbreviation (options are never guessed: kCommandLineStyle) of exactly one option.
+  std::string prefixed;
+  int prefix_count = 0;
+  for (const auto& option : desc.options())
+    if (key.size() >= 2 && absl::StartsWith(option->long_name(), key) && option->long_name() != key) {
+      prefixed = option->long_name();
+      ++prefix_count;
+    }
+  if (prefix_count == 1) return prefixed;
   std::string best;
   size_t best_distance = key.size() >= 4 ? 3 : 1;
   for (const auto& option : desc.options()) {
@@ -128,6 +139,25 @@ absl::StatusOr<std::string> ReadConfigFile(const std::string& path) {
   std::string s = *std::move(text);
   if (absl::StartsWith(s, "\xEF\xBB\xBF")) s.erase(0, 3);
   return s;
+}
+
+absl::Status CheckUnsignedValues(const po::options_description& desc, const po::parsed_options& parsed,
+                                 absl::string_view where) {
+  for (const po::option& o : parsed.options) {
+    if (o.unregistered || o.string_key.empty()) continue;
+    const po::option_description* option = desc.find_nothrow(o.string_key, false);
+    if (option == nullptr ||
+        dynamic_cast<const po::typed_value<uint64_t>*>(option->semantic().get()) == nullptr)
+      continue;
+    for (const std::string& value : o.value) {
+      uint64_t parsed_value = 0;
+      if (!absl::SimpleAtoi(value, &parsed_value) || absl::StartsWith(absl::StripAsciiWhitespace(value), "-"))
+        return absl::InvalidArgumentError(absl::StrCat(where, "--", o.string_key,
+                                                       ": expected an integer in [0, 18446744073709551615], got '",
+                                                       Abbreviate(value), "'"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CommandLineError(const po::options_description& desc, const po::error& e,

@@ -12,6 +12,22 @@
 
 namespace dspark::sim {
 
+// The command-line style of every command: Boost's default without allow_guessing, so an
+// abbreviation (--num-req for --num-requests, --step-l for --step-log) is an unknown option with
+// a "did you mean", never silently taken for an option, and never slips past a list of refused
+// names (sweep's pass-through refusals compare whole names).
+inline constexpr int kCommandLineStyle =
+    boost::program_options::command_line_style::default_style &
+    ~boost::program_options::command_line_style::allow_guessing;
+
+// InvalidArgument for a value of an unsigned option (a uint64_t, e.g. --seed) that is not a
+// decimal integer in [0, 2^64 - 1]: Boost's conversion wraps "-1" to 2^64 - 1. `where` prefixes
+// the message ("" on the command line, "FILE: " for a --config file). "--seed: expected an
+// integer in [0, 18446744073709551615], got '-1'".
+absl::Status CheckUnsignedValues(const boost::program_options::options_description& desc,
+                                 const boost::program_options::parsed_options& parsed,
+                                 absl::string_view where = "");
+
 // The text of a --config file (key = value lines), without a leading UTF-8 byte-order mark.
 absl::StatusOr<std::string> ReadConfigFile(const std::string& path);
 

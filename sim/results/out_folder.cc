@@ -41,7 +41,40 @@ absl::Status Busy(const fs::path& dir, absl::string_view what, int fd, absl::str
       absl::StrCat(what, " '", dir.string(), "' is in use by another dspark-sim (", HolderOf(fd), "): ", advice));
 }
 
+// `p` made absolute, its existing part's symlinks resolved and `.`/`..` folded; `p` itself
+// (lexically normal) when the file system cannot tell.
+fs::path Resolved(const fs::path& p) {
+  std::error_code ec;
+  fs::path abs = fs::absolute(p, ec);
+  if (ec) return p.lexically_normal();
+  fs::path canon = fs::weakly_canonical(abs, ec);
+  return ec ? abs.lexically_normal() : canon;
+}
+
+bool SameFile(const fs::path& a, const fs::path& b) {
+  if (Resolved(a) == Resolved(b)) return true;
+  std::error_code ec;
+  return fs::exists(a, ec) && fs::exists(b, ec) && fs::equivalent(a, b, ec) && !ec;
+}
+
 }  // namespace
+
+absl::Status CheckOutputsApart(const std::vector<NamedPath>& inputs, const std::vector<NamedPath>& outputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const NamedPath& out = outputs[i];
+    if (out.path.empty()) continue;
+    const auto refuse = [&](absl::string_view is) {
+      return absl::InvalidArgumentError(absl::StrCat(out.what, ": '", out.path.string(), "' is ", is,
+                                                     "; expected a file that is none of the run's inputs or other outputs"));
+    };
+    for (const NamedPath& in : inputs)
+      if (!in.path.empty() && SameFile(out.path, in.path)) return refuse(absl::StrCat("the ", in.what, " input"));
+    for (size_t j = 0; j < i; ++j)
+      if (!outputs[j].path.empty() && SameFile(out.path, outputs[j].path))
+        return refuse(absl::StrCat("also ", outputs[j].what));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status CheckSafeName(absl::string_view name, absl::string_view what) {
   const auto bad = [&](absl::string_view why) {

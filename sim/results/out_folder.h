@@ -9,6 +9,9 @@
 //   RemoveOwnFolder   removes `root`/`name` only when it is a real folder (not a symlink, not a
 //                     file) directly in `root`, itself a real folder; symlinks inside it are
 //                     removed as links, never followed.
+//   CheckOutputsApart no file a command writes is one of its inputs or another of its outputs:
+//                     paths are compared resolved (absolute, symlinks followed, `..` folded)
+//                     and, when both exist, as the same inode (a hard link).
 //   OutFolderLock     an advisory lock (flock) on the lock file `.dspark-sim.lock` inside --out:
 //                     one writer per output folder; the kernel releases it when the process
 //                     ends, however it ends.
@@ -16,6 +19,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -35,6 +39,18 @@ absl::Status CheckRealFolder(const std::filesystem::path& dir, absl::string_view
 
 // Removes the folder root/name (see above). A missing folder is OK.
 absl::Status RemoveOwnFolder(const std::filesystem::path& root, absl::string_view name);
+
+// A file a command reads or writes, and the option (or role) that names it, for messages:
+// {"--trace", "t.csv"}, {"--out's summary.json", "results/run/summary.json"}.
+struct NamedPath {
+  std::string what;
+  std::filesystem::path path;
+};
+
+// InvalidArgument when an output is the same file as an input or as another output (entries
+// with an empty path are ignored): "--dump-workload: 'PATH' is the --trace input; expected a
+// file that is none of the run's inputs or other outputs".
+absl::Status CheckOutputsApart(const std::vector<NamedPath>& inputs, const std::vector<NamedPath>& outputs);
 
 class OutFolderLock {
  public:

@@ -10,8 +10,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "kernels/batch.h"
+#include "kernels/common/status_macros.h"
 #include "kernels/topb_alloc.cuh"
 #include "sim/model/acceptance.h"
+#include "sim/results/out_folder.h"
+#include "sim/results/source_tree.h"
 #include "sim/workload/input_file.h"
 
 namespace dspark::sim {
@@ -164,6 +167,29 @@ absl::Status RunConfig::Validate() const {
     if (!path->empty() && std::filesystem::is_directory(*path, ec))
       return absl::InvalidArgumentError(
           absl::StrCat(option, ": '", *path, "' is a directory; expected a file to write"));
+  // No output may replace an input (a --dump-workload over the trace it was read from) or
+  // another output (a --step-log over the run's summary.json).
+  {
+    const std::filesystem::path out(out_dir);
+    std::vector<NamedPath> outputs = {
+        {"--out's summary.json", out / "summary.json"}, {"--out's steps.csv", out / "steps.csv"},
+        {"--out's requests.csv", out / "requests.csv"}, {"--out's perf.json", out / "perf.json"},
+        {"--out's lock file", out / kOutLockName},      {"--step-log", step_log},
+        {"--dump-workload", dump_workload},             {"--dump-av", dump_av}};
+    if (!dump_steps.empty()) outputs.push_back({"--dump-steps's index.json", std::filesystem::path(dump_steps) / "index.json"});
+    if (save_result)
+      outputs.push_back({"--save-result's file",
+                         std::filesystem::path(result_dir.empty() ? out_dir : result_dir) / ResultFilename(concurrency)});
+    const std::vector<NamedPath> inputs = {{"--trace", trace_path},
+                                           {"--calibration", calibration.empty() ? BundledCalibrationPath() : calibration},
+                                           {"--config", config_file}};
+    DS_RETURN_IF_ERROR(CheckOutputsApart(inputs, outputs));
+    if (!dump_steps.empty())
+      for (const NamedPath& in : inputs)
+        if (!in.path.empty() && std::filesystem::path(dump_steps).lexically_normal() == in.path.lexically_normal())
+          return absl::InvalidArgumentError(absl::StrCat("--dump-steps: '", dump_steps, "' is the ", in.what,
+                                                         " input; expected a folder to write"));
+  }
   if (steps_csv_stride < 1)
     return absl::InvalidArgumentError(absl::StrCat("--steps-csv-stride: expected >= 1, got ", steps_csv_stride));
   // A bound on the dump's size: each step is at most a few MB of arrays at the largest capacity.

@@ -127,7 +127,7 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   // UTF-8 only (options end up in summary.json), nothing that hangs Boost (sim/options/option_text.h).
   DS_RETURN_IF_ERROR(CheckOptionArgs(argc, argv));
   try {
-    const po::parsed_options parsed = po::command_line_parser(argc, argv).options(desc).run();
+    const po::parsed_options parsed = po::command_line_parser(argc, argv).options(desc).style(kCommandLineStyle).run();
     DS_RETURN_IF_ERROR(RefusePositional(parsed, "run"));
     po::store(parsed, vm);
     cli_trace = vm.count("trace") > 0;

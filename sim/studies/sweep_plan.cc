@@ -45,6 +45,53 @@ std::string SlugSafe(const std::string& text) {
   return out.empty() ? "_" : out;
 }
 
+// The workload label of each trace: its file's stem, unless another trace or a preset has that
+// label; then as many of its parent folders as make it unique ("a/t.csv" and "b/t.csv" become
+// a_t and b_t), so that rows, point ids and plot groups of two traces never mix. The same file
+// listed twice (also through another spelling of its path or a link) is refused.
+absl::StatusOr<std::vector<std::string>> TraceLabels(const std::vector<std::string>& traces,
+                                                    const std::vector<std::string>& presets) {
+  std::vector<std::vector<std::string>> parts(traces.size());
+  std::vector<fs::path> resolved(traces.size());
+  for (size_t i = 0; i < traces.size(); ++i) {
+    std::error_code ec;
+    fs::path abs = fs::absolute(fs::path(traces[i]), ec).lexically_normal();
+    fs::path canon = fs::weakly_canonical(abs, ec);
+    resolved[i] = ec ? abs : canon;
+    for (size_t j = 0; j < i; ++j)
+      if (resolved[j] == resolved[i] && traces[j] != traces[i])  // the very same text: the plan's "same id"
+        return absl::InvalidArgumentError(absl::StrCat("--trace: '", traces[i], "' and '", traces[j],
+                                                       "' are the same file; list each trace once"));
+    const fs::path stemmed = abs.parent_path() / abs.stem();
+    for (const fs::path& part : stemmed)
+      if (part != "/" && !part.empty()) parts[i].insert(parts[i].begin(), part.string());  // last component first
+  }
+  std::vector<size_t> depth(traces.size(), 1);
+  const auto label = [&](size_t i) {
+    std::vector<std::string> tail(parts[i].begin(), parts[i].begin() + std::min(depth[i], parts[i].size()));
+    std::reverse(tail.begin(), tail.end());
+    return SlugSafe(absl::StrJoin(tail, "_"));
+  };
+  // Every trace of a clashing label takes one more folder, all at once, until none clash.
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::vector<std::string> now;
+    for (size_t i = 0; i < traces.size(); ++i) now.push_back(label(i));
+    for (size_t i = 0; i < traces.size(); ++i) {
+      bool clash = std::find_if(presets.begin(), presets.end(),
+                                [&](const std::string& w) { return SlugSafe(w) == now[i]; }) != presets.end();
+      for (size_t j = 0; j < traces.size() && !clash; ++j) clash = j != i && now[j] == now[i];
+      if (clash && depth[i] < parts[i].size()) {
+        ++depth[i];
+        changed = true;
+      }
+    }
+  }
+  std::vector<std::string> labels;
+  for (size_t i = 0; i < traces.size(); ++i) labels.push_back(label(i));
+  return labels;
+}
+
 }  // namespace
 
 absl::StatusOr<PointRunner> FindPointRunner(const std::string& executor) {
@@ -99,7 +146,8 @@ absl::StatusOr<std::vector<SweepPoint>> PlanSweep(const SweepConfig& c) {
       return absl::InvalidArgumentError(absl::StrCat("--workload: ", preset.status().message()));
     workloads.push_back({w, "", SlugSafe(w)});
   }
-  for (const std::string& t : c.traces) workloads.push_back({"", t, SlugSafe(fs::path(t).stem().string())});
+  DS_ASSIGN_OR_RETURN(const std::vector<std::string> trace_labels, TraceLabels(c.traces, c.workloads));
+  for (size_t i = 0; i < c.traces.size(); ++i) workloads.push_back({"", c.traces[i], trace_labels[i]});
 
   std::vector<SweepPoint> points;
   std::set<std::string> ids;

@@ -205,6 +205,28 @@ std::vector<Case> InputCases() {
   v.push_back(RunArgs("MetricPercentileAbove100", {"--metric-percentiles", "50,99.9,101"},
                       "--metric-percentiles: expected a comma list of percentiles in [0, 100], got "
                       "'101'"));
+
+  // ---- one spelling, one meaning; no output over an input
+  v.push_back(RunArgs("AbbreviatedOption", {"--num-req", "5"},
+                      "unrecognised option '--num-req'; did you mean --num-requests? (see "
+                      "dspark-sim run --help)"));
+  v.push_back(RunArgs("AbbreviatedRefusedOption", {"--step-l", "x.log"},
+                      "unrecognised option '--step-l'; did you mean --step-log? (see "
+                      "dspark-sim run --help)"));
+  v.push_back(SweepArgs("SweepSeedMinusOne", "`sweep --seed -1`", {"--seed", "-1"},
+                        "--seed: expected an integer in [0, 18446744073709551615], got '-1'"));
+  v.push_back(SweepArgs("SweepConfigSeedMinusOne", "`seed = -1` in a `sweep --config` file",
+                        {"--config", "<file>"},
+                        "<file>: --seed: expected an integer in [0, 18446744073709551615], got '-1'"));
+  v.back().text = "seed = -1\n";
+  v.push_back(Command("DumpWorkloadOverTheTrace", "`--trace <file> --dump-workload <file>`",
+                      kJsonlLf, {"--trace", "<file>", "--dump-workload", "<file>"}, 2,
+                      "dspark-sim run: --dump-workload: '<file>' is the --trace input; expected a "
+                      "file that is none of the run's inputs or other outputs"));
+  v.push_back(Command("StepLogOverTheCalibration", "`--step-log` naming the `--calibration` file",
+                      "{}\n", {"--workload", "chat", "--calibration", "<file>", "--step-log", "<file>"}, 2,
+                      "dspark-sim run: --step-log: '<file>' is the --calibration input; expected a "
+                      "file that is none of the run's inputs or other outputs"));
   return v;
 }
 
