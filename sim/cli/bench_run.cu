@@ -124,51 +124,64 @@ absl::StatusOr<ojson> RunFull(const BenchConfig& cfg, std::string* md, std::vect
     absl::StrAppend(md, "FAILED: ", result.status().message(), "\n\n");
     return section;
   }
-  const nlohmann::json& g = result->summary["gpu_executor"];
+  // The executor's typed figures (sim/exec/gpu_executor.cuh), as the run hands them back.
+  std::shared_ptr<const GpuExecutorFigures> g;
+  for (const ExecutorReport& e : result->executors)
+    if (auto f = std::dynamic_pointer_cast<const GpuExecutorFigures>(e.figures)) g = f;
+  if (g == nullptr) return absl::InternalError("bench full run: the run has no GPU executor figures");
   section["status"] = "ok";
   section["steps"] = result->steps;
-  section["topb_on_device"] = g["topb_on_device"];
-  section["metrics"] = {{"tpot_ms_mean", result->summary["mean_tpot_ms"]},
-                        {"mean_acceptance_length", result->summary["metrics"]["speculative"]["mean_acceptance_length"]}};
+  section["topb_on_device"] = GpuTopbJson(g->topb_launches, g->topb_stale_steps);
+  const LatencyStats* tpot = result->serving.latency("tpot");
+  section["metrics"] = {{"tpot_ms_mean", tpot ? nlohmann::json(tpot->mean_ms) : nlohmann::json()},
+                        {"mean_acceptance_length", result->speculative.mean_acceptance_length}};
   absl::StrAppendFormat(md, "%d steps; top-B allocation ran on the device in %d steps (host qsl stale in %d).\n\n",
-                        result->steps, g["topb_on_device"]["launches"].get<int64_t>(),
-                        g["topb_on_device"]["host_qsl_stale_steps"].get<int64_t>());
+                        result->steps, g->topb_launches, g->topb_stale_steps);
   absl::StrAppend(md,
                   "| impl | graph replays | eager runs | captures | stale-host cells (steps) | padding residue cells (steps) | bug | GPU µs median [p10-p90] | launches/step | syncs/step |\n",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  constexpr int kStale = static_cast<int>(MismatchKind::kStaleHost);
+  constexpr int kResidue = static_cast<int>(MismatchKind::kPaddingResidue);
+  constexpr int kBugKind = static_cast<int>(MismatchKind::kBug);
   for (Impl impl : cfg.impls) {
     const std::string key = ImplKeyStr(impl);
-    const nlohmann::json& j = g["impls"][key];
-    section["impls"][key] = {{"stale_host", j["stale_host"]},
-                             {"padding_residue", j["padding_residue"]},
-                             {"bug", j["bug"]},
-                             {"steps_with", j["steps_with"]},
-                             {"graph_replays", j["graph_replays"]},
-                             {"eager_runs", j["eager_runs"]},
-                             {"captures", j["captures"]},
-                             {"distinct_graph_keys", j["distinct_graph_keys"]},
-                             {"gpu_us", j.value("gpu_us", nlohmann::json())},
-                             {"launches_per_step", j["launches_per_step"]},
-                             {"host_syncs_per_step", j["host_syncs_per_step"]},
-                             {"staging_syncs_per_step", j["staging_syncs_per_step"]}};
-    const nlohmann::json gpu = j.value("gpu_us", nlohmann::json::object());
+    const ExecutorImplStats* found = nullptr;
+    for (const auto& [i, st] : g->impls)
+      if (i == impl) found = &st;
+    if (found == nullptr) return absl::InternalError(absl::StrCat("bench full run: no GPU executor figures of ", key));
+    const ExecutorImplStats& st = *found;
+    const ImplTally& t = st.check;
+    const auto per_step = [&](double v) { return t.steps ? v / t.steps : 0.0; };
+    const double launches_per_step = per_step(static_cast<double>(t.counters.Launches()));
+    const double host_syncs_per_step = per_step(static_cast<double>(t.counters.host_syncs));
+    const double staging_syncs_per_step = per_step(static_cast<double>(st.staging_syncs));
+    nlohmann::json steps_with;
+    for (int k = 0; k < kNumMismatchKinds; ++k) steps_with[kMismatchKindKeys[k]] = t.steps_with[k];
+    section["impls"][key] = {{"stale_host", t.cells[kStale]},
+                             {"padding_residue", t.cells[kResidue]},
+                             {"bug", t.cells[kBugKind]},
+                             {"steps_with", steps_with},
+                             {"graph_replays", st.graph_replays},
+                             {"eager_runs", st.eager_runs},
+                             {"captures", st.captures},
+                             {"distinct_graph_keys", st.distinct_keys},
+                             {"gpu_us", st.gpu_us.empty() ? nlohmann::json() : GpuUsStatsJson(st.gpu_us)},
+                             {"launches_per_step", launches_per_step},
+                             {"host_syncs_per_step", host_syncs_per_step},
+                             {"staging_syncs_per_step", staging_syncs_per_step}};
+    const timing::SampleStats gpu = timing::Summarize(st.gpu_us);
     absl::StrAppendFormat(md, "| %s | %d | %d | %d | %d (%d) | %d (%d) | %d | %s | %.1f | %.2f |\n", key,
-                          j["graph_replays"].get<int64_t>(), j["eager_runs"].get<int64_t>(),
-                          j["captures"].get<int64_t>(), j["stale_host"].get<int64_t>(),
-                          j["steps_with"]["stale_host"].get<int64_t>(), j["padding_residue"].get<int64_t>(),
-                          j["steps_with"]["padding_residue"].get<int64_t>(), j["bug"].get<int64_t>(),
-                          gpu.contains("median")
-                              ? absl::StrFormat("%.2f [%.2f-%.2f]", gpu["median"].get<double>(),
-                                                gpu["p10"].get<double>(), gpu["p90"].get<double>())
+                          st.graph_replays, st.eager_runs, st.captures, t.cells[kStale], t.steps_with[kStale],
+                          t.cells[kResidue], t.steps_with[kResidue], t.cells[kBugKind],
+                          !st.gpu_us.empty()
+                              ? absl::StrFormat("%.2f [%.2f-%.2f]", gpu.median_us, gpu.p10_us, gpu.p90_us)
                               : std::string("-"),
-                          j["launches_per_step"].get<double>(),
-                          j["host_syncs_per_step"].get<double>() + j["staging_syncs_per_step"].get<double>());
-    const int64_t total = j["stale_host"].get<int64_t>() +
-                          (impl.info().traits.old_indexer_chain ? 0 : j["padding_residue"].get<int64_t>()) +
-                          j["bug"].get<int64_t>();
+                          launches_per_step, host_syncs_per_step + staging_syncs_per_step);
+    const int64_t total = t.cells[kStale] + (impl.info().traits.old_indexer_chain ? 0 : t.cells[kResidue]) +
+                          t.cells[kBugKind];
     if (!ReadsHostBoundaries(impl) && total != 0)
       bugs->push_back(absl::StrFormat("full run: %s has %d differing cells (must be 0)", key, total));
-    if (ReadsHostBoundaries(impl) && j["stale_host"].get<int64_t>() == 0)
+    if (ReadsHostBoundaries(impl) && t.cells[kStale] == 0)
       warnings->push_back(absl::StrFormat(
           "full run: %s shows no stale-host divergence (expected some under adaptive verification)", key));
   }

@@ -5,12 +5,21 @@
 // to the observers, so the metrics of an aborted run hold exactly the completed steps.
 #pragma once
 
+#include <memory>
+
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
+#include "sim/engine/check_tally.h"
 #include "sim/model/step_plan.h"
 
 namespace dspark::sim {
+
+// An executor's own typed figures beyond its check tally (the GPU executor's timing, graphs and
+// top-B counts): a reader that knows the executor casts to its type (bench reads the GPU's).
+struct ExecutorFigures {
+  virtual ~ExecutorFigures() = default;
+};
 
 class StepExecutor {
  public:
@@ -22,6 +31,10 @@ class StepExecutor {
   virtual absl::Status Execute(const StepPlan& plan, const StepArrays& arrays) = 0;
   // End of the run: fill this executor's section of summary.json. Non-OK fails the run.
   virtual absl::Status Finish(nlohmann::json* /*section*/) { return absl::OkStatus(); }
+  // After the run: what its metadata check counted (nullptr: it checks nothing), and its own
+  // figures (nullptr: none). The run's result (sim/studies/run.h) carries both.
+  virtual const CheckTally* check_tally() const { return nullptr; }
+  virtual std::shared_ptr<const ExecutorFigures> figures() const { return nullptr; }
 };
 
 }  // namespace dspark::sim

@@ -44,7 +44,7 @@ CpuExecutor::CpuExecutor(std::vector<Impl> impls, ModelConsts consts, int32_t jo
     : impls_(std::move(impls)), consts_(consts), suite_(consts),
       pool_(std::min<int32_t>(std::max(jobs, 1), static_cast<int32_t>(impls_.size()))) {
   KeepFreedBlocks();
-  for (Impl impl : impls_) stats_[impl] = ImplStats{};
+  for (Impl impl : impls_) tally_.Of(impl);
   if (dedup) suite_.EnableDedup(impls_);
   dedup_ = dedup;
 }
@@ -142,29 +142,18 @@ absl::Status CpuExecutor::Execute(const StepPlan& plan, const StepArrays& arrays
       return absl::Status(result.status().code(),
                           absl::StrFormat("step %d (%s), impl %s: %s", plan.index, case_name, ImplName(impl),
                                           result.status().message()));
-    ImplStats& st = stats_[impl];
-    ++st.steps;
-    st.counters += result->counters;
-    ++st.steps_by_case[c];
-    st.launches_by_case[c] += result->counters.Launches();
-    std::array<bool, 3> step_has{};
+    ImplTally& st = tally_.Of(impl);
+    st.CountStep(plan.step_case, result->counters);
+    KindCounts step_has{};
     for (const FieldMismatch& m : result->mismatches) {
-      const int k = static_cast<int>(m.kind);
       if (m.kind == MismatchKind::kBug)
         return absl::InternalError(absl::StrFormat(
             "metadata check: BUG in impl %s at step %d (%s): builder %s, field %s, first differing index %d "
             "(expected %d, got %d; %d cells differ)",
             ImplName(impl), plan.index, case_name, m.builder, m.field, m.index, m.expected, m.actual, m.count));
-      step_has[k] = true;
-      st.kinds[k].cells += m.count;
-      st.by_builder[m.builder][k] += m.count;
-      st.by_field[m.builder + "." + m.field][k] += m.count;
+      st.CountMismatch(m, &step_has);
     }
-    for (int k = 0; k < 3; ++k) {
-      if (!step_has[k]) continue;
-      ++st.kinds[k].steps;
-      ++st.by_case[case_name][k];
-    }
+    st.CountKinds(plan.step_case, step_has);
   }
   return absl::OkStatus();
 }
@@ -178,8 +167,7 @@ absl::Status CpuExecutor::Finish(nlohmann::json* section) {
       "Outputs of every implementation compared exactly with the CPU reference built from the device view. "
       "stale_host: a host-boundary implementation read stale host state; padding_residue: the old chain "
       "zeroes only column 0 of padding block-table rows; bug: anything else (the run stops on one).";
-  for (Impl impl : impls_) {
-    const ImplStats& st = stats_[impl];
+  for (const auto& [impl, st] : tally_.impls) {
     const auto per_step = [&](int64_t v) { return st.steps ? static_cast<double>(v) / st.steps : 0.0; };
     nlohmann::json j;
     j["steps_checked"] = st.steps;
@@ -190,24 +178,25 @@ absl::Status CpuExecutor::Finish(nlohmann::json* section) {
     j["h2d_copies_per_step"] = per_step(st.counters.h2d_copies);
     j["host_syncs_per_step"] = per_step(st.counters.host_syncs);
     j["host_array_ops_per_step"] = per_step(st.counters.host_array_ops);
-    const char* kind_names[3] = {"stale_host", "padding_residue", "bug"};
-    for (int k = 0; k < 3; ++k) {
-      j["divergence"][kind_names[k]] = {{"steps", st.kinds[k].steps}, {"cells", st.kinds[k].cells}};
-      for (const auto& [b, v] : st.by_builder)
-        if (v[k]) j["divergence"][kind_names[k]]["cells_by_builder"][b] = v[k];
-      for (const auto& [f, v] : st.by_field)
-        if (v[k]) j["divergence"][kind_names[k]]["cells_by_field"][f] = v[k];
-      for (const auto& [cs, v] : st.by_case)
-        if (v[k]) j["divergence"][kind_names[k]]["steps_by_case"][cs] = v[k];
+    for (int k = 0; k < kNumMismatchKinds; ++k) {
+      const char* kind = kMismatchKindKeys[k];
+      j["divergence"][kind] = {{"steps", st.steps_with[k]}, {"cells", st.cells[k]}};
+      for (const auto& [b, v] : st.cells_by_builder)
+        if (v[k]) j["divergence"][kind]["cells_by_builder"][b] = v[k];
+      for (const auto& [f, v] : st.cells_by_field)
+        if (v[k]) j["divergence"][kind]["cells_by_field"][f] = v[k];
+      for (int c = 0; c < kNumStepCases; ++c)
+        if (st.steps_with_by_case[c][k])
+          j["divergence"][kind]["steps_by_case"][std::string(StepCaseName(static_cast<StepCase>(c)))] =
+              st.steps_with_by_case[c][k];
     }
     // The flat shape sweep rows and plots read: steps with a difference, per kind and case.
-    for (int k = 0; k < 3; ++k) j[kind_names[k]] = st.kinds[k].steps;
+    for (int k = 0; k < kNumMismatchKinds; ++k) j[kMismatchKindKeys[k]] = st.steps_with[k];
     j["by_case"] = nlohmann::json::object();
     for (int c = 0; c < kNumStepCases; ++c) {
       if (!st.steps_by_case[c]) continue;
       const std::string cs(StepCaseName(static_cast<StepCase>(c)));
-      auto it = st.by_case.find(cs);
-      for (int k = 0; k < 3; ++k) j["by_case"][cs][kind_names[k]] = it == st.by_case.end() ? 0 : it->second[k];
+      for (int k = 0; k < kNumMismatchKinds; ++k) j["by_case"][cs][kMismatchKindKeys[k]] = st.steps_with_by_case[c][k];
     }
     for (int c = 0; c < kNumStepCases; ++c) {
       if (!st.steps_by_case[c]) continue;

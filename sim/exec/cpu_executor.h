@@ -31,20 +31,7 @@ class CpuExecutor : public StepExecutor {
   absl::Status Execute(const StepPlan& plan, const StepArrays& arrays) override;
   absl::Status Finish(nlohmann::json* section) override;
 
-  struct KindCounts {
-    int64_t steps = 0;  // steps with at least one differing field of this kind
-    int64_t cells = 0;  // differing elements, summed over fields and steps
-  };
-  struct ImplStats {
-    int64_t steps = 0;
-    OpCounters counters;                                          // summed over steps
-    std::array<KindCounts, 3> kinds{};                            // by MismatchKind
-    std::map<std::string, std::array<int64_t, 3>> by_builder;     // cells by builder and kind
-    std::map<std::string, std::array<int64_t, 3>> by_case;        // steps by case and kind
-    std::map<std::string, std::array<int64_t, 3>> by_field;       // cells by builder.field and kind
-    std::array<int64_t, kNumStepCases> steps_by_case{};
-    std::array<int64_t, kNumStepCases> launches_by_case{};
-  };
+  const CheckTally* check_tally() const override { return &tally_; }
 
  private:
   std::vector<Impl> impls_;
@@ -52,7 +39,7 @@ class CpuExecutor : public StepExecutor {
   CpuSuite suite_;
   bool dedup_ = true;
   std::vector<int32_t> token_map_;  // the step's reference token map, read by the builder memo
-  std::map<Impl, ImplStats> stats_;
+  CheckTally tally_;  // one entry per implementation, in impls_ order
   WorkerPool pool_;
 };
 

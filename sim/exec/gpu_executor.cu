@@ -60,27 +60,15 @@ void AppendAll(std::vector<T>& into, const std::vector<T>& from) {
 }
 
 void Accumulate(ExecutorImplStats& into, const ExecutorImplStats& d) {
-  into.steps += d.steps;
+  into.check.Add(d.check);
   into.graph_replays += d.graph_replays;
   into.eager_runs += d.eager_runs;
   into.captures += d.captures;
   into.graph_nodes += d.graph_nodes;
-  into.counters += d.counters;
   into.staging_syncs += d.staging_syncs;
   AppendAll(into.gpu_us, d.gpu_us);
   AppendAll(into.host_us, d.host_us);
-  for (int c = 0; c < kNumStepCases; ++c) {
-    AppendAll(into.gpu_us_by_case[c], d.gpu_us_by_case[c]);
-    into.steps_by_case[c] += d.steps_by_case[c];
-    into.launches_by_case[c] += d.launches_by_case[c];
-    for (int k = 0; k < 3; ++k) into.mismatch_steps_by_case[c][k] += d.mismatch_steps_by_case[c][k];
-  }
-  for (int k = 0; k < 3; ++k) {
-    into.mismatch_steps[k] += d.mismatch_steps[k];
-    into.mismatch_cells[k] += d.mismatch_cells[k];
-  }
-  for (const auto& [field, cells] : d.cells_by_field)
-    for (int k = 0; k < 3; ++k) into.cells_by_field[field][k] += cells[k];
+  for (int c = 0; c < kNumStepCases; ++c) AppendAll(into.gpu_us_by_case[c], d.gpu_us_by_case[c]);
   if (into.first_stale_host.empty()) into.first_stale_host = d.first_stale_host;
 }
 
@@ -303,10 +291,7 @@ absl::Status GpuExecutor::State::RunStep(const StepPlan& plan, StepDelta& delta)
     row.counters = c;
     row.staging_sync = !graph && ReadsHostBoundaries(impl);
     delta.rows.push_back(row);
-    s.counters += c;
-    ++s.steps;
-    ++s.steps_by_case[static_cast<int>(plan.step_case)];
-    s.launches_by_case[static_cast<int>(plan.step_case)] += c.Launches();
+    s.check.CountStep(plan.step_case, c);
     if (graph) {
       ++s.graph_replays;
       s.graph_nodes += nodes_by_key[key];

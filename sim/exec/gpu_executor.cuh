@@ -125,27 +125,29 @@ struct GpuExecutorOptions {
 // steps are timed with a cold L2. Create checks it against the free device memory first.
 absl::StatusOr<GpuMemoryPlan> PlanGpuExecutorMemory(const GpuExecutorOptions& options, size_t l2_bytes);
 
-// Per implementation, over the steps executed.
+// Per implementation, over the steps executed: the check's tally (sim/engine/check_tally.h, the
+// one every executor keeps: steps, what the suites issued, differences by kind, field and case;
+// replays count the captured ops) and the GPU's own figures.
 struct ExecutorImplStats {
-  int64_t steps = 0;
+  ImplTally check;
   int64_t graph_replays = 0;     // padded steps of a graph-capturable implementation
   int64_t eager_runs = 0;
   int64_t captures = 0;          // graphs captured: one per distinct GraphKey
   int64_t distinct_keys = 0;     // distinct GraphKeys among the replays (== captures)
   int64_t graph_nodes = 0;       // nodes of the replayed graphs, summed over replays
-  OpCounters counters;           // what the suites issued, summed (replays count the captured ops)
   int64_t staging_syncs = 0;     // GpuSuite::Run's sync before an eager host-boundary suite
   std::vector<double> gpu_us;    // [µs] per timed step: CUDA events around the suite
   std::vector<double> host_us;   // [µs] per step: host time of the Run / Replay call
   std::array<std::vector<double>, kNumStepCases> gpu_us_by_case;
-  std::array<int64_t, kNumStepCases> steps_by_case{};
-  std::array<int64_t, kNumStepCases> launches_by_case{};
-  // By MismatchKind (stale-host, padding-residue, bug): steps with one, differing cells.
-  std::array<int64_t, 3> mismatch_steps{};
-  std::array<int64_t, 3> mismatch_cells{};
-  std::array<std::array<int64_t, 3>, kNumStepCases> mismatch_steps_by_case{};
-  std::map<std::string, std::array<int64_t, 3>> cells_by_field;  // "builder.field"
   std::string first_stale_host;  // the first stale-host divergence, described
+};
+
+// What a run through the executor leaves for its readers beyond the tally (bench's full run):
+// the top-B counts and every implementation's figures, in the order they ran.
+struct GpuExecutorFigures : ExecutorFigures {
+  int64_t steps = 0;
+  int64_t topb_launches = 0, topb_stale_steps = 0;
+  std::vector<std::pair<Impl, ExecutorImplStats>> impls;
 };
 
 class GpuExecutor {
@@ -177,6 +179,9 @@ class GpuExecutor {
   // One CSV row per (step, implementation): case, sizes, method (graph / eager), GPU µs, host µs,
   // launches, copies, syncs, and the differing cells of each kind.
   std::string StepsCsv() const;
+  // The check's tally and the figures, in options.impls order.
+  CheckTally Tally() const;
+  std::shared_ptr<const GpuExecutorFigures> Figures() const;
 
  private:
   struct State;
@@ -190,6 +195,11 @@ GpuExecutorOptions GpuExecutorOptionsFor(const ExecutorRequest& request);
 // per-step series into `out_dir` (gpu_steps.csv) and its summary section ("gpu_executor").
 absl::StatusOr<std::unique_ptr<StepExecutor>> MakeGpuStepExecutor(const GpuExecutorOptions& options,
                                                                   std::string out_dir);
+
+// Timing samples [µs] as result files give them: median, p10, p90, mean, max, samples.
+nlohmann::json GpuUsStatsJson(const std::vector<double>& samples);
+// The executor's top-B figures as result files give them (summary.json, bench's full run).
+nlohmann::json GpuTopbJson(int64_t launches, int64_t host_qsl_stale_steps);
 
 // The GPU's facts for result files: {"gpu", "device", "driver", "cuda_runtime", ...}.
 nlohmann::json GpuMetaJson(int device);

@@ -57,7 +57,7 @@ absl::Status GpuExecutor::State::FinishCheck(const StepPlan& plan, StepDelta& de
     const Impl impl = options.impls[i];
     ExecutorImplStats& s = delta.stats[impl];
     const std::string impl_name(ImplName(impl));
-    std::array<bool, 3> has{};
+    KindCounts has{};
     for (const FieldMismatch& m : results[i].mismatches) {
       const int k = static_cast<int>(m.kind);
       if (m.kind == MismatchKind::kBug)
@@ -66,20 +66,14 @@ absl::Status GpuExecutor::State::FinishCheck(const StepPlan& plan, StepDelta& de
             "differ)%s",
             impl_name, m.builder, m.field, m.index, m.expected, m.actual, m.count,
             ReadsHostBoundaries(impl) ? " with a host view equal to the device's" : ""));
-      has[k] = true;
-      s.mismatch_cells[k] += m.count;
+      s.check.CountMismatch(m, &has);
       delta.rows[row_of[impl]].cells[k] += m.count;
-      s.cells_by_field[m.builder + "." + m.field][k] += m.count;
       if (m.kind == MismatchKind::kStaleHost && s.first_stale_host.empty())
         s.first_stale_host = absl::StrFormat(
             "step %d (%s): builder %s, field %s, first differing index %d (expected %d, got %d; %d cells)",
             plan.index, case_name, m.builder, m.field, m.index, m.expected, m.actual, m.count);
     }
-    for (int k = 0; k < 3; ++k)
-      if (has[k]) {
-        ++s.mismatch_steps[k];
-        ++s.mismatch_steps_by_case[static_cast<int>(plan.step_case)][k];
-      }
+    s.check.CountKinds(plan.step_case, has);
   }
   return absl::OkStatus();
 }

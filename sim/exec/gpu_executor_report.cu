@@ -27,15 +27,17 @@ namespace dspark::sim {
 
 using namespace gpu_executor_internal;
 
-namespace {
-
-nlohmann::json StatsJson(const std::vector<double>& samples) {
+nlohmann::json GpuUsStatsJson(const std::vector<double>& samples) {
   const timing::SampleStats s = timing::Summarize(samples);
   return {{"median", s.median_us}, {"p10", s.p10_us}, {"p90", s.p90_us},
           {"mean", s.mean_us},     {"max", s.max_us}, {"samples", s.n}};
 }
 
-}  // namespace
+nlohmann::json GpuTopbJson(int64_t launches, int64_t host_qsl_stale_steps) {
+  return {{"launches", launches},
+          {"host_qsl_stale_steps", host_qsl_stale_steps},
+          {"verified", "device qsl and kept counts equal the plan's device view at every launch"}};
+}
 
 nlohmann::json GpuExecutor::Summary() const {
   const State& st = *d_;
@@ -52,9 +54,7 @@ nlohmann::json GpuExecutor::Summary() const {
   out["flush_bytes"] = st.flusher ? st.flusher->bytes() : 0;
   out["steps"] = st.steps;
   out["checked"] = st.options.check;
-  out["topb_on_device"] = {{"launches", st.topb_launches},
-                           {"host_qsl_stale_steps", st.topb_stale_steps},
-                           {"verified", "device qsl and kept counts equal the plan's device view at every launch"}};
+  out["topb_on_device"] = GpuTopbJson(st.topb_launches, st.topb_stale_steps);
   const double steps = st.steps ? static_cast<double>(st.steps) : 1.0;
   // The executor's own staging: one pinned copy of the step's inputs, plus one of the top-B inputs
   // in adaptive verifications; not part of any implementation's counts.
@@ -76,42 +76,58 @@ nlohmann::json GpuExecutor::Summary() const {
   }
   for (Impl impl : st.options.impls) {
     const ExecutorImplStats& s = st.stats.at(impl);
-    const auto per_step = [&](int64_t v) { return s.steps ? static_cast<double>(v) / s.steps : 0.0; };
+    const ImplTally& t = s.check;
+    const auto per_step = [&](int64_t v) { return t.steps ? static_cast<double>(v) / t.steps : 0.0; };
     nlohmann::json j;
-    for (int k = 0; k < 3; ++k) j[kKindKeys[k]] = s.mismatch_cells[k];
-    for (int k = 0; k < 3; ++k) j["steps_with"][kKindKeys[k]] = s.mismatch_steps[k];
+    for (int k = 0; k < 3; ++k) j[kMismatchKindKeys[k]] = t.cells[k];
+    for (int k = 0; k < 3; ++k) j["steps_with"][kMismatchKindKeys[k]] = t.steps_with[k];
     j["reads_host_boundaries"] = ReadsHostBoundaries(impl);
-    j["steps"] = s.steps;
+    j["steps"] = t.steps;
     j["graph_replays"] = s.graph_replays;
     j["eager_runs"] = s.eager_runs;
     j["captures"] = s.captures;
     j["distinct_graph_keys"] = s.distinct_keys;
     j["graph_nodes_per_replay"] = s.graph_replays ? static_cast<double>(s.graph_nodes) / s.graph_replays : 0.0;
-    j["launches_per_step"] = per_step(s.counters.Launches());
-    j["kernels_per_step"] = per_step(s.counters.kernels);
-    j["h2d_copies_per_step"] = per_step(s.counters.h2d_copies);
-    j["d2h_copies_per_step"] = per_step(s.counters.d2h_copies);
-    j["host_syncs_per_step"] = per_step(s.counters.host_syncs);
+    j["launches_per_step"] = per_step(t.counters.Launches());
+    j["kernels_per_step"] = per_step(t.counters.kernels);
+    j["h2d_copies_per_step"] = per_step(t.counters.h2d_copies);
+    j["d2h_copies_per_step"] = per_step(t.counters.d2h_copies);
+    j["host_syncs_per_step"] = per_step(t.counters.host_syncs);
     j["staging_syncs_per_step"] = per_step(s.staging_syncs);
-    j["host_array_ops_per_step"] = per_step(s.counters.host_array_ops);
-    if (!s.gpu_us.empty()) j["gpu_us"] = StatsJson(s.gpu_us);
-    j["host_us"] = StatsJson(s.host_us);
-    for (const auto& [field, v] : s.cells_by_field)
+    j["host_array_ops_per_step"] = per_step(t.counters.host_array_ops);
+    if (!s.gpu_us.empty()) j["gpu_us"] = GpuUsStatsJson(s.gpu_us);
+    j["host_us"] = GpuUsStatsJson(s.host_us);
+    for (const auto& [field, v] : t.cells_by_field)
       for (int k = 0; k < 3; ++k)
-        if (v[k]) j["cells_by_field"][kKindKeys[k]][field] = v[k];
+        if (v[k]) j["cells_by_field"][kMismatchKindKeys[k]][field] = v[k];
     if (!s.first_stale_host.empty()) j["first_stale_host"] = s.first_stale_host;
     for (int c = 0; c < kNumStepCases; ++c) {
-      if (!s.steps_by_case[c]) continue;
+      if (!t.steps_by_case[c]) continue;
       nlohmann::json cj;
-      cj["steps"] = s.steps_by_case[c];
-      cj["launches_per_step"] = static_cast<double>(s.launches_by_case[c]) / s.steps_by_case[c];
-      if (!s.gpu_us_by_case[c].empty()) cj["gpu_us"] = StatsJson(s.gpu_us_by_case[c]);
-      for (int k = 0; k < 3; ++k) cj[kKindKeys[k]] = s.mismatch_steps_by_case[c][k];
+      cj["steps"] = t.steps_by_case[c];
+      cj["launches_per_step"] = static_cast<double>(t.launches_by_case[c]) / t.steps_by_case[c];
+      if (!s.gpu_us_by_case[c].empty()) cj["gpu_us"] = GpuUsStatsJson(s.gpu_us_by_case[c]);
+      for (int k = 0; k < 3; ++k) cj[kMismatchKindKeys[k]] = t.steps_with_by_case[c][k];
       j["by_case"][std::string(StepCaseName(static_cast<StepCase>(c)))] = std::move(cj);
     }
     out["impls"][std::string(ImplName(impl))] = std::move(j);
   }
   return out;
+}
+
+CheckTally GpuExecutor::Tally() const {
+  CheckTally tally;
+  for (Impl impl : d_->options.impls) tally.Of(impl) = d_->stats.at(impl).check;
+  return tally;
+}
+
+std::shared_ptr<const GpuExecutorFigures> GpuExecutor::Figures() const {
+  auto f = std::make_shared<GpuExecutorFigures>();
+  f->steps = d_->steps;
+  f->topb_launches = d_->topb_launches;
+  f->topb_stale_steps = d_->topb_stale_steps;
+  for (Impl impl : d_->options.impls) f->impls.emplace_back(impl, d_->stats.at(impl));
+  return f;
 }
 
 std::string GpuExecutor::StepsCsv() const {
@@ -172,10 +188,16 @@ class GpuStepExecutor final : public StepExecutor {
     (*section)["steps_csv"] = "gpu_steps.csv";
     return absl::OkStatus();
   }
+  const CheckTally* check_tally() const override {
+    tally_ = executor_->Tally();
+    return &tally_;
+  }
+  std::shared_ptr<const ExecutorFigures> figures() const override { return executor_->Figures(); }
 
  private:
   std::unique_ptr<GpuExecutor> executor_;
   std::string out_dir_;
+  mutable CheckTally tally_;
 };
 
 const RegisterExecutor kRegisterGpuExecutor(

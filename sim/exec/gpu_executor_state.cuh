@@ -20,8 +20,6 @@ namespace dspark::sim {
 
 namespace gpu_executor_internal {
 
-inline constexpr const char* kKindKeys[3] = {"stale_host", "padding_residue", "bug"};
-
 struct StepRow {
   int64_t step = 0;
   StepCase step_case = StepCase::kPrefill;

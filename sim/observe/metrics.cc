@@ -155,6 +155,18 @@ std::vector<double> MetricsObserver::PerPositionAcceptanceRate() const {
   return rates;
 }
 
+SpeculativeCounts MetricsObserver::speculative() const {
+  SpeculativeCounts c;
+  c.mean_acceptance_length = mean_acceptance_length();
+  c.verifications = verifications_;
+  c.drafts_proposed = drafts_proposed_;
+  c.drafts_verified = drafts_verified_;
+  c.drafts_accepted = drafts_accepted_;
+  c.acceptance_rate = drafts_verified_ > 0 ? static_cast<double>(drafts_accepted_) / drafts_verified_ : 0.0;
+  c.per_position_acceptance_rate = PerPositionAcceptanceRate();
+  return c;
+}
+
 absl::Status MetricsObserver::Finish(nlohmann::json* section) {
   ServingSamples samples;
   double first_submit = -1, last_finish = 0;
@@ -184,7 +196,7 @@ absl::Status MetricsObserver::Finish(nlohmann::json* section) {
   }
   samples.duration_s = samples.completed > 0 ? last_finish - first_submit : 0.0;
   samples.itl_s.assign(itl_s_.begin(), itl_s_.end());
-  serving_ = ServingResult(samples, result_spec_);
+  serving_ = ComputeServingResult(samples, result_spec_);
   // vllm/benchmarks/serve.py calculate_metrics(): the most chunks delivered in one second, and
   // the most requests in flight in one second (a request counts in every second from its
   // submission's to its finish's, both included), seconds from the first submission.
@@ -199,32 +211,33 @@ absl::Status MetricsObserver::Finish(nlohmann::json* section) {
     latencies.push_back(r.finish_s - r.submit_s);
     queue_times.push_back(r.submit_s - workload_[i].arrival_s);
   }
-  serving_["max_output_tokens_per_s"] =
+  serving_.max_output_tokens_per_s =
       chunks_per_s_.empty() ? 0.0 : static_cast<double>(*std::max_element(chunks_per_s_.begin(), chunks_per_s_.end()));
-  serving_["max_concurrent_requests"] = in_flight.empty() ? 0 : *std::max_element(in_flight.begin(), in_flight.end());
-  serving_["rtfx"] = 0.0;  // audio only
+  serving_.max_concurrent_requests = in_flight.empty() ? 0 : *std::max_element(in_flight.begin(), in_flight.end());
+  serving_.rtfx = 0.0;  // audio only
   serving_lists_ = {{"latencies", std::move(latencies)}, {"queue_times", std::move(queue_times)}};
   // vLLM's spec-decode keys (serve.py benchmark(), from the server's spec-decode counters), when
   // drafts were verified: the acceptance rate in percent, the length 1 + accepted / drafts.
   if (drafts_verified_ > 0) {
-    serving_["spec_decode_acceptance_rate"] = 100.0 * static_cast<double>(drafts_accepted_) / drafts_verified_;
-    serving_["spec_decode_acceptance_length"] = mean_acceptance_length();
-    serving_["spec_decode_num_drafts"] = verifications_;
-    serving_["spec_decode_draft_tokens"] = drafts_verified_;
-    serving_["spec_decode_accepted_tokens"] = drafts_accepted_;
-    serving_["spec_decode_per_position_acceptance_rates"] = PerPositionAcceptanceRate();
+    SpecDecodeResult sd;
+    sd.acceptance_rate = 100.0 * static_cast<double>(drafts_accepted_) / drafts_verified_;
+    sd.acceptance_length = mean_acceptance_length();
+    sd.num_drafts = verifications_;
+    sd.draft_tokens = drafts_verified_;
+    sd.accepted_tokens = drafts_accepted_;
+    sd.per_position_acceptance_rates = PerPositionAcceptanceRate();
+    serving_.spec_decode = std::move(sd);
   }
+  const SpeculativeCounts spec = speculative();
   nlohmann::json& s = *section;
   s["preemptions"] = preemptions_;
-  s["speculative"] = {{"mean_acceptance_length", mean_acceptance_length()},
-                      {"verifications", verifications_},
-                      {"drafts_proposed", drafts_proposed_},
-                      {"drafts_verified", drafts_verified_},
-                      {"drafts_accepted", drafts_accepted_},
-                      {"acceptance_rate", drafts_verified_ > 0
-                                              ? static_cast<double>(drafts_accepted_) / drafts_verified_
-                                              : 0.0},
-                      {"per_position_acceptance_rate", PerPositionAcceptanceRate()}};
+  s["speculative"] = {{"mean_acceptance_length", spec.mean_acceptance_length},
+                      {"verifications", spec.verifications},
+                      {"drafts_proposed", spec.drafts_proposed},
+                      {"drafts_verified", spec.drafts_verified},
+                      {"drafts_accepted", spec.drafts_accepted},
+                      {"acceptance_rate", spec.acceptance_rate},
+                      {"per_position_acceptance_rate", spec.per_position_acceptance_rate}};
   // Per-step series, aggregated (in OnStep, over every step): how many steps of each case,
   // their batch sizes, and how many carried a stale host view.
   nlohmann::json cases = nlohmann::json::object();

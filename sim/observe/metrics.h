@@ -51,6 +51,14 @@ struct StepRecord {
   float gpu_us, host_us;
 };
 
+// The run's speculative-decoding counts, as summary.json's metrics.speculative gives them.
+struct SpeculativeCounts {
+  double mean_acceptance_length = 0;  // 1 + accepted / verifications (0 without any)
+  int64_t verifications = 0, drafts_proposed = 0, drafts_verified = 0, drafts_accepted = 0;
+  double acceptance_rate = 0;  // accepted / verified drafts (0 without any)
+  std::vector<double> per_position_acceptance_rate;
+};
+
 class MetricsObserver final : public StepObserver {
  public:
   // Keeps the StepRecord of every `step_record_stride`-th step (the rows steps.csv writes);
@@ -77,8 +85,11 @@ class MetricsObserver final : public StepObserver {
 
   // What the serving result reports (--percentile-metrics, --metric-percentiles, --goodput).
   void set_result_spec(const ResultSpec& spec) { result_spec_ = spec; }
-  // After Finish: vLLM's result keys (sim/observe/serving_result.h), for the top level of summary.json.
-  const nlohmann::json& serving_result() const { return serving_; }
+  // After Finish: the serving result (sim/observe/serving_result.h; its vLLM keys are the top
+  // level of summary.json).
+  const ServingResult& serving_result() const { return serving_; }
+  SpeculativeCounts speculative() const;
+  int64_t preemptions() const { return preemptions_; }
   // vLLM's per-request lists of the --save-result file (without --save-detailed): latencies
   // (e2el [s]) and queue_times (client queue, arrival to submission [s]), completed requests in
   // id order. Kept out of serving_result(), so that summary.json stays small.
@@ -121,7 +132,7 @@ class MetricsObserver final : public StepObserver {
   int64_t verifications_ = 0, drafts_proposed_ = 0, drafts_verified_ = 0, drafts_accepted_ = 0;
   std::vector<int64_t> by_accepted_;  // [a] verifications that accepted a drafts (a <= the most seen)
   ResultSpec result_spec_;
-  nlohmann::json serving_;
+  ServingResult serving_;
   nlohmann::json serving_lists_;
 };
 

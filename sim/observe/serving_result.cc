@@ -25,19 +25,20 @@ bool OneOf(absl::string_view name, absl::Span<const absl::string_view> names) {
 
 // numpy's mean, median, std (population, ddof = 0) and percentiles (linear) of `v` [s], in ms;
 // an empty list gives 0s, as vLLM's `np.mean(x or 0)` does.
-void AddLatency(nlohmann::json& out, absl::string_view metric, std::vector<double>& v,
-                const std::vector<double>& percentiles) {
+LatencyStats Latency(absl::string_view metric, std::vector<double>& v, const std::vector<double>& percentiles) {
   std::sort(v.begin(), v.end());
   double mean = 0, var = 0;
   for (double x : v) mean += x;
   if (!v.empty()) mean /= static_cast<double>(v.size());
   for (double x : v) var += (x - mean) * (x - mean);
   if (!v.empty()) var /= static_cast<double>(v.size());
-  out[absl::StrCat("mean_", metric, "_ms")] = mean * 1e3;
-  out[absl::StrCat("median_", metric, "_ms")] = Percentile(v, 50) * 1e3;
-  out[absl::StrCat("std_", metric, "_ms")] = std::sqrt(var) * 1e3;
-  for (double p : percentiles)
-    out[absl::StrCat("p", PercentileWord(p), "_", metric, "_ms")] = Percentile(v, p) * 1e3;
+  LatencyStats out;
+  out.metric = std::string(metric);
+  out.mean_ms = mean * 1e3;
+  out.median_ms = Percentile(v, 50) * 1e3;
+  out.std_ms = std::sqrt(var) * 1e3;
+  for (double p : percentiles) out.percentiles_ms.emplace_back(p, Percentile(v, p) * 1e3);
+  return out;
 }
 
 }  // namespace
@@ -156,18 +157,23 @@ bool IsServingKey(absl::string_view key) {
   return false;
 }
 
-nlohmann::json ServingResult(ServingSamples& s, const ResultSpec& spec) {
+const LatencyStats* ServingResult::latency(absl::string_view metric) const {
+  for (const LatencyStats& l : latencies)
+    if (l.metric == metric) return &l;
+  return nullptr;
+}
+
+ServingResult ComputeServingResult(ServingSamples& s, const ResultSpec& spec) {
   const double d = s.duration_s;
-  nlohmann::json out = {
-      {"completed", s.completed},
-      {"failed", s.failed},
-      {"total_input_tokens", s.input_tokens},
-      {"total_output_tokens", s.output_tokens},
-      {"duration", d},
-      {"request_throughput", d > 0 ? s.completed / d : 0.0},
-      {"output_throughput", d > 0 ? s.output_tokens / d : 0.0},
-      {"total_token_throughput", d > 0 ? (s.input_tokens + s.output_tokens) / d : 0.0},
-      {"request_goodput", nullptr}};
+  ServingResult out;
+  out.completed = s.completed;
+  out.failed = s.failed;
+  out.total_input_tokens = s.input_tokens;
+  out.total_output_tokens = s.output_tokens;
+  out.duration = d;
+  out.request_throughput = d > 0 ? s.completed / d : 0.0;
+  out.output_throughput = d > 0 ? s.output_tokens / d : 0.0;
+  out.total_token_throughput = d > 0 ? (s.input_tokens + s.output_tokens) / d : 0.0;
   if (!spec.goodput_ms.empty()) {
     // calculate_metrics(): a request is good when every SLO >= its value.
     int64_t good = 0;
@@ -179,14 +185,45 @@ nlohmann::json ServingResult(ServingSamples& s, const ResultSpec& spec) {
       }
       good += ok;
     }
-    out["request_goodput"] = d > 0 ? good / d : 0.0;
+    out.request_goodput = d > 0 ? good / d : 0.0;
   }
   for (const std::string& metric : spec.percentile_metrics) {
     std::vector<double>& v = metric == "ttft"   ? s.ttft_s
                              : metric == "tpot" ? s.tpot_s
                              : metric == "itl"  ? s.itl_s
                                                 : s.e2el_s;
-    AddLatency(out, metric, v, spec.metric_percentiles);
+    out.latencies.push_back(Latency(metric, v, spec.metric_percentiles));
+  }
+  return out;
+}
+
+nlohmann::json ServingResultJson(const ServingResult& r) {
+  nlohmann::json out = {{"completed", r.completed},
+                        {"failed", r.failed},
+                        {"total_input_tokens", r.total_input_tokens},
+                        {"total_output_tokens", r.total_output_tokens},
+                        {"duration", r.duration},
+                        {"request_throughput", r.request_throughput},
+                        {"output_throughput", r.output_throughput},
+                        {"total_token_throughput", r.total_token_throughput},
+                        {"request_goodput", r.request_goodput ? nlohmann::json(*r.request_goodput) : nlohmann::json()}};
+  for (const LatencyStats& l : r.latencies) {
+    out[absl::StrCat("mean_", l.metric, "_ms")] = l.mean_ms;
+    out[absl::StrCat("median_", l.metric, "_ms")] = l.median_ms;
+    out[absl::StrCat("std_", l.metric, "_ms")] = l.std_ms;
+    for (const auto& [p, v] : l.percentiles_ms) out[absl::StrCat("p", PercentileWord(p), "_", l.metric, "_ms")] = v;
+  }
+  if (r.max_output_tokens_per_s) out["max_output_tokens_per_s"] = *r.max_output_tokens_per_s;
+  if (r.max_concurrent_requests) out["max_concurrent_requests"] = *r.max_concurrent_requests;
+  if (r.rtfx) out["rtfx"] = *r.rtfx;
+  if (r.spec_decode) {
+    const SpecDecodeResult& sd = *r.spec_decode;
+    out["spec_decode_acceptance_rate"] = sd.acceptance_rate;
+    out["spec_decode_acceptance_length"] = sd.acceptance_length;
+    out["spec_decode_num_drafts"] = sd.num_drafts;
+    out["spec_decode_draft_tokens"] = sd.draft_tokens;
+    out["spec_decode_accepted_tokens"] = sd.accepted_tokens;
+    out["spec_decode_per_position_acceptance_rates"] = sd.per_position_acceptance_rates;
   }
   return out;
 }

@@ -8,6 +8,7 @@
 // plots/results_io.py reads them (its SERVING_COLUMNS equals ServingColumns(), a test checks).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,8 +52,45 @@ struct ServingSamples {
   std::vector<double> ttft_s, tpot_s, all_tpot_s, e2el_s, itl_s;
 };
 
-// The result keys of `samples` under `spec`. The vectors are reordered.
-nlohmann::json ServingResult(ServingSamples& samples, const ResultSpec& spec);
+// One latency metric's statistics [ms]: numpy's mean, median, std (ddof 0) and percentiles.
+struct LatencyStats {
+  std::string metric;  // ttft, tpot, itl or e2el
+  double mean_ms = 0, median_ms = 0, std_ms = 0;
+  std::vector<std::pair<double, double>> percentiles_ms;  // (percentile, value), --metric-percentiles order
+};
+
+// vLLM's spec-decode keys, present when drafts were verified.
+struct SpecDecodeResult {
+  double acceptance_rate = 0;    // [%] accepted / verified drafts
+  double acceptance_length = 0;  // 1 + accepted / drafts
+  int64_t num_drafts = 0, draft_tokens = 0, accepted_tokens = 0;
+  std::vector<double> per_position_acceptance_rates;
+};
+
+// The serving result, typed: what ServingResultJson writes as vLLM's keys. A new vLLM key is a
+// field here and one line in ServingResultJson.
+struct ServingResult {
+  int64_t completed = 0, failed = 0, total_input_tokens = 0, total_output_tokens = 0;
+  double duration = 0;  // [s]
+  double request_throughput = 0;            // [req/s]
+  std::optional<double> request_goodput;    // [req/s]; none without --goodput (null)
+  double output_throughput = 0, total_token_throughput = 0;  // [tok/s]
+  std::vector<LatencyStats> latencies;      // --percentile-metrics order
+  // Set by the metrics observer (MetricsObserver::Finish); absent from a bare ServingResult().
+  std::optional<double> max_output_tokens_per_s;
+  std::optional<int64_t> max_concurrent_requests;
+  std::optional<double> rtfx;
+  std::optional<SpecDecodeResult> spec_decode;
+
+  // The statistics of `metric`, or nullptr when it was not asked for.
+  const LatencyStats* latency(absl::string_view metric) const;
+};
+
+// The result of `samples` under `spec`. The vectors are reordered.
+ServingResult ComputeServingResult(ServingSamples& samples, const ResultSpec& spec);
+
+// vLLM's result keys of `r` (the top level of summary.json; the one writer of these keys).
+nlohmann::json ServingResultJson(const ServingResult& r);
 
 // vLLM's --save-result keys in serve.py's order (without --save-detailed): the setup keys (date,
 // endpoint_type, backend, label, model_id, tokenizer_id, num_prompts, request_rate, burstiness,

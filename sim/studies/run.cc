@@ -59,6 +59,19 @@ constexpr int kSchemaVersion = 1;
 
 }  // namespace
 
+const CheckTally* RunResult::check() const {
+  for (const ExecutorReport& e : executors)
+    if (e.check) return &*e.check;
+  return nullptr;
+}
+
+nlohmann::json TrafficJson(const RunTraffic& t) {
+  return {{"num_prompts", t.requests},
+          {"request_rate", std::isinf(t.request_rate) ? nlohmann::json("inf") : nlohmann::json(t.request_rate)},
+          {"burstiness", t.burstiness},
+          {"max_concurrency", t.max_concurrency > 0 ? nlohmann::json(t.max_concurrency) : nlohmann::json()}};
+}
+
 absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   DS_RETURN_IF_ERROR(config.Validate());
   if (config.executor == "gpu")
@@ -192,11 +205,28 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   const double cpu_s = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
   progress.End();
 
+  // The typed result first; summary.json is written from it below (its one writer).
   RunResult result;
   result.steps = engine.steps();
   result.wall_s = wall_s;
   result.cpu_s = cpu_s;
-  nlohmann::json& s = result.summary;
+  result.traffic.requests = static_cast<int64_t>(workload.requests.size());
+  result.traffic.request_rate = config.request_rate;
+  result.traffic.burstiness = config.burstiness;
+  result.traffic.max_concurrency = workload.concurrency;
+  result.workload = workload.facts;
+  result.acceptance_preset = acceptance_params.name;
+  result.expected_acceptance_length = ExpectedAcceptanceLength(acceptance_params.curve.data(), spec_k);
+  for (Impl impl : AllImpls())
+    if (time_params.impls[impl.index()].estimated) result.estimated_metadata_costs.emplace_back(ImplKey(impl));
+  const Scheduler& sched = engine.scheduler();
+  result.scheduler.steps = engine.steps();
+  result.scheduler.simulated_time_s = engine.now_s();
+  result.scheduler.counters = sched.counters();
+  result.scheduler.kv_blocks = sched.kv().num_blocks();
+  result.scheduler.capture_sizes = sched.capture_sizes();
+
+  nlohmann::json s;
   s["meta"] = meta;
   s["status"] = run_status.ok() ? "ok" : interrupted ? "interrupted" : "aborted";
   if (!run_status.ok()) {
@@ -205,35 +235,32 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   }
   s["config"] = config.ToJson();
   s["workload"] = workload.info;
-  s["acceptance"] = {{"preset", acceptance_params.name},
+  s["acceptance"] = {{"preset", result.acceptance_preset},
                      {"curve", acceptance_params.curve},
-                     {"expected_length_all_drafts",
-                      ExpectedAcceptanceLength(acceptance_params.curve.data(), spec_k)},
+                     {"expected_length_all_drafts", result.expected_acceptance_length},
                      {"request_logit_sigma", acceptance_params.request_logit_sigma}};
   nlohmann::json estimated = nlohmann::json::array();
-  for (Impl impl : AllImpls())
-    if (time_params.impls[impl.index()].estimated) estimated.push_back(std::string(ImplKey(impl)));
+  for (const std::string& name : result.estimated_metadata_costs) estimated.push_back(name);
   s["time_model"] = {{"source", time_params.source},
                      {"device", time_params.source_device},
                      {"time_impl", std::string(ImplKey(config.time_impl))},
                      {"serializes_host", time_params.impls[config.time_impl.index()].serializes_host},
                      {"estimated_metadata_costs", estimated}};
-  const Scheduler& sched = engine.scheduler();
-  s["scheduler"] = {{"steps", engine.steps()},
-                    {"simulated_time_s", engine.now_s()},
-                    {"preemptions", sched.counters().preemptions},
-                    {"peak_running", sched.counters().peak_running},
-                    {"kv_blocks", sched.kv().num_blocks()},
-                    {"peak_kv_blocks", sched.counters().peak_kv_blocks},
-                    {"capture_sizes", sched.capture_sizes()}};
+  const SchedulerResult& sr = result.scheduler;
+  s["scheduler"] = {{"steps", sr.steps},
+                    {"simulated_time_s", sr.simulated_time_s},
+                    {"preemptions", sr.counters.preemptions},
+                    {"peak_running", sr.counters.peak_running},
+                    {"kv_blocks", sr.kv_blocks},
+                    {"peak_kv_blocks", sr.counters.peak_kv_blocks},
+                    {"capture_sizes", sr.capture_sizes}};
   if (absl::Status finished = metrics.Finish(&s["metrics"]); !finished.ok()) return failed(finished, engine.steps());
+  result.serving = metrics.serving_result();
+  result.speculative = metrics.speculative();
+  result.preemptions = metrics.preemptions();
   // vLLM's result keys at the top level (sim/observe/serving_result.h), with its setup keys.
-  s.update(metrics.serving_result());
-  s["num_prompts"] = static_cast<int64_t>(workload.requests.size());
-  s["request_rate"] = std::isinf(config.request_rate) ? nlohmann::json("inf")
-                                                      : nlohmann::json(config.request_rate);
-  s["burstiness"] = config.burstiness;
-  s["max_concurrency"] = workload.concurrency > 0 ? nlohmann::json(workload.concurrency) : nlohmann::json();
+  s.update(ServingResultJson(result.serving));
+  s.update(TrafficJson(result.traffic));
   s["backend"] = "dspark-sim";
   // vLLM's other setup keys: endpoint_type repeats backend (as vLLM writes it), label is
   // --label's (none here), the model is the layout the simulator reproduces, no tokenizer.
@@ -253,6 +280,13 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
     if (finished.ok()) continue;
     if (run_status.ok()) return failed(finished, engine.steps());
     s[name] = {{"error", std::string(finished.message())}};
+  }
+  for (auto& executor : executors) {
+    ExecutorReport report;
+    report.name = std::string(executor->name());
+    if (const CheckTally* tally = executor->check_tally()) report.check = *tally;
+    report.figures = executor->figures();
+    result.executors.push_back(std::move(report));
   }
 
   // Each file appears whole or not at all; summary.json goes last, replacing "running", so a

@@ -4,11 +4,20 @@
 // are not deterministic and so kept out of the other files).
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
+#include "sim/engine/check_tally.h"
+#include "sim/engine/step_executor.h"
+#include "sim/model/scheduler.h"
+#include "sim/observe/metrics.h"
+#include "sim/observe/serving_result.h"
 #include "sim/studies/config.h"
+#include "sim/studies/workload.h"
 
 namespace dspark::sim {
 
@@ -16,14 +25,60 @@ namespace dspark::sim {
 // returns a config and sets *help to the usage text.
 absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help);
 
+// The scheduler's part of a run's result (summary.json's "scheduler").
+struct SchedulerResult {
+  int64_t steps = 0;
+  double simulated_time_s = 0;
+  SchedulerCounters counters;  // preemptions, peak running requests, peak KV blocks
+  int32_t kv_blocks = 0;
+  std::vector<int32_t> capture_sizes;
+};
+
+// The traffic the run replayed, in vLLM's setup keys (num_prompts, request_rate, burstiness,
+// max_concurrency) and the workload's request count.
+struct RunTraffic {
+  int64_t requests = 0;  // requests of the workload as built (summary.json workload.requests)
+  double request_rate = 0;  // [req/s]; infinite: no re-timing ("inf")
+  double burstiness = 1;
+  int32_t max_concurrency = 0;  // 0: no limit (null)
+};
+
+// One executor's part of a run's result: what its check counted and its own figures.
+struct ExecutorReport {
+  std::string name;                // its section of summary.json
+  std::optional<CheckTally> check;  // none: it checks nothing
+  std::shared_ptr<const ExecutorFigures> figures;  // the executor's type (GpuExecutorFigures); may be null
+};
+
+// What a finished run hands its caller (`run`, each sweep point, bench's full run), typed; the
+// result files are written from the same values (docs/results-schema.md). New typed sections
+// (a model name, what-if labels, the KV pool size) are fields here, written by the summary's
+// writer in run.cc.
 struct RunResult {
-  nlohmann::json summary;  // what summary.json holds
+  RunTraffic traffic;
+  WorkloadFacts workload;
+  std::string acceptance_preset;
+  double expected_acceptance_length = 0;  // with all drafts (summary.json acceptance)
+  std::vector<std::string> estimated_metadata_costs;  // implementations whose costs are estimates
+  ServingResult serving;         // vLLM's result keys
+  SpeculativeCounts speculative;  // metrics.speculative
+  int64_t preemptions = 0;        // metrics.preemptions
+  SchedulerResult scheduler;
+  std::vector<ExecutorReport> executors;  // in the order they ran
   int64_t steps = 0;
   double wall_s = 0;       // host wall-clock time of the simulation loop
   double cpu_s = 0;        // the process's CPU time (all threads) during the loop: the steadier
                            // figure on a shared machine
   std::string result_file;  // --save-result: where the result JSON went
+
+  // The tally of the first executor that checks (the CPU metadata check, or the GPU executor's
+  // check under --executor gpu); nullptr when none checked.
+  const CheckTally* check() const;
 };
+
+// vLLM's setup keys of `traffic`: num_prompts, request_rate ("inf" when infinite), burstiness,
+// max_concurrency (null: no limit). summary.json and sweep rows both write them with this.
+nlohmann::json TrafficJson(const RunTraffic& traffic);
 
 // Runs a validated config and writes its outputs into config.out_dir.
 absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config);

@@ -119,7 +119,7 @@ absl::Status RunOnce(int run_index, const SoakOptions& o, const TimeModel& time_
       run->error = absl::StrCat(where, ": ", metrics_status.message());
       break;
     }
-    m.update(metrics.serving_result());  // vLLM's keys (completed, tokens, latencies)
+    m.update(ServingResultJson(metrics.serving_result()));  // vLLM's keys (completed, tokens, latencies)
     batch_digest.MixText(m.dump());
     run->batch_digests.push_back(batch_digest.value());
     digest = SplitMix64(digest ^ batch_digest.value());

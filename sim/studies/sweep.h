@@ -138,16 +138,15 @@ absl::StatusOr<SweepLog> ReadSweepLog(const std::string& path);
 // Ordered by plan index, then id.
 std::vector<nlohmann::ordered_json> DedupeRows(const std::vector<nlohmann::ordered_json>& rows);
 
-// Counts of the three kinds of metadata difference (docs/design.md s.6) for `impls`, summed, read
-// from summary.json's `metadata_check` section when it has them: an object holding, per
-// implementation key, either directly or under "impls", the counts "stale_host",
-// "padding_residue" and "bug" (or a "by_case" object of such counts, summed). Returns an
-// object with "stale_host", "padding_residue", "bug" (each null when no implementation of
-// `impls` had it) and "by_impl" (what was found per implementation).
-nlohmann::ordered_json MetadataCheckCounts(const nlohmann::json& summary,
-                                           const std::vector<std::string>& impls);
+// Counts of the three kinds of metadata difference (docs/design.md s.6) for `impls`, summed, from
+// a run's check tally (RunResult::check(); nullptr: nothing was checked): the steps with at
+// least one differing field of each kind, for every executor alike. Returns an object with
+// "stale_host", "padding_residue", "bug" (each null when no implementation of `impls` was
+// checked) and "by_impl" (the counts of each implementation checked).
+nlohmann::ordered_json MetadataCheckCounts(const CheckTally* tally, const std::vector<Impl>& impls);
 
-// The row of a finished point: axes, key metrics from summary.json, and wall times [s].
+// The row of a finished point: axes, the run's typed result (its vLLM keys, acceptance, check
+// counts) and wall times [s].
 nlohmann::ordered_json MakeOkRow(const SweepPoint& point, const SweepConfig& config,
                                  const RunResult& result, double wall_s);
 nlohmann::ordered_json MakeSkippedRow(const SweepPoint& point, const SweepConfig& config);

@@ -82,18 +82,6 @@ namespace {
 
 using namespace sweep_internal;
 
-// summary.json value at a path of keys; null when any key is absent.
-ojson At(const nlohmann::json& j, std::initializer_list<const char*> keys) {
-  const nlohmann::json* node = &j;
-  for (const char* key : keys) {
-    if (!node->is_object()) return nullptr;
-    auto it = node->find(key);
-    if (it == node->end()) return nullptr;
-    node = &*it;
-  }
-  return ojson::parse(node->dump());
-}
-
 ojson RowHead(const SweepPoint& p, const SweepConfig& c, const char* status) {
   ojson row;
   row["point_id"] = p.id;
@@ -209,62 +197,45 @@ std::vector<ojson> DedupeRows(const std::vector<ojson>& rows) {
   return out;
 }
 
-ojson MetadataCheckCounts(const nlohmann::json& summary, const std::vector<std::string>& impls) {
-  static constexpr const char* kKinds[] = {"stale_host", "padding_residue", "bug"};
+ojson MetadataCheckCounts(const CheckTally* tally, const std::vector<Impl>& impls) {
   ojson out = {{"stale_host", nullptr}, {"padding_residue", nullptr}, {"bug", nullptr}, {"by_impl", ojson::object()}};
-  auto section = summary.find("metadata_check");
-  if (section == summary.end() || !section->is_object()) return out;
-  const nlohmann::json* per_impl = &*section;
-  if (auto it = section->find("impls"); it != section->end() && it->is_object()) per_impl = &*it;
-  for (const std::string& impl : impls) {
-    auto entry = per_impl->find(impl);
-    if (entry == per_impl->end() || !entry->is_object()) continue;
+  if (tally == nullptr) return out;
+  for (Impl impl : impls) {
+    const ImplTally* t = tally->Find(impl);
+    if (t == nullptr) continue;
     ojson found = ojson::object();
-    for (const char* kind : kKinds) {
-      if (auto v = entry->find(kind); v != entry->end() && v->is_number_integer()) {
-        found[kind] = v->get<int64_t>();
-        continue;
-      }
-      auto by_case = entry->find("by_case");
-      if (by_case == entry->end() || !by_case->is_object()) continue;
-      bool any = false;
-      int64_t sum = 0;
-      for (const auto& [name, counts] : by_case->items()) {
-        if (!counts.is_object()) continue;
-        if (auto v = counts.find(kind); v != counts.end() && v->is_number_integer()) {
-          sum += v->get<int64_t>();
-          any = true;
-        }
-      }
-      if (any) found[kind] = sum;
+    for (int k = 0; k < kNumMismatchKinds; ++k) {
+      const char* kind = kMismatchKindKeys[k];
+      found[kind] = t->steps_with[k];
+      out[kind] = out[kind].is_null() ? found[kind] : ojson(out[kind].get<int64_t>() + t->steps_with[k]);
     }
-    for (const char* kind : kKinds)
-      if (found.contains(kind))
-        out[kind] = out[kind].is_null() ? found[kind] : ojson(out[kind].get<int64_t>() + found[kind].get<int64_t>());
-    out["by_impl"][impl] = found;
+    out["by_impl"][std::string(ImplKey(impl))] = found;
   }
   return out;
 }
 
 ojson MakeOkRow(const SweepPoint& p, const SweepConfig& c, const RunResult& result, double wall_s) {
-  const nlohmann::json& s = result.summary;
   ojson row = RowHead(p, c, "ok");
-  row["requests"] = At(s, {"workload", "requests"});
+  row["requests"] = result.traffic.requests;
   // vLLM's names of the point's traffic (`vllm bench serve` result keys, as its sweep rows have
   // them): max_concurrency (null: no limit), num_prompts, request_rate ("inf") and burstiness.
-  for (const char* key : {"max_concurrency", "num_prompts", "request_rate", "burstiness"}) row[key] = At(s, {key});
-  // The summary's vLLM keys as they are: the fixed columns, then any other percentile asked for.
-  for (const std::string& key : ServingColumns()) row[key] = At(s, {key.c_str()});
-  for (const auto& [key, value] : s.items())
-    if (IsServingKey(key) && !row.contains(key)) row[key] = value;
-  row["mean_acceptance_length"] = At(s, {"metrics", "speculative", "mean_acceptance_length"});
-  row["acceptance_rate"] = At(s, {"metrics", "speculative", "acceptance_rate"});
-  row["preemptions"] = At(s, {"metrics", "preemptions"});
+  const nlohmann::json traffic = TrafficJson(result.traffic);
+  for (const char* key : {"max_concurrency", "num_prompts", "request_rate", "burstiness"}) row[key] = ojson(traffic[key]);
+  // The run's vLLM keys: the fixed columns (null when not reported), then any other percentile
+  // asked for.
+  const nlohmann::json serving = ServingResultJson(result.serving);
+  for (const std::string& key : ServingColumns()) {
+    auto it = serving.find(key);
+    row[key] = it == serving.end() ? ojson(nullptr) : ojson(*it);
+  }
+  for (const auto& [key, value] : serving.items())
+    if (IsServingKey(key) && !row.contains(key)) row[key] = ojson(value);
+  row["mean_acceptance_length"] = result.speculative.mean_acceptance_length;
+  row["acceptance_rate"] = result.speculative.acceptance_rate;
+  row["preemptions"] = result.preemptions;
   row["steps"] = result.steps;
-  row["simulated_time_s"] = At(s, {"scheduler", "simulated_time_s"});
-  std::vector<std::string> checked;
-  for (Impl impl : p.config.impls) checked.emplace_back(ImplKey(impl));
-  ojson counts = MetadataCheckCounts(s, checked);
+  row["simulated_time_s"] = result.scheduler.simulated_time_s;
+  ojson counts = MetadataCheckCounts(result.check(), p.config.impls);
   row["stale_host"] = counts["stale_host"];
   row["padding_residue"] = counts["padding_residue"];
   row["bug"] = counts["bug"];

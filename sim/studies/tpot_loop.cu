@@ -298,7 +298,7 @@ absl::StatusOr<TpotLoopResult> TpotLoop::Run(const TpotLoopOptions& opt, const s
     }
   }
   DS_RETURN_IF_ERROR(metrics.Finish(&res.metrics));
-  res.metrics.update(metrics.serving_result());  // vLLM's keys (sim/observe/serving_result.h)
+  res.metrics.update(ServingResultJson(metrics.serving_result()));  // vLLM's keys (sim/observe/serving_result.h)
   const nlohmann::json& m = res.metrics;
   res.ttft_ms_mean = m["mean_ttft_ms"].get<double>();
   res.tpot_ms_mean = m["mean_tpot_ms"].get<double>();

@@ -51,7 +51,7 @@ absl::StatusOr<Batch1Tpot> ComposeBatch1Tpot(const TimeModelParams& params, Spec
     DS_RETURN_IF_ERROR(engine.Run());
     nlohmann::json section;
     DS_RETURN_IF_ERROR(metrics.Finish(&section));
-    out.sample_tpot_ms.push_back(metrics.serving_result()["mean_tpot_ms"].get<double>());
+    out.sample_tpot_ms.push_back(metrics.serving_result().latency("tpot")->mean_ms);
     acceptance_sum += metrics.mean_acceptance_length();
     out.steps += engine.steps();
   }

@@ -63,15 +63,17 @@ absl::StatusOr<Workload> BuildWorkload(const RunConfig& config) {
       // A length-only trace at an infinite rate arrives all at t=0, as vLLM sends it.
       auto s = AssignArrivals(w.requests, config.request_rate, config.burstiness, arrivals);
       if (!s.ok()) return s;
-      w.info["arrivals"] = !trace->has_arrivals && !config.request_rate_given
+      w.facts.arrivals = !trace->has_arrivals && !config.request_rate_given
                                ? "lengths only, all at t=0 (give --request-rate to spread them)"
                            : !trace->has_arrivals ? "lengths only, gamma process of --request-rate"
                                                   : "re-timed by --request-rate";
+      w.info["arrivals"] = w.facts.arrivals;
     } else {
       for (RequestSpec& r : w.requests) r.arrival_s *= config.time_scale;
-      w.info["arrivals"] = config.time_scale == 1.0
+      w.facts.arrivals = config.time_scale == 1.0
                                ? "trace timestamps"
                                : absl::StrFormat("trace timestamps x %g (--time-scale)", config.time_scale);
+      w.info["arrivals"] = w.facts.arrivals;
     }
     std::vector<std::string> notes;
     if (trace->has_hash_ids)
@@ -79,6 +81,8 @@ absl::StatusOr<Workload> BuildWorkload(const RunConfig& config) {
           "the trace's hash_ids (prefix-cache blocks) are ignored: prefix caching is not "
           "modelled, so every prompt token is prefilled");
     if (!notes.empty()) w.info["notes"] = notes;
+    w.facts.notes = notes;
+    w.facts.name = config.trace_path;
     w.info["over_length"] = std::string(OverLengthName(config.over_length));
     w.acceptance_preset = "default";
     w.concurrency = std::max(config.concurrency, 0);
@@ -95,8 +99,9 @@ absl::StatusOr<Workload> BuildWorkload(const RunConfig& config) {
     w.requests = std::move(*generated);
     auto s = AssignArrivals(w.requests, config.request_rate, config.burstiness, arrivals);
     if (!s.ok()) return s;
-    w.info = {{"source", "preset"}, {"preset", preset->name},
-              {"arrivals", std::isinf(config.request_rate) ? "all at t=0" : "gamma process"}};
+    w.facts.name = preset->name;
+    w.facts.arrivals = std::isinf(config.request_rate) ? "all at t=0" : "gamma process";
+    w.info = {{"source", "preset"}, {"preset", preset->name}, {"arrivals", w.facts.arrivals}};
     w.acceptance_preset = preset->acceptance_preset;
   }
   DS_RETURN_IF_ERROR(CheckArrivalRange(w.requests, config));
@@ -114,7 +119,8 @@ absl::StatusOr<Workload> BuildWorkload(const RunConfig& config) {
   w.info["prompt_tokens"] = prompt;
   w.info["output_tokens"] = output;
   // [s] first to last arrival (sorted above): with the request count, the offered rate.
-  w.info["arrival_span_s"] = w.requests.empty() ? 0.0 : w.requests.back().arrival_s - w.requests.front().arrival_s;
+  w.facts.arrival_span_s = w.requests.empty() ? 0.0 : w.requests.back().arrival_s - w.requests.front().arrival_s;
+  w.info["arrival_span_s"] = w.facts.arrival_span_s;
   // A limit above the request count never binds (sim/engine.cc): report the one in effect.
   if (w.concurrency > 0 && static_cast<size_t>(w.concurrency) > w.requests.size())
     w.concurrency = static_cast<int32_t>(w.requests.size());

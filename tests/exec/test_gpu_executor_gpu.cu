@@ -149,24 +149,24 @@ TEST(GpuExecutor, AdaptiveRunExactForDeviceImplsStaleForHostImpls) {
   for (Impl impl : {Impl::kDeviceChain, Impl::kFused, Impl::kFusedSuite}) {
     const ExecutorImplStats& s = run.executor->stats(impl);
     SCOPED_TRACE(std::string(ImplName(impl)));
-    EXPECT_EQ(s.steps, run.steps);
+    EXPECT_EQ(s.check.steps, run.steps);
     // No stale-host cell and no bug; (c)'s old indexer chain may leave padding residue.
-    EXPECT_EQ(s.mismatch_cells[static_cast<int>(MismatchKind::kStaleHost)], 0);
-    EXPECT_EQ(s.mismatch_cells[static_cast<int>(MismatchKind::kBug)], 0);
+    EXPECT_EQ(s.check.cells[static_cast<int>(MismatchKind::kStaleHost)], 0);
+    EXPECT_EQ(s.check.cells[static_cast<int>(MismatchKind::kBug)], 0);
     if (!impl.info().traits.old_indexer_chain)
-      EXPECT_EQ(s.mismatch_cells[static_cast<int>(MismatchKind::kPaddingResidue)], 0);
+      EXPECT_EQ(s.check.cells[static_cast<int>(MismatchKind::kPaddingResidue)], 0);
     EXPECT_GT(s.graph_replays, 0);
     EXPECT_EQ(s.graph_replays + s.eager_runs, run.steps);
-    EXPECT_EQ(s.counters.host_syncs, 0);
+    EXPECT_EQ(s.check.counters.host_syncs, 0);
     EXPECT_EQ(static_cast<int64_t>(s.gpu_us.size()), run.steps);
   }
   for (Impl impl : {Impl::kChain, Impl::kCached}) {
     const ExecutorImplStats& s = run.executor->stats(impl);
     SCOPED_TRACE(std::string(ImplName(impl)));
-    EXPECT_GT(s.mismatch_cells[static_cast<int>(MismatchKind::kStaleHost)], 0);
-    EXPECT_GT(s.mismatch_steps[static_cast<int>(MismatchKind::kStaleHost)], 0);
-    EXPECT_LE(s.mismatch_steps[static_cast<int>(MismatchKind::kStaleHost)], run.observer->stale_any);
-    EXPECT_EQ(s.mismatch_cells[static_cast<int>(MismatchKind::kBug)], 0);
+    EXPECT_GT(s.check.cells[static_cast<int>(MismatchKind::kStaleHost)], 0);
+    EXPECT_GT(s.check.steps_with[static_cast<int>(MismatchKind::kStaleHost)], 0);
+    EXPECT_LE(s.check.steps_with[static_cast<int>(MismatchKind::kStaleHost)], run.observer->stale_any);
+    EXPECT_EQ(s.check.cells[static_cast<int>(MismatchKind::kBug)], 0);
     EXPECT_FALSE(s.first_stale_host.empty());
     EXPECT_EQ(s.graph_replays, 0) << "host-boundary implementations run eagerly";
     EXPECT_EQ(s.eager_runs, run.steps);
@@ -261,11 +261,11 @@ TEST(GpuExecutor, TheDeviceCheckAgreesWithTheWholeBufferOracle) {
     SCOPED_TRACE(std::string(ImplName(impl)));
     const ExecutorImplStats& a = run.executor->stats(impl);
     const WholeBufferOracle::Tally& b = oracle.tally[impl];
-    EXPECT_EQ(a.steps, run.steps);
-    EXPECT_EQ(a.mismatch_cells, b.cells);
-    EXPECT_EQ(a.mismatch_steps, b.steps);
-    EXPECT_EQ(a.mismatch_steps_by_case, b.steps_by_case);
-    EXPECT_EQ(a.cells_by_field, b.cells_by_field);
+    EXPECT_EQ(a.check.steps, run.steps);
+    EXPECT_EQ(a.check.cells, b.cells);
+    EXPECT_EQ(a.check.steps_with, b.steps);
+    EXPECT_EQ(a.check.steps_with_by_case, b.steps_by_case);
+    EXPECT_EQ(a.check.cells_by_field, b.cells_by_field);
     EXPECT_EQ(a.first_stale_host, b.first_stale_host);
   }
   EXPECT_GT(oracle.tally[Impl::kChain].cells[static_cast<int>(MismatchKind::kStaleHost)], 0)
@@ -287,11 +287,11 @@ TEST(GpuExecutor, DSparkRunWithoutAdaptiveHasNoDeviceAllocation) {
   ExecutorRun run = RunExecutor(SpecMode::kDSpark, {Impl::kCached, Impl::kFusedSuite}, 3);
   ASSERT_NE(run.executor, nullptr);
   EXPECT_EQ(run.executor->topb_launches(), 0);
-  EXPECT_EQ(run.executor->stats(Impl::kFusedSuite).mismatch_cells, (std::array<int64_t, 3>{0, 0, 0}));
+  EXPECT_EQ(run.executor->stats(Impl::kFusedSuite).check.cells, (std::array<int64_t, 3>{0, 0, 0}));
   // DSpark draft steps carry upper-bound host seq_lens, which no builder reads for decode rows,
   // and without adaptive verification the host split is right: (b) is exact too
   // (docs/states.md s.4).
-  EXPECT_EQ(run.executor->stats(Impl::kCached).mismatch_steps[0], 0);
+  EXPECT_EQ(run.executor->stats(Impl::kCached).check.steps_with[0], 0);
 }
 
 // One graph per padded size: the executor captures each distinct key once and replays it.

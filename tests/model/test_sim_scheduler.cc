@@ -211,7 +211,7 @@ TEST_P(SchedulerInvariants, HoldOnEveryStep) {
   for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(inv.finished_[i], 1) << "request " << i;
   nlohmann::json summary;
   ASSERT_TRUE(metrics.Finish(&summary).ok());  // every request emitted exactly output_len tokens
-  EXPECT_EQ(metrics.serving_result()["completed"].get<int64_t>(), 60);
+  EXPECT_EQ(metrics.serving_result().completed, 60);
   EXPECT_EQ(engine.scheduler().kv().num_used(), 0);
   if (ip.tight_kv) EXPECT_GT(inv.preemptions_, 0);
   if (ip.graphs) EXPECT_GT(inv.padded_, 0);

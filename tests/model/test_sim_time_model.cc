@@ -45,7 +45,7 @@ double SimulatedTpotMs(SpecMode mode, Impl impl, const std::string& preset_name 
   EXPECT_TRUE(engine.Run().ok());
   nlohmann::json s;
   EXPECT_TRUE(metrics.Finish(&s).ok());
-  return metrics.serving_result()["mean_tpot_ms"].get<double>();
+  return metrics.serving_result().latency("tpot")->mean_ms;
 }
 
 class Batch1Calibration : public ::testing::TestWithParam<CalibrationPoint> {};

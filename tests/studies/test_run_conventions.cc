@@ -82,8 +82,11 @@ TEST(LengthOnlyTrace, ReplaysWithRequestRate) {
   const std::string out = testing_util::ProcessTempDir("conventions", "lengths_out", false);
   auto r = RunWith({"--trace", trace, "--request-rate", "2", "--no-check", "--out", out});
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->summary["completed"], 3);
-  EXPECT_EQ(r->summary["workload"]["arrivals"], "lengths only, gamma process of --request-rate");
+  EXPECT_EQ(r->serving.completed, 3);
+  EXPECT_EQ(r->workload.arrivals, "lengths only, gamma process of --request-rate");
+  const nlohmann::json s = nlohmann::json::parse(SlurpFile(fs::path(out) / "summary.json"));
+  EXPECT_EQ(s["completed"], 3);
+  EXPECT_EQ(s["workload"]["arrivals"], "lengths only, gamma process of --request-rate");
   auto c = Parse({"--trace", trace, "--request-rate", "2"});
   ASSERT_TRUE(c.ok());
   auto w = BuildWorkload(*c);
@@ -185,7 +188,8 @@ TEST(Concurrency, AboveTheRequestCountIsTheRequestCount) {
   auto r = RunWith({"--workload", "chat", "--num-requests", "5", "--concurrency", "2147483647",
                     "--no-check", "--out", out});
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->summary["max_concurrency"], 5);
+  EXPECT_EQ(r->traffic.max_concurrency, 5);
+  EXPECT_EQ(nlohmann::json::parse(SlurpFile(fs::path(out) / "summary.json"))["max_concurrency"], 5);
 }
 
 TEST(VllmFlags, AliasesMeanTheSameAndCannotBothBeGiven) {
@@ -273,7 +277,8 @@ TEST(VllmFlags, GoodputIsNullWithoutSlos) {
   const std::string out = testing_util::ProcessTempDir("conventions", "no_goodput", false);
   auto r = RunWith({"--workload", "chat", "--num-requests", "4", "--no-check", "--out", out});
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_TRUE(r->summary["request_goodput"].is_null());
+  EXPECT_FALSE(r->serving.request_goodput.has_value());
+  EXPECT_TRUE(nlohmann::json::parse(SlurpFile(fs::path(out) / "summary.json"))["request_goodput"].is_null());
 }
 
 // plots/results_io.py reads the same keys: its SERVING_COLUMNS equals ServingColumns().

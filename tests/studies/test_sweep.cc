@@ -277,34 +277,32 @@ TEST(SweepExecutors, GpuIsAClearErrorUntilRegisteredAndUnknownNamesAreListed) {
   EXPECT_TRUE(FindPointRunner("cpu").ok());
 }
 
-TEST(SweepMetadataCheck, CountsAreReadWhenPresentAndNullOtherwise) {
-  auto counts = [](const std::string& summary, std::vector<std::string> impls) {
-    return MetadataCheckCounts(nlohmann::json::parse(summary), impls);
-  };
-  const ojson none = counts(R"({"metrics": {}})", {"chain"});
+TEST(SweepMetadataCheck, CountsAreReadFromTheTallyAndNullWithoutOne) {
+  const ojson none = MetadataCheckCounts(nullptr, {Impl::kChain});
   EXPECT_TRUE(none["stale_host"].is_null() && none["padding_residue"].is_null() && none["bug"].is_null());
-  const ojson text = counts(R"({"metadata_check": "requested, but this build has no metadata-check observer"})", {"chain"});
-  EXPECT_TRUE(text["stale_host"].is_null());
+  EXPECT_TRUE(none["by_impl"].empty());
 
-  const ojson wrapped = counts(
-      R"({"metadata_check": {"impls": {"chain": {"stale_host": 38, "padding_residue": 2, "bug": 0},
-                                        "fused": {"stale_host": 0, "padding_residue": 0, "bug": 1}}}})",
-      {"chain"});
-  EXPECT_EQ(wrapped["stale_host"], 38);
-  EXPECT_EQ(wrapped["padding_residue"], 2);
-  EXPECT_EQ(wrapped["bug"], 0);
-  EXPECT_EQ(wrapped["by_impl"].size(), 1u);
+  constexpr int kStale = static_cast<int>(MismatchKind::kStaleHost);
+  constexpr int kResidue = static_cast<int>(MismatchKind::kPaddingResidue);
+  CheckTally tally;
+  tally.Of(Impl::kChain).steps_with = {5, 0, 0};
+  tally.Of(Impl::kChain).cells = {500, 0, 0};  // cells are not what the row counts
+  tally.Of(Impl::kCached).steps_with[kStale] = 7;
+  tally.Of(Impl::kCached).steps_with[kResidue] = 4;
+  const ojson one = MetadataCheckCounts(&tally, {Impl::kChain});
+  EXPECT_EQ(one["stale_host"], 5);
+  EXPECT_EQ(one["padding_residue"], 0);
+  EXPECT_EQ(one["bug"], 0);
+  EXPECT_EQ(one["by_impl"].size(), 1u);
 
-  const ojson summed = counts(
-      R"({"metadata_check": {"chain": {"stale_host": 5, "bug": 0},
-                              "cached": {"by_case": {"decode": {"stale_host": 0, "padding_residue": 3},
-                                                      "dspark_draft": {"stale_host": 7, "padding_residue": 1}}}}})",
-      {"chain", "cached", "fused"});
+  const ojson summed = MetadataCheckCounts(&tally, {Impl::kChain, Impl::kCached, Impl::kFused});
   EXPECT_EQ(summed["stale_host"], 12);
-  EXPECT_EQ(summed["padding_residue"], 4) << "only cached reported padding residue";
+  EXPECT_EQ(summed["padding_residue"], 4) << "only cached had padding residue";
   EXPECT_EQ(summed["bug"], 0);
-  EXPECT_EQ(summed["by_impl"]["cached"]["stale_host"], 7);
-  EXPECT_FALSE(summed["by_impl"].contains("fused"));
+  EXPECT_EQ(summed["by_impl"][std::string(ImplName(Impl::kCached))]["stale_host"], 7);
+  EXPECT_FALSE(summed["by_impl"].contains(std::string(ImplName(Impl::kFused)))) << "fused was not checked";
+  const ojson unchecked = MetadataCheckCounts(&tally, {Impl::kFused});
+  EXPECT_TRUE(unchecked["stale_host"].is_null());
 }
 
 TEST(SweepLogReader, OnlyACutShortLastLineIsIgnored) {

@@ -45,7 +45,7 @@ double RunCommandTpotMs(SpecMode mode, Impl impl, uint64_t seed) {
   EXPECT_TRUE(c.ok()) << c.status();
   absl::StatusOr<RunResult> r = ExecuteRun(*c);
   EXPECT_TRUE(r.ok()) << r.status();
-  return r->summary["mean_tpot_ms"].get<double>();
+  return r->serving.latency("tpot")->mean_ms;
 }
 
 // The calibration's own metadata table as bench.json's "metadata" rows would carry it.
