@@ -21,6 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "kernels/batch.h"
 #include "kernels/builder_lookup.cuh"
+#include "kernels/common/clean_pages.h"
 #include "kernels/common/grid.h"
 #include "kernels/common/hd.h"
 
@@ -117,7 +118,7 @@ struct CompressedSlotKernel {
     const int32_t* qsl = p.query_start_loc;
     const int32_t real = MaxI(MinI(qsl[p.num_reqs], n), 0);
     for (int32_t t = 0; t < real; ++t) p.out[t] = CompressedSlotOfToken(p, qsl, t);
-    if (real < n) std::fill(p.out + real, p.out + n, CompressedSlotOfToken(p, qsl, real));
+    if (real < n) clean_pages::TailFill(p.out + real, p.out + n, CompressedSlotOfToken(p, qsl, real));
   }
 };
 

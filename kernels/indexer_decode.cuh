@@ -30,6 +30,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "kernels/common/clean_pages.h"
 #include "kernels/common/grid.h"
 #include "kernels/common/hd.h"
 #include "kernels/token_map.cuh"
@@ -252,8 +253,11 @@ struct IndexerDecodeKernel {
       IndexerWriteTokenScalars(p, t, valid, r, valid ? qsl[r] : 0, valid ? qsl[r + 1] : 0, actual);
       IndexerCopyTokenRow(p, t, valid, r, 0, 1);
     }
+    // The seq_out tail chunks [0, tails): IndexerZeroSeqTail's cells, one fill.
     const int32_t tails = MinI(IndexerTailBlocks(p), shape.grid - p.num_decode_tokens);
-    for (int32_t chunk = 0; chunk < tails; ++chunk) IndexerZeroSeqTail(p, chunk, 0, 1);
+    if (tails > 0)
+      clean_pages::TailFill(p.seq_out + p.num_decode_tokens,
+                            p.seq_out + MinI(p.num_decode_tokens + tails * kIndexerTailChunk, p.capacity), 0);
     for (int32_t b = 0; b < MinI(shape.grid, p.num_decodes); ++b) IndexerWritePerReq(p, qsl, b);
   }
 };

@@ -26,6 +26,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "kernels/common/clean_pages.h"
 #include "kernels/common/grid.h"
 
 namespace dspark {
@@ -104,7 +105,7 @@ class CpuBackend {
   }
   void Fill32(int32_t* dst, int32_t value, size_t count) {
     ++counters_.fills;
-    for (size_t i = 0; i < count; ++i) dst[i] = value;
+    clean_pages::TailFill(dst, dst + count, value);  // std::fill but for pages holding value already
   }
   // A fill issued (counted) whose stores the caller has proven dead: the next op overwrites every
   // cell it would write (suite_internal::FillI64MinusOneOverwritten). Nothing is written.
@@ -125,6 +126,9 @@ class CpuBackend {
     return static_cast<T*>(p);
   }
   void ResetScratch() { arena_.Reset(); }
+  // The scratch arena's bytes [begin, end).
+  const uint8_t* ScratchBegin() const { return storage_.get(); }
+  const uint8_t* ScratchEnd() const { return storage_.get() + arena_.capacity(); }
   // While set, every Scratch request's size [bytes] is appended to *log (a deduplicated builder
   // records what it took, so that a sharer takes the same: kernels/suite/builder_memo.h).
   void LogScratch(std::vector<size_t>* log) { take_log_ = log; }

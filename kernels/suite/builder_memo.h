@@ -74,8 +74,13 @@ class CompareMemo {
   // the same regions of the same reference).
   const std::vector<SuiteRegion>& Regions(const std::function<std::vector<SuiteRegion>()>& make);
   void Clear();
+  // The per-capacity tails are compared through clean pages (kernels/common/clean_pages.h):
+  // only for buffers whose owner calls clean_pages::ForgetAll before freeing them (CpuSuite).
+  void TrackTails(bool on) { track_tails_ = on; }
+  bool tracks_tails() const { return track_tails_; }
 
  private:
+  bool track_tails_ = false;
   // [buffers] noted per region; a region of more distinct equal buffers than this is compared
   // again (the result is the same, only not memoized).
   static constexpr size_t kSlots = 8;

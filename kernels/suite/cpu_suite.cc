@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "kernels/common/clean_pages.h"
 #include "kernels/common/status_macros.h"
 #include "kernels/suite/builder_memo.h"
 #include "kernels/suite/bt_rows.h"
@@ -58,7 +59,10 @@ struct CpuSuite::State {
 };
 
 CpuSuite::CpuSuite(const ModelConsts& consts) : state_(std::make_unique<State>()) { state_->consts = consts; }
-CpuSuite::~CpuSuite() = default;
+// Clean pages may lie in this suite's buffers: made writable and forgotten before they are freed.
+CpuSuite::~CpuSuite() {
+  if (state_ != nullptr && state_->memo != nullptr && state_->memo->compare().tracks_tails()) clean_pages::ForgetAll();
+}
 
 SuiteLayout CpuSuite::layout() const { return state_->layout; }
 
@@ -104,6 +108,8 @@ absl::StatusOr<SuiteImage> CpuSuite::Image(Impl impl) const {
   return image;
 }
 
+SuiteOutputs CpuSuite::LiveOutputs(Impl impl) const { return state_->effective[Slot(impl)]; }
+
 absl::StatusOr<SuiteRunResult> CpuSuite::Run(Impl impl, const BatchInputs& in) { return Run(impl, in, nullptr); }
 
 absl::Status CpuSuite::Prepare(const BatchSizes& z) {
@@ -115,6 +121,7 @@ absl::Status CpuSuite::Prepare(const BatchSizes& z) {
                                 std::max(z.bt_stride, st.layout.bt_out_stride), st.consts);
     st.arange.resize(static_cast<size_t>(st.layout.arange_len));
     std::iota(st.arange.begin(), st.arange.end(), 0);
+    if (st.memo != nullptr && st.memo->compare().tracks_tails()) clean_pages::ForgetAll();
     for (auto& b : st.buffers) b.reset();
     for (auto& be : st.backends) be.reset();
     if (st.memo != nullptr) st.memo->SetLayout(st.layout, kPoison);
@@ -124,8 +131,12 @@ absl::Status CpuSuite::Prepare(const BatchSizes& z) {
 
 void CpuSuite::EnableDedup(std::vector<Impl> impls) {
   State& st = *state_;
+  if (st.memo != nullptr && st.memo->compare().tracks_tails()) clean_pages::ForgetAll();
   st.memo = std::make_unique<BuilderMemo>();
   st.memo->SetLayout(st.layout, kPoison);
+  // The per-capacity tails are compared and filled through clean pages (kernels/common/
+  // clean_pages.h) where the platform allows; the results are the same either way.
+  st.memo->compare().TrackTails(clean_pages::Enable());
   st.dedup_impls = std::move(impls);
   st.step_begun = false;
 }
@@ -207,7 +218,14 @@ absl::StatusOr<OpCounters> CpuSuite::Emulate(Impl impl, const BatchInputs& in) {
   step.memo = BuilderMemoSession{memo, &effective};
   if (lazy_rows)
     step.memo.own_rows = [&](BuilderGroup g) { return OwnRowsOf(&*buffers, g, RowsOf(in.sizes), st.layout); };
-  DS_RETURN_IF_ERROR(RunSuite(be, impl, step));
+  if (memo != nullptr && memo->compare().tracks_tails()) {
+    // Tails this step fills become clean pages (kernels/common/clean_pages.h): these buffers
+    // are this suite's, made writable and forgotten before they are freed.
+    const clean_pages::MarkScope marking(be.ScratchBegin(), be.ScratchEnd());
+    DS_RETURN_IF_ERROR(RunSuite(be, impl, step));
+  } else {
+    DS_RETURN_IF_ERROR(RunSuite(be, impl, step));
+  }
   return be.counters();
 }
 

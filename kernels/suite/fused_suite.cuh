@@ -87,6 +87,7 @@
 #include <type_traits>
 
 #include "kernels/batch.h"
+#include "kernels/common/clean_pages.h"
 #include "kernels/common/grid.h"
 #include "kernels/common/hd.h"
 #include "kernels/compressed_slots.cuh"
@@ -322,7 +323,7 @@ struct FusedSuiteKernelOf : FusedSuitePrefillPart<kMode> {
         IndexerCopyRowFrom(ratio, t, IndexerRowSource(ratio, r >= 0, r), 0, 1);
       }
     }
-    for (int32_t j = 0; j < p.tail_blocks; ++j) WriteTail(j, 0, 1);
+    CpuWriteTails();
     if constexpr (kWithPrefillJob)
       PrefillJobCpu(p, this->pf, CachesBoundaries() ? s.qsl : p.query_start_loc,
                     CachesBoundaries() ? s.seq_lens : p.seq_lens);
@@ -362,6 +363,27 @@ struct FusedSuiteKernelOf : FusedSuitePrefillPart<kMode> {
         dst1[col] = v[i];
       }
     }
+  }
+
+  // WriteTail's cells of tail blocks [0, tail_blocks), one fill per field (host only).
+  void CpuWriteTails() const {
+    if (p.tail_blocks <= 0) return;
+    const int32_t span = p.tail_blocks * kTailChunk;
+    const auto fill = [](auto* out, int32_t begin, int32_t end, auto v) {
+      if (begin < end) clean_pages::TailFill(out + begin, out + end, static_cast<std::remove_pointer_t<decltype(out)>>(v));
+    };
+    const int32_t sb = p.num_decode_tokens, se = MinI(sb + span, p.capacity);
+    fill(p.seq_out[0], sb, se, 0);
+    fill(p.seq_out[1], sb, se, 0);
+    const int32_t tb = p.num_tokens, te = MinI(tb + span, p.capacity);
+    fill(p.mla_out[0], tb, te, -1);
+    fill(p.mla_out[1], tb, te, -1);
+    fill(p.ring_out, tb, te, -1);
+    fill(p.r2_slots, tb, te, -1);
+    fill(p.seg_seq_lens, p.seg_bound, MinI(p.seg_bound + span, p.max_segments), 0);
+    const int32_t qb = p.seg_bound + 1, qe = MinI(qb + span, p.max_segments + 1);
+    if (qb < qe)
+      fill(p.seg_qsl, qb, qe, HasPrefills() ? p.query_start_loc[p.num_reqs] - p.query_start_loc[p.num_decodes] : 0);
   }
 
   // Tail block j's entries that `thread` of `threads` owns (every threads-th one).

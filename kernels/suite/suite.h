@@ -310,6 +310,9 @@ class CpuSuite {
   // With dedup, the fields of a shared builder are the shared buffer's (equal to the impl's own
   // over every defined region; cells outside them may hold another step's values).
   absl::StatusOr<SuiteImage> Image(Impl impl) const;
+  // Where `impl`'s last Emulate left its outputs (its own buffers, or a shared builder's): for
+  // tests that change a cell between Emulate and Compare.
+  SuiteOutputs LiveOutputs(Impl impl) const;
   // The current layout (all zero before the first run).
   SuiteLayout layout() const;
 

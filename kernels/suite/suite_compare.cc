@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "kernels/common/clean_pages.h"
 #include "kernels/reference/compressed_slots.h"
 #include "kernels/reference/ring_slots.h"
 #include "kernels/reference/swa_noncausal.h"
@@ -128,6 +129,17 @@ class FieldDiff {
       for (int64_t j = 0; j < m; ++j) Check(first + i + j, v, got[i + j]);
     }
   }
+  // CheckConst over the cells not on a page that is clean with v (kernels/common/clean_pages.h:
+  // compared equal to v before and not written since); every run of cells found equal has its
+  // whole pages marked clean. The same differences, first index and count as CheckConst.
+  template <typename T>
+  void CheckConstTracked(int64_t first, T v, const T* got, int64_t n) {
+    clean_pages::ForEachUnknown(got, n, v, [&](int64_t b, int64_t e) {
+      const int64_t before = m_.count;
+      CheckConst(first + b, v, got + b, e - b);
+      if (m_.count == before) clean_pages::NoteEqual(const_cast<T*>(got), b, e, v);
+    });
+  }
   int64_t count() const { return m_.count; }
   void AppendTo(std::vector<FieldMismatch>& out, MismatchKind kind) {
     if (m_.count == 0) return;
@@ -158,7 +170,10 @@ void CompareRegion(const SuiteRegion& r, const T* want, const T* got, FieldDiff&
   if (r.got_stride == r.cols && r.padding_rows_from < 0) {
     const int64_t given = r.GivenCells();
     diff.CheckSpan(r.got_offset, want, got, given);
-    diff.CheckConst(r.got_offset + given, static_cast<T>(r.tail), got + given, r.Cells() - given);
+    if (memo != nullptr && memo->tracks_tails())
+      diff.CheckConstTracked(r.got_offset + given, static_cast<T>(r.tail), got + given, r.Cells() - given);
+    else
+      diff.CheckConst(r.got_offset + given, static_cast<T>(r.tail), got + given, r.Cells() - given);
   } else {  // (a matrix: every cell given)
     for (int64_t row = 0; row < r.rows; ++row) {
       const T* w = want + row * r.cols;
