@@ -53,6 +53,11 @@ std::vector<std::string> Caveats(const nlohmann::json& s, const RunConfig& confi
   if (arrivals.find("all at t=0") != std::string::npos)
     out.push_back(absl::StrCat("arrivals: ", arrivals,
                                ": a burst, not a load over time; --request-rate R spreads them"));
+  else if (wl.value("source", std::string()) == "trace" && wl.value("requests", int64_t{0}) > 1 &&
+           wl.value("arrival_span_s", -1.0) == 0.0)
+    // A length-only trace (no timestamps, or every one equal) replayed as it is.
+    out.push_back(absl::StrCat("arrivals: every request of the trace arrives at t=0 (it gives lengths only, or one "
+                               "timestamp): a burst, not a load over time; --request-rate R spreads them"));
   if (config.scheduler.mode != SpecMode::kNone)
     out.push_back(absl::StrFormat(
         "acceptance: a synthetic model (preset %s, expected length %.3f with all %d drafts), not a drafter's "
@@ -108,9 +113,11 @@ int RunMain(RunConfig& config) {
               s["config"]["mode"].get<std::string>().c_str(),
               s["config"]["time_impl"].get<std::string>().c_str(),
               static_cast<unsigned long long>(config.seed));
-  std::printf("  requests %lld  concurrency %d  steps %lld  preemptions %lld\n",
+  // 0 is --concurrency's "no limit", which summary.json's max_concurrency writes as null.
+  const int32_t concurrency = s["workload"]["concurrency"].get<int32_t>();
+  std::printf("  requests %lld  concurrency %s  steps %lld  preemptions %lld\n",
               static_cast<long long>(s["completed"].get<int64_t>()),
-              s["workload"]["concurrency"].get<int32_t>(),
+              concurrency > 0 ? std::to_string(concurrency).c_str() : "no limit",
               static_cast<long long>(result->steps),
               static_cast<long long>(m["preemptions"].get<int64_t>()));
   // The latencies asked for (--percentile-metrics), in vLLM's keys.
