@@ -52,6 +52,11 @@ std::vector<std::string> Caveats(const RunResult& r, const RunConfig& config) {
   if (arrivals.find("all at t=0") != std::string::npos)
     out.push_back(absl::StrCat("arrivals: ", arrivals,
                                ": a burst, not a load over time; --request-rate R spreads them"));
+  else if (wl.value("source", std::string()) == "trace" && wl.value("requests", int64_t{0}) > 1 &&
+           wl.value("arrival_span_s", -1.0) == 0.0)
+    // A length-only trace (no timestamps, or every one equal) replayed as it is.
+    out.push_back(absl::StrCat("arrivals: every request of the trace arrives at t=0 (it gives lengths only, or one "
+                               "timestamp): a burst, not a load over time; --request-rate R spreads them"));
   if (config.scheduler.mode != SpecMode::kNone)
     out.push_back(absl::StrFormat(
         "acceptance: a synthetic model (preset %s, expected length %.3f with all %d drafts), not a drafter's "
@@ -98,8 +103,11 @@ int RunMain(RunConfig& config) {
   std::printf("dspark-sim run: %s, mode %s, time-impl %s, seed %llu\n", r.workload.name.c_str(),
               std::string(SpecModeName(config.scheduler.mode)).c_str(), std::string(ImplKey(config.time_impl)).c_str(),
               static_cast<unsigned long long>(config.seed));
-  std::printf("  requests %lld  concurrency %d  steps %lld  preemptions %lld\n",
-              static_cast<long long>(r.serving.completed), r.traffic.max_concurrency,
+  // 0 is --concurrency's "no limit", which summary.json's max_concurrency writes as null.
+  const int32_t concurrency = r.traffic.max_concurrency;
+  std::printf("  requests %lld  concurrency %s  steps %lld  preemptions %lld\n",
+              static_cast<long long>(r.serving.completed),
+              concurrency > 0 ? std::to_string(concurrency).c_str() : "no limit",
               static_cast<long long>(r.steps), static_cast<long long>(r.preemptions));
   // The latencies asked for (--percentile-metrics), in vLLM's keys.
   std::string latencies;

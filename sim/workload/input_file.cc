@@ -62,7 +62,11 @@ absl::StatusOr<std::string> ReadInputFile(const std::string& path, absl::string_
     if (errno == EISDIR)
       return absl::InvalidArgumentError(
           absl::StrCat(option, ": '", path, "' is a directory; expected a file"));
-    return absl::NotFoundError(absl::StrCat(option, ": cannot open '", path, "'"));
+    const int error = errno;
+    const std::string why = absl::StrCat(option, ": cannot open '", path, "': ", std::strerror(error));
+    if (error == ENOENT || error == ENOTDIR) return absl::NotFoundError(why);
+    if (error == EACCES || error == EPERM) return absl::PermissionDeniedError(why);
+    return absl::InvalidArgumentError(why);
   }
   struct stat st {};
   if (::fstat(f.fd, &st) != 0)

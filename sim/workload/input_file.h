@@ -29,7 +29,8 @@ ReadLimits CalibrationReadLimits();  // calibration JSON: 16 MiB, 16 MiB lines (
 ReadLimits ResultReadLimits();       // result files read back (sweep.jsonl, summary.json)
 
 // The bytes of `path`. `option` names the input in messages ("--trace"). Errors:
-// NotFound "OPTION: cannot open 'PATH'", InvalidArgument for a directory, a size or a line
+// "OPTION: cannot open 'PATH': <strerror>" (NotFound for a missing file, PermissionDenied, else
+// InvalidArgument), InvalidArgument for a directory, a size or a line
 // beyond the limits, or no data within the idle timeout; DataLoss for a read error.
 absl::StatusOr<std::string> ReadInputFile(const std::string& path, absl::string_view option,
                                           const ReadLimits& limits);

@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/civil_time.h"
 #include "absl/time/time.h"
@@ -209,7 +210,26 @@ absl::StatusOr<TraceFormat> DetectCsv(const Location& loc, absl::string_view lin
       best_found = found;
     }
   }
-  if (best != nullptr) return best->format;
+  // A header that holds the columns of two formats (or as many of two) is not guessed at.
+  std::vector<std::string> also;
+  for (const auto& layout : CsvLayouts()) {
+    if (best == nullptr || &layout == best) continue;
+    int found = 0;
+    for (const auto& name : layout.required)
+      for (const auto& f : header)
+        if (f.text == name) {
+          ++found;
+          break;
+        }
+    if (found == best_found || found >= std::min<int>(2, static_cast<int>(layout.required.size())))
+      also.push_back(absl::StrCat(TraceFormatName(layout.format), " (", found, " of its columns)"));
+  }
+  if (best != nullptr && also.empty()) return best->format;
+  if (best != nullptr)
+    return RowError(loc, 1, "(header)",
+                    absl::StrCat("expected the columns of one trace format, got ", TraceFormatName(best->format),
+                                 " (", best_found, " of its columns) and ", absl::StrJoin(also, " and "),
+                                 " in ", Quote(line), "; to choose one, pass --trace-format"));
   return RowError(loc, 1, "(header)",
                   absl::StrCat("expected a CSV header with TIMESTAMP,ContextTokens,GeneratedTokens "
                                "(azure), arrived_at,num_prefill_tokens,num_decode_tokens (vidur) or "

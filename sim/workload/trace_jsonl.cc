@@ -217,6 +217,10 @@ absl::StatusOr<RowKind> ParseOwnJsonlRow(const Location& loc, absl::string_view 
 absl::StatusOr<TraceFormat> DetectJson(const Location& loc, absl::string_view line) {
   nlohmann::json obj;
   if (auto s = ParseJsonObject(loc, line, &obj); !s.ok()) return s;
+  if (obj.contains("input_length") && obj.contains("prompt_len"))
+    return RowError(loc, 1, "(format)",
+                    "expected the keys of one trace format, got 'input_length' (mooncake) and 'prompt_len' "
+                    "(jsonl) in the first object; to choose one, pass --trace-format");
   if (obj.contains("input_length")) return TraceFormat::kMooncake;
   if (obj.contains("prompt_len")) return TraceFormat::kJsonl;
   return RowError(loc, 1, "(format)",

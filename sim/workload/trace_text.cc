@@ -76,6 +76,30 @@ absl::Status CheckEncoding(absl::string_view text, absl::string_view source) {
   if (absl::StartsWith(text, "\x1F\x8B"))
     return RowError(start, 1, "(encoding)",
                     "expected a text trace, got gzip-compressed data; decompress it first");
+  // The other compressed formats and archives a trace is shipped in, by their magic numbers.
+  struct Magic {
+    absl::string_view bytes, what, tool;
+  };
+  static constexpr Magic kMagics[] = {
+      {absl::string_view("\x28\xB5\x2F\xFD", 4), "zstd-compressed data", "zstd -d"},
+      {absl::string_view("\xFD" "7zXZ\x00", 6), "xz-compressed data", "xz -d"},
+      {absl::string_view("\x04\x22\x4D\x18", 4), "lz4-compressed data", "lz4 -d"},
+      {absl::string_view("PK\x03\x04", 4), "a zip archive", "unzip"},
+      {absl::string_view("7z\xBC\xAF\x27\x1C", 6), "a 7-Zip archive", "7z x"},
+      {absl::string_view("\x89" "HDF\r\n\x1A\n", 8), "an HDF5 file", ""},
+      {absl::string_view("PAR1", 4), "a Parquet file", ""},
+  };
+  for (const Magic& m : kMagics)
+    if (absl::StartsWith(text, m.bytes))
+      return RowError(start, 1, "(encoding)",
+                      absl::StrCat("expected a text trace, got ", m.what,
+                                   m.tool.empty() ? "; convert it to CSV or JSONL first"
+                                                  : absl::StrCat("; decompress it first (", m.tool, ")")));
+  // bzip2: "BZh", the block size 1-9, then a block's or the end's magic.
+  if (text.size() >= 10 && absl::StartsWith(text, "BZh") && text[3] >= '1' && text[3] <= '9' &&
+      (text.substr(4, 6) == "1AY&SY" || text.substr(4, 6) == absl::string_view("\x17rE8P\x90", 6)))
+    return RowError(start, 1, "(encoding)",
+                    "expected a text trace, got bzip2-compressed data; decompress it first (bzip2 -d)");
   return absl::OkStatus();
 }
 

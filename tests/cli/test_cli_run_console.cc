@@ -53,5 +53,26 @@ TEST(RunConsole, NoCaveatThatDoesNotApplyAndOverloadIsSaid) {
   EXPECT_NE(text.find("  caveat: overloaded: "), std::string::npos) << text;
 }
 
+// A trace that gives lengths only (or one timestamp for every row) is a burst at t=0, as a
+// preset without --request-rate is; the console says so. Concurrency 0 is "no limit" (null in
+// summary.json's max_concurrency), never printed as 0.
+TEST(RunConsole, ALengthOnlyTraceIsSaidToArriveAtOnce) {
+  const std::string dir = testing_util::ProcessTempDir("run_console", "length_only_traces", true);
+  testing_util::WriteTextFile(dir + "/lengths.jsonl",
+                              "{\"prompt_len\": 10, \"output_len\": 4}\n{\"prompt_len\": 12, \"output_len\": 3}\n");
+  testing_util::WriteTextFile(dir + "/same.csv", "arrived_at,num_prefill_tokens,num_decode_tokens\n2.5,10,4\n2.5,12,3\n");
+  testing_util::WriteTextFile(dir + "/timed.csv", "arrived_at,num_prefill_tokens,num_decode_tokens\n0,10,4\n0.5,12,3\n");
+  for (const char* name : {"lengths.jsonl", "same.csv"}) {
+    const std::string text = RunConsole({"--trace", dir + "/" + name, "--mode", "none", "--no-check"}, name);
+    EXPECT_NE(text.find("  caveat: arrivals: every request of the trace arrives at t=0"), std::string::npos)
+        << name << "\n" << text;
+    EXPECT_NE(text.find("  concurrency no limit  "), std::string::npos) << text;
+  }
+  const std::string timed = RunConsole({"--trace", dir + "/timed.csv", "--mode", "none", "--no-check",
+                                        "--concurrency", "1"}, "timed");
+  EXPECT_EQ(timed.find("caveat: arrivals"), std::string::npos) << timed;
+  EXPECT_NE(timed.find("  concurrency 1  "), std::string::npos) << timed;
+}
+
 }  // namespace
 }  // namespace dspark

@@ -221,7 +221,7 @@ TEST(OptionMessages, SweepConfigFileWithAByteOrderMarkReadsLikeRun) {
   EXPECT_EQ(bom->workloads, plain->workloads);
   EXPECT_EQ(bom->concurrency, plain->concurrency);
   EXPECT_EQ(SweepArgs({"--config", dir + "/absent.cfg"}).status().message(),
-            "--config: cannot open '" + dir + "/absent.cfg'");
+            "--config: cannot open '" + dir + "/absent.cfg': No such file or directory");
 }
 
 // --merge returned its config without Validate, so an empty --out got through.

@@ -198,7 +198,7 @@ std::vector<Case> RunCases() {
                          "no speculation: use --mode none)"));
   {
     Case c = ConfigFile("ConfigMissing", "`--config` naming no file", "",
-                        "--config: cannot open '<file>'");
+                        "--config: cannot open '<file>': No such file or directory");
     c.absent = true;
     v.push_back(c);
   }
@@ -228,7 +228,7 @@ std::vector<Case> RunCases() {
                       "most max_model_len = 4096 tokens (--max-model-len), got 5000 + 10 = 5010"));
   {
     Case c = Command("RunMissingTrace", "`--trace` naming no file", "", {"--trace", "<file>"}, 1,
-                     "dspark-sim run: --trace: cannot open '<file>'");
+                     "dspark-sim run: --trace: cannot open '<file>': No such file or directory");
     c.absent = true;
     v.push_back(c);
   }

@@ -2,6 +2,7 @@
 // timestamps that are rejected with their exact error, and the line endings, byte-order mark,
 // final newline and blank lines that are accepted as the LF file is.
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -73,6 +74,44 @@ std::vector<Case> TraceCases() {
                          std::string("\x1F\x8B\x08\x00\x00\x00", 6),
                          "<file>:1:1: field '(encoding)': expected a text trace, got "
                          "gzip-compressed data; decompress it first"));
+  for (const auto& [name, input, bytes, shown] : std::vector<std::tuple<std::string, std::string, std::string, std::string>>{
+           {"ZstdFile", "zstd-compressed trace (`28 B5 2F FD`)", std::string("\x28\xB5\x2F\xFD\x04\x00", 6),
+            "zstd-compressed data; decompress it first (zstd -d)"},
+           {"Bzip2File", "bzip2-compressed trace (`BZh91AY&SY`)", "BZh91AY&SY\x01\x02",
+            "bzip2-compressed data; decompress it first (bzip2 -d)"},
+           {"XzFile", "xz-compressed trace (`FD 37 7A 58 5A 00`)", std::string("\xFD" "7zXZ\x00\x00\x04", 8),
+            "xz-compressed data; decompress it first (xz -d)"},
+           {"Lz4File", "lz4-compressed trace (`04 22 4D 18`)", std::string("\x04\x22\x4D\x18\x64", 5),
+            "lz4-compressed data; decompress it first (lz4 -d)"},
+           {"ZipFile", "zip archive (`PK 03 04`)", std::string("PK\x03\x04\x14\x00", 6),
+            "a zip archive; decompress it first (unzip)"},
+           {"ParquetFile", "Parquet file (`PAR1`)", std::string("PAR1\x15\x04", 6),
+            "a Parquet file; convert it to CSV or JSONL first"}})
+    v.push_back(TraceError(name, input, "auto", bytes,
+                           "<file>:1:1: field '(encoding)': expected a text trace, got " + shown));
+  v.push_back(TraceError("HeaderOfTwoFormats", "header with the columns of azure and vidur", "auto",
+                         "TIMESTAMP,ContextTokens,GeneratedTokens,arrived_at,num_prefill_tokens,num_decode_tokens\n"
+                         "2023-11-16 18:15:46.0000000,374,44,0.0,374,44\n",
+                         "<file>:1:1: field '(header)': expected the columns of one trace format, got azure (3 of "
+                         "its columns) and vidur (3 of its columns) in 'TIMESTAMP,ContextTokens,GeneratedTokens,...'; "
+                         "to choose one, pass --trace-format"));
+  v.push_back(TraceError("HeaderHalfOfAnotherFormat", "azure header plus `Request tokens,Response tokens`", "auto",
+                         "TIMESTAMP,ContextTokens,GeneratedTokens,Request tokens,Response tokens\n"
+                         "2023-11-16 18:15:46.0000000,374,44,374,44\n",
+                         "<file>:1:1: field '(header)': expected the columns of one trace format, got azure (3 of "
+                         "its columns) and burstgpt (2 of its columns) in 'TIMESTAMP,ContextTokens,GeneratedTokens,...'; "
+                         "to choose one, pass --trace-format"));
+  v.push_back(TraceError("HeaderTieOfTwoFormats", "header `TIMESTAMP,arrived_at,x`", "auto",
+                         "TIMESTAMP,arrived_at,x\n1,2,3\n",
+                         "<file>:1:1: field '(header)': expected the columns of one trace format, got azure (1 of "
+                         "its columns) and vidur (1 of its columns) in 'TIMESTAMP,arrived_at,x'; to choose one, "
+                         "pass --trace-format"));
+  v.push_back(TraceError("JsonKeysOfTwoFormats", "first object with `input_length` and `prompt_len`", "auto",
+                         "{\"timestamp\": 0, \"input_length\": 374, \"output_length\": 44, \"prompt_len\": 374, "
+                         "\"output_len\": 44}\n",
+                         "<file>:1:1: field '(format)': expected the keys of one trace format, got 'input_length' "
+                         "(mooncake) and 'prompt_len' (jsonl) in the first object; to choose one, pass "
+                         "--trace-format"));
   v.push_back(TraceError("BareCrLineEnds", "lines ending in a bare CR (classic Mac)", "vidur",
                          absl::StrReplaceAll(kVidurLf, {{"\n", "\r"}}),
                          "<file>:1:48: field '(line)': expected lines ending in LF or CRLF, got a "
