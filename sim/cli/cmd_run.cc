@@ -52,8 +52,7 @@ std::vector<std::string> Caveats(const RunResult& r, const RunConfig& config) {
   if (arrivals.find("all at t=0") != std::string::npos)
     out.push_back(absl::StrCat("arrivals: ", arrivals,
                                ": a burst, not a load over time; --request-rate R spreads them"));
-  else if (wl.value("source", std::string()) == "trace" && wl.value("requests", int64_t{0}) > 1 &&
-           wl.value("arrival_span_s", -1.0) == 0.0)
+  else if (!config.trace_path.empty() && r.traffic.requests > 1 && r.workload.arrival_span_s == 0.0)
     // A length-only trace (no timestamps, or every one equal) replayed as it is.
     out.push_back(absl::StrCat("arrivals: every request of the trace arrives at t=0 (it gives lengths only, or one "
                                "timestamp): a burst, not a load over time; --request-rate R spreads them"));
