@@ -98,30 +98,41 @@ void ProgressMeter::Draw(int64_t done, const std::string& detail) {
 
 ProgressObserver::ProgressObserver(ProgressStyle style, std::FILE* out, int64_t total_requests,
                                    ProgressMeter::Clock clock)
-    : meter_(style, out, "run", "requests", total_requests, std::move(clock)) {}
+    : total_requests_(total_requests), meter_(style, out, "run", "requests", total_requests, std::move(clock)) {}
+
+ProgressObserver::ProgressObserver(ProgressStyle style, std::FILE* out, int64_t total_requests,
+                                   int64_t total_output_tokens, ProgressMeter::Clock clock)
+    : by_tokens_(total_output_tokens > 0), total_requests_(total_requests),
+      meter_(style, out, "run", total_output_tokens > 0 ? "output tokens" : "requests",
+             total_output_tokens > 0 ? total_output_tokens : total_requests, std::move(clock)) {}
 
 std::string ProgressObserver::Detail() const {
   const double elapsed = meter_.Elapsed();
-  return absl::StrFormat("%d steps, %.0f steps/s", steps_,
-                         elapsed > 0 ? static_cast<double>(steps_) / elapsed : 0.0);
+  const std::string steps = absl::StrFormat("%d steps, %.0f steps/s", steps_,
+                                            elapsed > 0 ? static_cast<double>(steps_) / elapsed : 0.0);
+  if (!by_tokens_) return steps;
+  return absl::StrFormat("%d/%d requests, %s, simulated %s", finished_, total_requests_, steps,
+                         FormatDuration(sim_time_s_));
 }
 
 absl::Status ProgressObserver::OnStep(const StepPlan& /*plan*/) {
   ++steps_;
   // The clock is read every 256 steps: unchecked runs reach millions of steps/s.
-  if (meter_.style() != ProgressStyle::kNone && (steps_ & 255) == 0) meter_.Update(finished_, Detail());
+  if (meter_.style() != ProgressStyle::kNone && (steps_ & 255) == 0) meter_.Update(Done(), Detail());
   return absl::OkStatus();
 }
 
 void ProgressObserver::OnFinished(int32_t /*req*/, double /*time_s*/) { ++finished_; }
 
 void ProgressObserver::OnOutcomes(double time_s, const RequestOutcome* outcomes, size_t n) {
+  sim_time_s_ = time_s;
+  for (size_t i = 0; i < n; ++i) tokens_ += outcomes[i].tokens;
   DeliverOutcomes(*this, time_s, outcomes, n);  // final: only the finishes do anything
 }
 
 // A run that stopped before its first step says so in its error alone.
 void ProgressObserver::End() {
-  if (steps_ > 0) meter_.End(finished_, Detail());
+  if (steps_ > 0) meter_.End(Done(), Detail());
 }
 
 }  // namespace dspark::sim

@@ -62,9 +62,14 @@ class ProgressMeter {
 
 // `run`'s meter as an observer: requests finished of the workload's, steps and steps/s. It
 // never steers the run and has no summary.json section (run.cc lists the sections it writes).
+// With total_output_tokens > 0 the meter counts output tokens emitted, which every step of a
+// decode advances, so its percentage and ETA follow the steps (a request-count ETA stands still
+// while long requests run), and the detail adds the requests finished and the simulated time.
 class ProgressObserver final : public StepObserver {
  public:
   ProgressObserver(ProgressStyle style, std::FILE* out, int64_t total_requests,
+                   ProgressMeter::Clock clock = {});
+  ProgressObserver(ProgressStyle style, std::FILE* out, int64_t total_requests, int64_t total_output_tokens,
                    ProgressMeter::Clock clock = {});
   absl::string_view name() const override { return "progress"; }
   absl::Status OnStep(const StepPlan& plan) override;
@@ -75,8 +80,13 @@ class ProgressObserver final : public StepObserver {
  private:
   std::string Detail() const;
 
+  int64_t Done() const { return by_tokens_ ? tokens_ : finished_; }
+
+  bool by_tokens_ = false;
+  int64_t total_requests_ = 0;
   ProgressMeter meter_;
-  int64_t steps_ = 0, finished_ = 0;
+  int64_t steps_ = 0, finished_ = 0, tokens_ = 0;
+  double sim_time_s_ = 0;
 };
 
 }  // namespace dspark::sim

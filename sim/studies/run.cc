@@ -191,7 +191,10 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   };
 
   // Last, so it counts the steps every other stage accepted.
-  ProgressObserver progress(config.progress, stderr, static_cast<int64_t>(workload.requests.size()));
+  // By output tokens emitted: every decode step advances them (docs/performance.md).
+  int64_t output_tokens = 0;
+  for (const auto& r : workload.requests) output_tokens += r.output_len;
+  ProgressObserver progress(config.progress, stderr, static_cast<int64_t>(workload.requests.size()), output_tokens);
   engine.AddObserver(&progress);
 
   const std::clock_t c0 = std::clock();

@@ -115,6 +115,30 @@ TEST(ProgressObserver, CountsStepsAndFinishedRequests) {
   EXPECT_EQ(lines.back(), "run: 2/4 requests  50% | elapsed 25.6s ETA 25.6s | 2560 steps, 100 steps/s");
 }
 
+// By output tokens: the percentage and the ETA follow the tokens emitted, step after step, while
+// no request has finished yet (a request-count meter would show 0 % and no ETA).
+TEST(ProgressObserver, ByOutputTokensFollowsTheSteps) {
+  Captured out;
+  double now = 0;
+  ProgressObserver progress(ProgressStyle::kLines, out.file(), 2, 1000, [&] { return now; });
+  StepPlan plan;
+  for (int i = 1; i <= 1280; ++i) {
+    now = 0.01 * i;  // 100 steps/s, 2 requests x 1 token per step of 0.5 simulated seconds
+    ASSERT_TRUE(progress.OnStep(plan).ok());
+    RequestOutcome o[2];
+    o[0].req = 0;
+    o[1].req = 1;
+    o[0].tokens = o[1].tokens = i <= 250 ? 1 : 0;
+    progress.OnOutcomes(0.5 * i, o, 2);
+  }
+  const std::vector<std::string> lines = absl::StrSplit(out.Text(), '\n', absl::SkipEmpty());
+  ASSERT_GE(lines.size(), 1u) << out.Text();
+  // Step 256: 500 of 1000 tokens in 2.56 s, none finished.
+  EXPECT_EQ(lines[0],
+            "run: 500/1000 output tokens  50% | elapsed 2.6s ETA 2.6s | 0/2 requests, 256 steps, 100 steps/s, "
+            "simulated 2m08s");
+}
+
 // --progress lines changes nothing but stderr: the result files are byte-identical.
 TEST(ProgressObserver, RunResultFilesDoNotDependOnIt) {
   std::string files[2];
