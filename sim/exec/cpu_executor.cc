@@ -147,6 +147,7 @@ absl::Status CpuExecutor::Execute(const StepPlan& plan, const StepArrays& arrays
     st.counters += result->counters;
     ++st.steps_by_case[c];
     st.launches_by_case[c] += result->counters.Launches();
+    if (result->counters.graph_launches > 0) st.launches_in_graphs += result->counters.Launches();
     std::array<bool, 3> step_has{};
     for (const FieldMismatch& m : result->mismatches) {
       const int k = static_cast<int>(m.kind);
@@ -190,6 +191,14 @@ absl::Status CpuExecutor::Finish(nlohmann::json* section) {
     j["h2d_copies_per_step"] = per_step(st.counters.h2d_copies);
     j["host_syncs_per_step"] = per_step(st.counters.host_syncs);
     j["host_array_ops_per_step"] = per_step(st.counters.host_array_ops);
+    if (impl.info().execution != MetadataExecution::kEager) {
+      // How vLLM runs it (vllm-0.34): replayed steps are one graph launch each, holding
+      // launches_in_graphs; the other steps' launches are issued one by one.
+      j["execution"] = std::string(MetadataExecutionName(impl.info().execution));
+      j["graph_launches_per_step"] = per_step(st.counters.graph_launches);
+      j["launches_in_graphs_per_step"] = per_step(st.launches_in_graphs);
+      j["eager_launches_per_step"] = per_step(st.counters.Launches() - st.launches_in_graphs);
+    }
     const char* kind_names[3] = {"stale_host", "padding_residue", "bug"};
     for (int k = 0; k < 3; ++k) {
       j["divergence"][kind_names[k]] = {{"steps", st.kinds[k].steps}, {"cells", st.kinds[k].cells}};

@@ -44,6 +44,7 @@ class CpuExecutor : public StepExecutor {
     std::map<std::string, std::array<int64_t, 3>> by_field;       // cells by builder.field and kind
     std::array<int64_t, kNumStepCases> steps_by_case{};
     std::array<int64_t, kNumStepCases> launches_by_case{};
+    int64_t launches_in_graphs = 0;  // launches of the steps replayed from a recorded graph
   };
 
  private:
