@@ -69,6 +69,12 @@ struct BatchInputs {
   // CommonAttentionMetadata.causal: false in the DSpark draft step (DSparkSpeculator sets
   // dflash_causal = False), whose SWA decode rows are then non-causal, 192 wide.
   bool causal = true;
+  // What decides whether vLLM 0.33.0+ replays a recorded metadata graph for the step
+  // (AttnMetadataCudaGraphs.key, kernels/suite/metadata_graph.h): the step runs a FULL CUDA graph
+  // (a decode-only step padded to a capture size), and whether InputBatch.max_query_len is set
+  // (an adaptive verification step, whose host query lengths are only bounds).
+  bool full_graph = false;
+  bool adaptive = false;
 };
 
 // Checks sizes and host-side invariants (a device-side check would need a sync).

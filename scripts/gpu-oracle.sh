@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # On the GPU machine: the vLLM oracle (docs/oracle.md) over the seed cases and two dumped runs,
-# for vLLM 0.31.0 and 0.34.0 against vllm-56562; the seed's Before builder by builder against
-# 0.29.0 (token map, indexer chains) and 0.30.0 (its V4.1 builders); the replay harness with
-# 0.34.0's own kernels, eager and with graphs; and the seed's table with the releases' µs and
-# launches beside `bench`'s (scripts/oracle/seed_table.py). Reports go to $OUT (default
-# results-oracle/).
+# for vLLM 0.31.0 against vllm-0.31 and 0.34.0 against vllm-0.34 (each release against its own
+# state); the seed's Before builder by builder against 0.29.0 (token map, indexer chains) and
+# 0.30.0 (its V4.1 builders); the replay harness with 0.34.0's own kernels, eager and with
+# graphs; the GPU executor on vllm-0.34's recorded graphs; and the seed's table with the
+# releases' µs and launches beside `bench`'s (scripts/oracle/seed_table.py). Reports go to $OUT
+# (default results-oracle/).
 #
 # Prepare here (no GPU):   scripts/gpu-build.sh            (build-gpu/)
 #                          scripts/fetch-vllm.sh 0.29.0 0.30.0 0.31.0 0.34.0
@@ -24,7 +25,8 @@ PACKS="${DSPARK_VLLM_PACKS:-.vllm-packs}"
 DATA="${DSPARK_DATA_DIR:-workloads/traces}"
 STEPS="${DSPARK_ORACLE_STEPS:-1000}"
 RELEASES=(${DSPARK_ORACLE_RELEASES:-0.31.0 0.34.0})
-IMPL=vllm-56562
+IMPLS=vllm-0.31,vllm-0.34
+impl_of() { if [ "$1" = 0.34.0 ]; then echo vllm-0.34; else echo vllm-0.31; fi; }
 BEFORE=vllm-pre56562  # the seed's Before: an upstream snapshot between 0.29.0 and 0.30.0
 BEFORE_CHAINS=0.29.0  # its token map and indexer chains
 BEFORE_V41=0.30.0     # its V4.1 builders (SWA with the two-launch mask, MLA, ring)
@@ -48,28 +50,35 @@ t0=$(date +%s)
 stamp() { echo "gpu-oracle: $(( $(date +%s) - t0 )) s: $*"; }
 
 # The seed's eight cases, as `bench` and `verify` draw them (batch 16, seed 4), with our outputs.
-mkdir -p "$work/seed" "$work/seed-before"
+mkdir -p "$work/seed"
+for v in "${RELEASES[@]}"; do
+  impl="$(impl_of "$v")"
+  mkdir -p "$work/seed/$v"
+  for c in prefill chunked_prefill mixed decode verify adaptive_verify draft adaptive_draft; do
+    # exit 1 means our implementation differs from its own reference there; the oracle still runs
+    "$SIM" step --case "$c" --batch 16 --seed 4 --impl "$impl" --out "$work/seed/$v/$c.json" >/dev/null ||
+      echo "gpu-oracle: dspark-sim step --case $c --impl $impl exited $? (see the oracle's report)"
+  done
+done
+mkdir -p "$work/seed-before"
 for c in prefill chunked_prefill mixed decode verify adaptive_verify draft adaptive_draft; do
-  # exit 1 means our implementation differs from its own reference there; the oracle still runs
-  "$SIM" step --case "$c" --batch 16 --seed 4 --impl "$IMPL" --out "$work/seed/$c.json" >/dev/null ||
-    echo "gpu-oracle: dspark-sim step --case $c exited $? (see the oracle's report)"
   "$SIM" step --case "$c" --batch 16 --seed 4 --impl "$BEFORE" --out "$work/seed-before/$c.json" >/dev/null ||
     echo "gpu-oracle: dspark-sim step --case $c --impl $BEFORE exited $? (see the oracle's report)"
 done
 stamp "seed cases"
 
-# Two dumped runs; each run's own metadata check holds vllm-56562 to the dumped references.
-"$SIM" run --trace "$DATA/azure_llm_inference_conv_2023.csv" --num-requests 400 --mode adaptive --impl "$IMPL,$BEFORE" \
+# Two dumped runs; each run's own metadata check holds both states to the dumped references.
+"$SIM" run --trace "$DATA/azure_llm_inference_conv_2023.csv" --num-requests 400 --mode adaptive --impl "$IMPLS,$BEFORE" \
   --dump-steps "$work/azure" --dump-steps-limit "$STEPS" --out "$OUT/run-azure" >"$OUT/run-azure.log" 2>&1 || rc_runs=1
-"$SIM" run --workload speed-8k --concurrency 64 --mode adaptive --impl "$IMPL" \
+"$SIM" run --workload speed-8k --concurrency 64 --mode adaptive --impl "$IMPLS" \
   --dump-steps "$work/speed8k" --dump-steps-limit "$STEPS" --out "$OUT/run-speed8k" >"$OUT/run-speed8k.log" 2>&1 || rc_runs=1
 stamp "dumps (run exit ${rc_runs:-0}: see run-*.log)"
 
 # The oracle, one process per release, side by side on the GPU.
 pids=()
 for v in "${RELEASES[@]}"; do
-  python3 scripts/oracle/vllm_oracle.py --release "$v" --device "${DSPARK_ORACLE_DEVICE:-cuda}" --impl "$IMPL" --sim "$SIM" \
-    --steps "$work"/seed/*.json --dump "$work/azure" --dump "$work/speed8k" --profile-every 25 \
+  python3 scripts/oracle/vllm_oracle.py --release "$v" --device "${DSPARK_ORACLE_DEVICE:-cuda}" --impl "$(impl_of "$v")" \
+    --sim "$SIM" --steps "$work/seed/$v"/*.json --dump "$work/azure" --dump "$work/speed8k" --profile-every 25 \
     --out "$OUT/oracle-$v.json" >"$OUT/oracle-$v.log" 2>&1 &
   pids+=($!)
 done
@@ -95,7 +104,14 @@ for d in azure speed8k; do
   done
 done
 stamp "replays (exit $rc)"
-"$SIM" verify --impl "$IMPL" --json "$OUT/verify.json" >"$OUT/verify.log" 2>&1 || rc=1
+"$SIM" verify --impl "$IMPLS" --json "$OUT/verify.json" >"$OUT/verify.log" 2>&1 || rc=1
+# vllm-0.34 as vLLM 0.34.0 runs it on the device: recorded graphs (KV-cache groups as concurrent
+# branches) for FULL uniform-decode steps, eager otherwise, every step checked; beside vllm-0.31.
+"$SIM" run --trace "$DATA/azure_llm_inference_conv_2023.csv" --num-requests 64 --mode none --executor gpu \
+  --impl "$IMPLS" --out "$OUT/gpu-exec-decode" >"$OUT/gpu-exec-decode.log" 2>&1 || rc=1
+"$SIM" run --trace "$DATA/azure_llm_inference_conv_2023.csv" --num-requests 64 --mode adaptive --executor gpu \
+  --impl "$IMPLS" --out "$OUT/gpu-exec-adaptive" >"$OUT/gpu-exec-adaptive.log" 2>&1 || rc=1
+stamp "gpu executor (exit $rc)"
 
 # The seed's table: our states by `bench` (the oracle's cases: batch 16, seed 4) beside the
 # releases' own suites as the oracle timed and profiled them.

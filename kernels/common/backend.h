@@ -13,6 +13,7 @@
 //   void Fill32(int32_t* dst, int32_t value, size_t count);           // a memset-like node
 //   template <class T> T* Scratch(size_t count);  // per-suite workspace, reset by ResetScratch
 //   void Branch(int i); void Join();  // independent work on parallel branches (GPU only)
+//   void BranchAfter(int i, int j);   // branch i, started after what branch j issued so far
 //   void OverlapNextLaunch();  // the next launch may overlap the previous one (GPU only)
 //   OpCounters& counters();
 #pragma once
@@ -39,6 +40,9 @@ struct OpCounters {
   int64_t fills = 0;         // memset-like fills
   int64_t host_syncs = 0;    // times the host waited for the device
   int64_t host_array_ops = 0;  // host-side array ops (np.repeat, cumsum, ...) on the host path
+  // Replays of a recorded metadata graph (MetadataExecution::kRecordedUniformDecode): a replayed
+  // step is 1 graph launch, and the counts above are the nodes inside it.
+  int64_t graph_launches = 0;
 
   // What a captured graph would hold as nodes, or an eager path issues as launches.
   int64_t Launches() const { return kernels + h2d_copies + d2h_copies + d2d_copies + fills; }
@@ -46,6 +50,7 @@ struct OpCounters {
     kernels += o.kernels; h2d_copies += o.h2d_copies; d2h_copies += o.d2h_copies;
     d2d_copies += o.d2d_copies; fills += o.fills; host_syncs += o.host_syncs;
     host_array_ops += o.host_array_ops;
+    graph_launches += o.graph_launches;
     return *this;
   }
 };
@@ -114,6 +119,7 @@ class CpuBackend {
   // Independent work may go to parallel branches on a GPU; the emulator runs it in issue order,
   // which gives the same results because branches never read each other's outputs.
   void Branch(int) {}
+  void BranchAfter(int, int) {}
   void Join() {}
 
   template <class T>

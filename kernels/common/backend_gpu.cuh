@@ -75,6 +75,23 @@ class GpuBackend {
     }
     current_ = side_->stream(b);
   }
+  // Subsequent operations go to branch `i`, which starts after everything issued so far on
+  // branch `after` (opened as Branch(after) would) and on the main stream: vLLM's branches that
+  // start after another (AttnMetadataCudaGraphs._forked_build's readers of a clamped block
+  // table). Without side streams, the same as Branch(i).
+  void BranchAfter(int i, int after) {
+    if (!status_.ok()) return;
+    if (side_ == nullptr || side_->count() == 0 || i == 0) {
+      Branch(i);
+      return;
+    }
+    Branch(after);
+    cudaStream_t from = current_;
+    cudaEvent_t mark = after == 0 ? side_->fork_event() : side_->join_event((after - 1) % side_->count());
+    Check(cudaEventRecord(mark, from), "cudaEventRecord(branch after)", __FILE__, __LINE__);
+    Branch(i);
+    Check(cudaStreamWaitEvent(current_, mark, 0), "cudaStreamWaitEvent(branch after)", __FILE__, __LINE__);
+  }
   // Waits, on the main stream, for every branch opened since the last Join.
   void Join() {
     current_ = stream_;

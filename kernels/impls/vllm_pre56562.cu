@@ -34,5 +34,6 @@ DSPARK_REGISTER_IMPL(vllm_pre56562, ::dspark::RunVllmPre56562, [] {
   i.rows_via_builder_memo = true;  // its SWA and indexer rows: SwaBuild / IndexerBuild only
   i.traits.reads_host_totals = true;
   i.traits.old_indexer_chain = true;
+  i.host_decode_lens = ::dspark::HostDecodeLens::kFromHostSplit;
   return i;
 })

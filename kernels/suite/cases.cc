@@ -133,6 +133,8 @@ BatchInputs CaseBatch::Inputs() const {
   in.host = HostBatch{host_qsl.data(), host_seq_lens.data()};
   in.fp8_prefill = fp8_prefill;
   in.causal = causal;
+  in.full_graph = full_graph;
+  in.adaptive = adaptive;
   return in;
 }
 
@@ -278,6 +280,14 @@ absl::StatusOr<CaseBatch> MakeSeedCase(SeedCase c, const CaseOptions& o) {
           ? PaddedTokenCount(M, GraphCaptureSizes(o.max_num_seqs, o.max_num_batched_tokens, SeedCaseSpeculative(c) ? K : 0))
           : M;
   z.num_decode_tokens = decode_only ? z.num_tokens : b.qsl[z.num_decodes];
+  // As the simulator's steps (sim/model/step_plan.h): a decode-only step whose tokens fit a
+  // capture size runs a FULL graph; the adaptive verification case is vLLM's max_query_len step.
+  if (decode_only && o.pad_to_capture_size && M > 0) {
+    const std::vector<int32_t> sizes =
+        GraphCaptureSizes(o.max_num_seqs, o.max_num_batched_tokens, SeedCaseSpeculative(c) ? K : 0);
+    b.full_graph = !sizes.empty() && M <= sizes.back();
+  }
+  b.adaptive = c == SeedCase::kAdaptiveVerify;
   z.capacity = o.capacity > 0 ? o.capacity : std::max({z.num_tokens, R, budget});
   if (z.capacity < z.num_tokens || z.capacity < z.num_decodes)
     return absl::InvalidArgumentError(absl::StrFormat(

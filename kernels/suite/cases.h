@@ -82,6 +82,8 @@ struct CaseBatch {
   BatchSizes sizes;
   bool fp8_prefill = true;
   bool causal = true;                 // false for the draft cases (vLLM's DSpark draft step)
+  bool full_graph = false;            // a decode-only step padded to a CUDA-graph capture size
+  bool adaptive = false;              // adaptive verification (vLLM's InputBatch.max_query_len set)
   std::vector<int32_t> qsl;           // [R + 1]
   std::vector<int32_t> seq_lens;      // [R]
   std::vector<int32_t> block_table;   // [R, bt_stride]

@@ -94,6 +94,8 @@ absl::Status GpuSuite::Stage(const BatchInputs& in) {
   st.view.sizes = z;
   st.view.fp8_prefill = in.fp8_prefill;
   st.view.causal = in.causal;
+  st.view.full_graph = in.full_graph;
+  st.view.adaptive = in.adaptive;
   st.view.device = DeviceBatch{st.dev_qsl(), st.dev_seq(), st.dev_bt(), st.dev_slot()};
   st.view.host = HostBatch{in.host.query_start_loc ? st.host_qsl.data() : nullptr,
                            in.host.seq_lens ? st.host_seq_lens.data() : nullptr};

@@ -58,6 +58,7 @@ struct GpuSuite::State {
   BatchInputs view;  // device pointers: `inputs`; host pointers: the vectors below
   std::vector<int32_t> host_qsl, host_seq_lens;
   std::map<GraphKey, GraphEntry> graphs;
+  std::unique_ptr<SideStreams> side;  // the branches of vLLM's recorded builds (vllm-0.34)
 
   int32_t* dev_qsl() const { return reinterpret_cast<int32_t*>(inputs.get() + qsl_off); }
   int32_t* dev_seq() const { return reinterpret_cast<int32_t*>(inputs.get() + seq_off); }
@@ -96,6 +97,16 @@ struct GpuSuite::State {
     DS_ASSIGN_OR_RETURN(Outputs * o, OutputsFor(impl));
     GpuBackend be(stream.get(), scratch.get(), scratch.size(), pinned, pinned_bytes);
     const ImplInfo& info = impl.info();
+    if (info.execution == MetadataExecution::kRecordedUniformDecode) {  // vLLM's concurrent branches
+      if (side == nullptr) {
+        try {
+          side = std::make_unique<SideStreams>(4);
+        } catch (const CudaError& e) {
+          return absl::ResourceExhaustedError(absl::StrCat("GpuSuite: side streams: ", e.what()));
+        }
+      }
+      be.AttachSideStreams(side.get());
+    }
     const SuiteStep step = Step(*o);
     absl::Status s = ValidateSuiteStep(impl, step);
     if (s.ok() && info.gpu == nullptr)

@@ -40,6 +40,13 @@ GraphKey MakeGraphKey(Impl impl, const BatchInputs& in) {
   const HostBatch& host = in.host;
   if (host.query_start_loc == nullptr || !(traits.reads_host_totals || traits.reads_host_boundaries)) return key;
   const int32_t R = in.sizes.num_reqs, nd = in.sizes.num_decodes;
+  if (impl.info().execution == MetadataExecution::kRecordedUniformDecode) {
+    // vLLM's (num_reqs, num_reqs_after_padding, num_tokens, num_tokens_after_padding).
+    key.host_tokens = host.query_start_loc[R];
+    key.host_reqs = 0;
+    for (int32_t r = 0; r < R; ++r) key.host_reqs += host.query_start_loc[r + 1] > host.query_start_loc[r];
+    return key;
+  }
   key.host_tokens = host.query_start_loc[R];
   key.host_decode_tokens = host.query_start_loc[nd];
   key.host_max_decode_len = 0;
@@ -59,6 +66,10 @@ std::string GraphKey::ToString() const {
   std::string s = absl::StrFormat("%s R=%d N=%d nd=%d Nd=%d C=%d W=%d S=%d fp8=%d causal=%d", ImplName(impl),
                                   sizes.num_reqs, sizes.num_tokens, sizes.num_decodes, sizes.num_decode_tokens,
                                   sizes.capacity, sizes.bt_width, sizes.bt_stride, fp8_prefill ? 1 : 0, causal ? 1 : 0);
+  if (host_reqs >= 0) {
+    absl::StrAppendFormat(&s, " vllm_key=(%d, %d, %d, %d)", host_reqs, sizes.num_reqs, host_tokens, sizes.num_tokens);
+    return s;
+  }
   if (host_tokens >= 0)
     absl::StrAppendFormat(&s, " M_host=%d A_host=%d max_decode_host=%d host_hash=%016x", host_tokens,
                           host_decode_tokens, host_max_decode_len, host_hash);

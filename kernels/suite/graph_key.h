@@ -14,6 +14,13 @@
 //     (qsl_cpu [0, nd]). No implementation reads a decode row's seq_lens_cpu.
 // So no host value an implementation reads is frozen across steps: two steps share a graph only
 // when everything the implementation's build reads is equal.
+//
+// An implementation that runs as vLLM 0.33.0+ runs its build (MetadataExecution::
+// kRecordedUniformDecode, kernels/suite/metadata_graph.h) is keyed as vLLM keys it instead: the
+// padded sizes and flags (vLLM's num_reqs_after_padding and num_tokens_after_padding; the rest is
+// fixed per engine), the real request count and the host token total, and nothing else. If its
+// build reads a host value this key does not fix, a replay freezes it, and the check of the
+// replayed step shows it: that is a finding about vLLM, not hidden by a wider key.
 #pragma once
 
 #include <cstdint>
@@ -35,16 +42,17 @@ struct GraphKey {
   int32_t host_decode_tokens = -1;  // qsl_cpu[nd]
   int32_t host_max_decode_len = -1; // max over decode rows of qsl_cpu[r + 1] - qsl_cpu[r]
   uint64_t host_hash = 0;           // FNV-1a of the host rows the implementation reads
+  int32_t host_reqs = -1;           // vLLM's key only: the real requests (host query length > 0)
 
   auto Tie() const {
     return std::tie(impl, sizes.num_reqs, sizes.num_tokens, sizes.num_decodes, sizes.num_decode_tokens,
                     sizes.capacity, sizes.bt_width, sizes.bt_stride, fp8_prefill, causal, host_tokens,
-                    host_decode_tokens, host_max_decode_len, host_hash);
+                    host_decode_tokens, host_max_decode_len, host_hash, host_reqs);
   }
   bool operator<(const GraphKey& o) const { return Tie() < o.Tie(); }
   bool operator==(const GraphKey& o) const { return Tie() == o.Tie(); }
   bool operator!=(const GraphKey& o) const { return !(*this == o); }
-  // "vllm-56562 R=16 N=32 nd=16 Nd=32 C=64 W=5 S=8 fp8=1 causal=1 M_host=27 A_host=27 ..."
+  // "vllm-0.31 R=16 N=32 nd=16 Nd=32 C=64 W=5 S=8 fp8=1 causal=1 M_host=27 A_host=27 ..."
   std::string ToString() const;
 };
 

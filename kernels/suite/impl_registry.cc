@@ -253,6 +253,10 @@ absl::StatusOr<Impl> BaselineImpl() {
   return absl::NotFoundError("no registered implementation has the role baseline");
 }
 
+std::string_view MetadataExecutionName(MetadataExecution e) {
+  return e == MetadataExecution::kRecordedUniformDecode ? "recorded-uniform-decode" : "eager";
+}
+
 bool ReadsHostBoundaries(Impl impl) { return impl.info().traits.reads_host_boundaries; }
 bool ReadsHostTotals(Impl impl) { return impl.info().traits.reads_host_totals; }
 bool GraphCapturable(Impl impl) { return impl.info().traits.graph_capturable; }

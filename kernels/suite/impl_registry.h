@@ -78,8 +78,33 @@ using CpuSuiteEntry = absl::Status (*)(CpuBackend&, const SuiteStep&);
 using GpuSuiteEntry = absl::Status (*)(GpuBackend&, const SuiteStep&);  // null in CPU-only builds
 using WorkspaceBytesFn = size_t (*)(const SuiteLayout&);
 
+// How vLLM runs a state's metadata build from step to step (docs/states.md s.8), which the
+// executors follow: the launches the CPU emulation counts and the way the GPU executor issues them.
+enum class MetadataExecution : int8_t {
+  // Built launch by launch in every step (the executors may still capture the whole suite in
+  // their own graphs, keyed by every host value it reads: kernels/suite/graph_key.h).
+  kEager,
+  // vLLM 0.33.0+'s AttnMetadataCudaGraphs: the build of every FULL uniform-decode step (no
+  // prefill, equal host query lengths, InputBatch.max_query_len unset) is recorded in a CUDA
+  // graph keyed by (num_reqs, num_reqs_after_padding, num_tokens, num_tokens_after_padding), the
+  // KV-cache groups as concurrent branches on side streams, and replayed: one graph launch per
+  // step. Every other step, adaptive verification included, builds eagerly.
+  kRecordedUniformDecode,
+};
+std::string_view MetadataExecutionName(MetadataExecution e);  // "eager", "recorded-uniform-decode"
+
+// Where the indexer's host decode_lens_cpu max / min (the metadata's write_max_decode_len and
+// decode_is_uniform, and (c)'s choice of the expanded_seq_lens buffer) come from.
+enum class HostDecodeLens : int8_t {
+  kNotRead,         // the state reads neither
+  kFromHostSplit,   // decode_lens_cpu = diff(qsl_cpu[:nd + 1]) in every step: stale under adaptive
+                    //   verification (vLLM 0.28.0-0.33.0)
+  kNextNUnderAv,    // the same, except under adaptive verification: max = next_n, uniform = false
+                    //   (vLLM 0.34.0)
+};
+
 struct ImplInfo {
-  std::string name;                  // canonical, e.g. "vllm-56562"
+  std::string name;                  // canonical, e.g. "vllm-0.31"
   std::vector<std::string> aliases;  // other accepted names, e.g. "after", "fused"
   std::string description;           // one line for help texts
   int rank = 1000;                   // order in lists and "all" (built-ins < 100; then by name)
@@ -88,6 +113,8 @@ struct ImplInfo {
   std::string vllm_release;          // the vLLM releases that ship that state, e.g. "0.30.0-0.34.0"
   ImplStyle style;                   // resolved by the registry: see ImplStyle
   ImplTraits traits;
+  MetadataExecution execution = MetadataExecution::kEager;  // how vLLM runs the build (see above)
+  HostDecodeLens host_decode_lens = HostDecodeLens::kNotRead;
   WorkspaceBytesFn workspace_bytes = nullptr;  // [bytes] of scratch per step (CUTLASS's get_workspace_size)
   // CPU check with dedup: its row matrices (bt_out, swa_indices, swa_indices_noncausal) are
   // written only through the deduplicated builders (vllm_ops' SwaBuild / IndexerBuild), so its
@@ -117,7 +144,7 @@ class Impl {
   // Before / After in bench, seed costs in the time model. Named after the old enum values,
   // each is the vLLM state the old name stands for. Nothing enumerates implementations through
   // them: lists, help texts and per-impl arrays come from AllImpls().
-  static const Impl kChain, kCached, kDeviceChain, kFused, kFusedSuite;
+  static const Impl kChain, kCached, kDeviceChain, kFused, kVllm034, kFusedSuite;
 
   const ImplInfo& info() const;   // aborts on an unregistered handle
   std::string_view name() const { return name_ == nullptr ? std::string_view() : std::string_view(name_); }
@@ -134,7 +161,8 @@ class Impl {
 inline constexpr Impl Impl::kChain{"vllm-pre47474"};
 inline constexpr Impl Impl::kCached{"vllm-47474"};
 inline constexpr Impl Impl::kDeviceChain{"vllm-pre56562"};
-inline constexpr Impl Impl::kFused{"vllm-56562"};
+inline constexpr Impl Impl::kFused{"vllm-0.31"};  // (d) as 0.31.0-0.33.0 run it, the seed's After
+inline constexpr Impl Impl::kVllm034{"vllm-0.34"};  // (e) as 0.34.0 runs it
 inline constexpr Impl Impl::kFusedSuite{"fused-suite"};
 
 // Every registered implementation, by (rank, name).

@@ -123,7 +123,7 @@ absl::StatusOr<const int32_t*> TokenMapFromHost(Backend& be, const SuiteStep& s,
 
 // DeepseekSparseSWAMetadataBuilder.build (V4.1), the same in (a)-(d):
 //   is_valid_token.copy_(slot_mapping >= 0) [k][c]; from 0.31.0 torch.ge(slot_mapping, 0,
-//            out=is_valid_token) [k] (`one_launch_mask`, vllm-56562 as 0.31.0-0.34.0 have it)
+//            out=is_valid_token) [k] (`one_launch_mask`, vllm-0.31 / vllm-0.34 as 0.31.0-0.34.0 have it)
 //   ndt > 0: decode_swa_lens[ndt:] = 0 [f]; _compute_swa_indices_and_lens_kernel rows [0, ndt) [k],
 //            or, when CommonAttentionMetadata.causal is false (the DSpark draft step),
 //            _compute_dspark_noncausal_swa_indices_kernel into decode_swa_indices_noncausal

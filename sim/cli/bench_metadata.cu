@@ -208,14 +208,14 @@ void MetadataMarkdown(const BenchConfig& cfg, const MetadataSection& m, std::str
     absl::StrAppend(md, "\n");
   }
 
-  // The seed's layout: Before = (c) vllm-pre56562, After = (d) vllm-56562 (graph method), the
+  // The seed's layout: Before = (c) vllm-pre56562, After = (d) vllm-0.31 (graph method), the
   // speedup, fused-suite, and the seed's own speedups beside (seed 000, cold L2, batch 16).
   const bool has_chain = std::find(cfg.impls.begin(), cfg.impls.end(), Impl::kDeviceChain) != cfg.impls.end();
   const bool has_fused = std::find(cfg.impls.begin(), cfg.impls.end(), Impl::kFused) != cfg.impls.end();
   const bool has_suite = std::find(cfg.impls.begin(), cfg.impls.end(), Impl::kFusedSuite) != cfg.impls.end();
   if (has_chain && (has_fused || has_suite)) {
     absl::StrAppend(md,
-                    "### Seed layout (graph method): Before = vllm-pre56562 (c), After = vllm-56562 (d)\n\n",
+                    "### Seed layout (graph method): Before = vllm-pre56562 (c), After = vllm-0.31 (d)\n\n",
                     "| Case | Before (µs) | After (µs) | Speedup | seed's speedup | fused-suite (µs) | Speedup | "
                     "floor (µs) |\n",
                     "|---|---:|---:|---:|---:|---:|---:|---:|\n");

@@ -187,7 +187,7 @@ absl::StatusOr<ojson> RunFull(const BenchConfig& cfg, std::string* md, std::vect
   }
   absl::StrAppend(md, "\nA bug in any implementation stops the run. Only the host mappings of vllm-pre47474 and "
                       "vllm-47474 may show stale-host divergence (where the host split is stale), and only the old "
-                      "indexer chain of (a)-(c) padding residue; vllm-56562 and fused-suite must show 0 in every "
+                      "indexer chain of (a)-(c) padding residue; vllm-0.31, vllm-0.34 and fused-suite must show 0 in every "
                       "column.\n\n");
   return section;
 }

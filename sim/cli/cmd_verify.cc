@@ -192,6 +192,9 @@ int VerifyMain(VerifyConfig& cfg) {
       j["seed_cases"][std::string(ImplName(impl))][std::string(SeedCaseName(c))] = {
           {"launches", r->counters.Launches()}, {"kernels", r->counters.kernels},
           {"stale_host_cells", cells[0]}, {"padding_residue_cells", cells[1]}, {"bug_cells", cells[2]}};
+      if (impl.info().execution != MetadataExecution::kEager)  // vllm-0.34: how vLLM runs the step
+        j["seed_cases"][std::string(ImplName(impl))][std::string(SeedCaseName(c))]["graph_launches"] =
+            r->counters.graph_launches;
     }
   }
   for (const std::string& b : bugs) std::fprintf(stderr, "BUG: %s\n", b.c_str());

@@ -7,6 +7,7 @@ void ImplTally::CountStep(StepCase c, const OpCounters& step_counters) {
   counters += step_counters;
   ++steps_by_case[static_cast<int>(c)];
   launches_by_case[static_cast<int>(c)] += step_counters.Launches();
+  if (step_counters.graph_launches > 0) launches_in_graphs += step_counters.Launches();
 }
 
 void ImplTally::CountMismatch(const FieldMismatch& m, KindCounts* step_has) {
@@ -28,6 +29,7 @@ void ImplTally::CountKinds(StepCase c, const KindCounts& step_has) {
 void ImplTally::Add(const ImplTally& o) {
   steps += o.steps;
   counters += o.counters;
+  launches_in_graphs += o.launches_in_graphs;
   for (int k = 0; k < kNumMismatchKinds; ++k) {
     steps_with[k] += o.steps_with[k];
     cells[k] += o.cells[k];

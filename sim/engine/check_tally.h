@@ -34,6 +34,7 @@ struct ImplTally {
   std::array<int64_t, kNumStepCases> steps_by_case{};
   std::array<int64_t, kNumStepCases> launches_by_case{};
   std::array<KindCounts, kNumStepCases> steps_with_by_case{};
+  int64_t launches_in_graphs = 0;  // launches of the steps replayed from a recorded graph (vllm-0.34)
 
   // One step of case `c` whose suite issued `counters`.
   void CountStep(StepCase c, const OpCounters& step_counters);

@@ -178,6 +178,14 @@ absl::Status CpuExecutor::Finish(nlohmann::json* section) {
     j["h2d_copies_per_step"] = per_step(st.counters.h2d_copies);
     j["host_syncs_per_step"] = per_step(st.counters.host_syncs);
     j["host_array_ops_per_step"] = per_step(st.counters.host_array_ops);
+    if (impl.info().execution != MetadataExecution::kEager) {
+      // How vLLM runs it (vllm-0.34): replayed steps are one graph launch each, holding
+      // launches_in_graphs; the other steps' launches are issued one by one.
+      j["execution"] = std::string(MetadataExecutionName(impl.info().execution));
+      j["graph_launches_per_step"] = per_step(st.counters.graph_launches);
+      j["launches_in_graphs_per_step"] = per_step(st.launches_in_graphs);
+      j["eager_launches_per_step"] = per_step(st.counters.Launches() - st.launches_in_graphs);
+    }
     for (int k = 0; k < kNumMismatchKinds; ++k) {
       const char* kind = kMismatchKindKeys[k];
       j["divergence"][kind] = {{"steps", st.steps_with[k]}, {"cells", st.cells[k]}};

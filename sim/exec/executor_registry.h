@@ -27,6 +27,7 @@ struct ExecutorRequest {
   std::string out_dir;        // where an executor writes its own files (e.g. gpu_steps.csv)
   std::string dump_dir;       // run --dump-steps: the step dump's folder, empty for none
   int64_t dump_limit = 0;     // [steps] run --dump-steps-limit
+  std::string what_if;        // run --what-if: "record-av-graphs", "record-av-graphs-at-first-step" or ""
   nlohmann::json meta;        // the run's meta block (argv, seed, git), for files executors write
 };
 

@@ -246,7 +246,8 @@ absl::Status GpuExecutor::State::RunStep(const StepPlan& plan, StepDelta& delta)
     const Impl impl = options.impls[i];
     ExecutorImplStats& s = delta.stats[impl];
     const std::string impl_name(ImplName(impl));
-    const bool graph = GraphCapturable(impl) && plan.graph_padded;
+    // vllm-0.34: vLLM's recorded graphs (FULL uniform decode only); the others: every padded step.
+    const bool graph = ExecutorReplaysGraph(impl, in);
     StepRow row;
     row.step = plan.index;
     row.step_case = plan.step_case;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/suite/graph_key.h"
+#include "kernels/suite/metadata_graph.h"
 #include "nlohmann/json.hpp"
 #include "sim/exec/gpu_executor.cuh"
 #include "sim/exec/gpu_reference_worker.h"

@@ -49,6 +49,8 @@ BatchInputs ToBatchInputs(const StepPlan& plan, const StepArrays& arrays) {
   in.host.query_start_loc = arrays.qsl_host.data();
   in.host.seq_lens = arrays.seq_lens_host.data();
   in.causal = !plan.draft_step;  // the DSpark draft step is non-causal (DSparkSpeculator)
+  in.full_graph = plan.graph_padded;
+  in.adaptive = plan.step_case == StepCase::kAdaptiveVerify;
   return in;
 }
 

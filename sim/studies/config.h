@@ -84,6 +84,7 @@ struct RunConfig {
   // Builder-level deduplication of the CPU check (--no-dedup: off); results are identical either
   // way, so not in ToJson.
   bool dedup = true;
+  std::string what_if;  // run --what-if: a labelled what-if executor (sim/exec/what_if_executor.h), "" for none
   bool check_invariants = false;   // sim/observe/invariants.h on every step (section "invariants")
   // Hold the advisory lock of out_dir (sim/results/out_folder.h) while the run writes there:
   // `dspark-sim run` sets it; a sweep point does not (the sweep holds its --out's). Not in ToJson.

@@ -125,7 +125,7 @@ absl::StatusOr<TpotLoopResult> TpotLoop::Run(const TpotLoopOptions& opt, const s
       auto arrays = plan.Arrays();
       if (!arrays.ok()) return fail(step, "warm-up step arrays", arrays.status());
       const BatchInputs in = StagedInputs(plan, **arrays);
-      const bool graph = GraphCapturable(impl) && plan.graph_padded;
+      const bool graph = ExecutorReplaysGraph(impl, in);  // vllm-0.34: vLLM's recorded graphs
       for (int s = 0; s < kTpotLoopSuites; ++s) {
         GpuSuite& suite = *st.suites[s];
         if (absl::Status r = suite.Stage(in); !r.ok()) return fail(step, "warm-up GpuSuite::Stage", r);
@@ -218,7 +218,7 @@ absl::StatusOr<TpotLoopResult> TpotLoop::Run(const TpotLoopOptions& opt, const s
         return fail(step, "DeviceTopB::Launch", r);
       ++res.topb_launches;
     }
-    const bool graph = GraphCapturable(impl) && plan.graph_padded;
+    const bool graph = ExecutorReplaysGraph(impl, in);  // vllm-0.34: vLLM's recorded graphs
     if (graph) {
       if (!suite.Graph(impl).ok()) {
         ++res.late_captures;

@@ -47,6 +47,7 @@
 
 #include "absl/status/statusor.h"
 #include "kernels/suite/gpu_suite.cuh"
+#include "kernels/suite/metadata_graph.h"
 #include "kernels/suite/suite.h"
 #include "nlohmann/json.hpp"
 #include "sim/model/acceptance.h"

@@ -30,7 +30,7 @@ TEST(CliVerify, StaleCasesShowStaleHostForHostReadersAndNoBugs) {
     EXPECT_EQ(j["counts"][impl]["adaptive_verify"]["stale_host"], 2) << impl;
     EXPECT_EQ(j["counts"][impl]["draft"]["stale_host"], 0) << impl;
   }
-  for (const char* impl : {"vllm-pre56562", "vllm-56562", "fused-suite"})
+  for (const char* impl : {"vllm-pre56562", "vllm-0.31", "vllm-0.34", "fused-suite"})
     for (const char* c : {"decode", "adaptive_verify", "draft"}) {
       EXPECT_EQ(j["counts"][impl][c]["batches"], 2) << impl << " " << c;
       EXPECT_EQ(j["counts"][impl][c]["stale_host"], 0) << impl << " " << c;
@@ -40,11 +40,20 @@ TEST(CliVerify, StaleCasesShowStaleHostForHostReadersAndNoBugs) {
     }
   // The seed cases at batch 16: launches and cells per kind, CPU-only.
   EXPECT_EQ(j["seed_cases"]["vllm-pre56562"]["decode"]["launches"], 77);
-  EXPECT_EQ(j["seed_cases"]["vllm-56562"]["decode"]["launches"], 17);  // vLLM 0.31.0-0.34.0
+  EXPECT_EQ(j["seed_cases"]["vllm-0.31"]["decode"]["launches"], 17);  // vLLM 0.31.0-0.34.0's builders
+  // vLLM 0.34.0 replays the recorded build of the FULL uniform-decode step: 1 graph launch of 18
+  // nodes ((d)'s 17 and the second branch's token map); an adaptive verification step builds
+  // eagerly (17).
+  EXPECT_EQ(j["seed_cases"]["vllm-0.34"]["decode"]["launches"], 18);
+  EXPECT_EQ(j["seed_cases"]["vllm-0.34"]["adaptive_verify"]["launches"], 17);
+  EXPECT_EQ(j["seed_cases"]["vllm-0.34"]["decode"]["graph_launches"], 1);
+  EXPECT_EQ(j["seed_cases"]["vllm-0.34"]["adaptive_verify"]["graph_launches"], 0);
+  EXPECT_FALSE(j["seed_cases"]["vllm-0.31"]["decode"].contains("graph_launches"));
   EXPECT_EQ(j["seed_cases"]["fused-suite"]["decode"]["launches"], 1);
   for (const char* c : {"decode", "adaptive_verify", "draft"}) {
     EXPECT_EQ(j["seed_cases"]["vllm-pre56562"][c]["stale_host_cells"], 0) << c;
-    EXPECT_EQ(j["seed_cases"]["vllm-56562"][c]["stale_host_cells"], 0) << c;
+    EXPECT_EQ(j["seed_cases"]["vllm-0.31"][c]["stale_host_cells"], 0) << c;
+    EXPECT_EQ(j["seed_cases"]["vllm-0.34"][c]["stale_host_cells"], 0) << c;
   }
   EXPECT_GT(j["seed_cases"]["vllm-47474"]["adaptive_verify"]["stale_host_cells"], 0);
   // The meta block every result file has, with the registry the plots read.

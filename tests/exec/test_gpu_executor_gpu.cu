@@ -29,6 +29,7 @@
 #include "absl/strings/str_split.h"
 #include "kernels/common/device_buffer.cuh"
 #include "kernels/reference/topb_alloc.h"
+#include "kernels/suite/metadata_graph.h"
 #include "sim/model/acceptance.h"
 #include "sim/engine/engine.h"
 #include "sim/exec/gpu_executor.cuh"
@@ -85,9 +86,11 @@ class ExecutorObserver final : public StepObserver {
       stale_host_qsl += (*arrays)->qsl_host != (*arrays)->qsl_device;
     }
     stale_any += plan.host_view_stale;
+    vllm_keyed += VllmMetadataKey(ToBatchInputs(plan, **arrays)).has_value();
     return executor_->Execute(plan);
   }
   int64_t padded_steps = 0, adaptive_verifications = 0, stale_host_qsl = 0, stale_any = 0;
+  int64_t vllm_keyed = 0;  // steps vLLM 0.33.0+ replays from a recorded metadata graph
   std::set<std::tuple<int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, bool>> sizes;
   // The same with the host token total (the real token count): what a host-total reader's
   // graph must not freeze.
@@ -292,6 +295,25 @@ TEST(GpuExecutor, DSparkRunWithoutAdaptiveHasNoDeviceAllocation) {
   // and without adaptive verification the host split is right: (b) is exact too
   // (docs/states.md s.4).
   EXPECT_EQ(run.executor->stats(Impl::kCached).check.steps_with[0], 0);
+}
+
+// vllm-0.34 as vLLM 0.34.0 runs it: the FULL uniform-decode steps (no speculation) replay
+// graphs recorded under vLLM's key, with the KV-cache groups as concurrent branches, every other
+// step builds eagerly; every step's outputs equal the reference either way.
+TEST(GpuExecutor, Vllm034ReplaysVllmKeyedGraphsForUniformDecodeOnly) {
+  DS_REQUIRE_GPU();
+  for (SpecMode mode : {SpecMode::kNone, SpecMode::kAdaptive}) {
+    SCOPED_TRACE(std::string(SpecModeName(mode)));
+    ExecutorRun run = RunExecutor(mode, {Impl::kVllm034, Impl::kFused}, 5);
+    ASSERT_NE(run.executor, nullptr);
+    const ExecutorImplStats& s = run.executor->stats(Impl::kVllm034);
+    EXPECT_EQ(s.mismatch_cells, (std::array<int64_t, 3>{0, 0, 0}));
+    EXPECT_EQ(s.graph_replays, run.observer->vllm_keyed);
+    EXPECT_EQ(s.graph_replays + s.eager_runs, run.steps);
+    if (mode == SpecMode::kNone) EXPECT_GT(s.graph_replays, 0) << "no FULL uniform-decode step";
+    EXPECT_EQ(s.captures, s.distinct_keys);
+    EXPECT_EQ(run.executor->stats(Impl::kFused).mismatch_cells, (std::array<int64_t, 3>{0, 0, 0}));
+  }
 }
 
 // One graph per padded size: the executor captures each distinct key once and replays it.

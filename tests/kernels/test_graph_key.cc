@@ -111,7 +111,7 @@ TEST(GraphKey, DeviceValuesAndTheSizesAndFlags) {
   }
   EXPECT_EQ(MakeGraphKey(Impl::kFusedSuite, a.Inputs()).ToString(),
             "fused-suite R=4 N=8 nd=4 Nd=8 C=64 W=4 S=6 fp8=1 causal=1");
-  EXPECT_EQ(MakeGraphKey(Impl::kFused, a.Inputs()).ToString().rfind("vllm-56562 R=4 N=8 nd=4 Nd=8 C=64 W=4 S=6 fp8=1 "
+  EXPECT_EQ(MakeGraphKey(Impl::kFused, a.Inputs()).ToString().rfind("vllm-0.31 R=4 N=8 nd=4 Nd=8 C=64 W=4 S=6 fp8=1 "
                                                                       "causal=1 M_host=4 A_host=4 max_decode_host=1 ",
                                                                       0),
             0u);

@@ -237,7 +237,7 @@ TEST(SuiteInterface, ImplNamesRoundTrip) {
   EXPECT_EQ(ParseImpl("fused_suite").status().code(), absl::StatusCode::kInvalidArgument);
   const absl::StatusOr<std::vector<Impl>> all = ParseImplList("all");
   ASSERT_TRUE(all.ok());
-  EXPECT_EQ(all->size(), 5u);
+  EXPECT_EQ(all->size(), NumImpls());
   const absl::StatusOr<std::vector<Impl>> two = ParseImplList(" fused-suite , chain");
   ASSERT_TRUE(two.ok()) << two.status();
   EXPECT_EQ(*two, (std::vector<Impl>{Impl::kFusedSuite, Impl::kChain}));
@@ -245,6 +245,12 @@ TEST(SuiteInterface, ImplNamesRoundTrip) {
   EXPECT_EQ(ParseImplList("fused,").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(*ParseImpl("before"), Impl::kDeviceChain);
   EXPECT_EQ(*ParseImpl("after"), Impl::kFused);
+  // (d)'s old name stays an alias of vllm-0.31.
+  EXPECT_EQ(*ParseImpl("vllm-56562"), Impl::kFused);
+  EXPECT_EQ(ImplName(Impl::kFused), "vllm-0.31");
+  EXPECT_EQ(ImplName(*ParseImpl("vllm-0.34")), "vllm-0.34");
+  EXPECT_EQ(Impl::kVllm034.info().execution, MetadataExecution::kRecordedUniformDecode);
+  EXPECT_EQ(Impl::kFused.info().execution, MetadataExecution::kEager);
   EXPECT_EQ(*ParseImpl("chain"), Impl::Named("vllm-pre47474"));
   EXPECT_EQ(*ParseImpl("cached"), Impl::Named("vllm-47474"));
   EXPECT_EQ(ParseImplList("before,vllm-pre56562").status().code(), absl::StatusCode::kInvalidArgument);

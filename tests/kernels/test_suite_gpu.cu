@@ -13,6 +13,7 @@
 #include "kernels/suite/cases.h"
 #include "kernels/suite/gpu_suite.cuh"
 #include "kernels/suite/graph_key.h"
+#include "kernels/suite/metadata_graph.h"
 #include "kernels/suite/suite.h"
 #include "tests/common/gpu_suite_capacity.cuh"
 #include "tests/common/gpu_test_util.cuh"
@@ -244,6 +245,43 @@ TEST(SuiteGpuChain, CaptureForTimingReplaysCaptureTimeHostData) {
 // no host value (fused-suite) shares one graph, which replays both exactly. "Exactly" allows the
 // old indexer chain of (c) its padding residue (earlier data left in padding block-table rows),
 // which is what vLLM's chain leaves too, and nothing else.
+// vllm-0.34 as vLLM 0.34.0 runs it: the FULL uniform-decode step recorded with the KV-cache
+// groups as concurrent branches (side streams forked and joined by events inside the capture).
+// The graph holds exactly the operations the emulation counts (18: (d)'s 17 and the second
+// branch's own token map), event edges and no other node; its replay, and the eager build on the
+// branches, equal the reference. An adaptive verification step has no vLLM key.
+TEST(SuiteGpuVllm034, RecordedGraphWithBranchesHoldsTheCountedLaunchesAndReplaysExactly) {
+  DS_REQUIRE_GPU();
+  CaseOptions o;
+  o.seed = 4;
+  const CaseBatch b = MustMake(SeedCase::kDecode, o);
+  ASSERT_TRUE(ReplaysRecordedGraph(Impl::kVllm034, b.Inputs()));
+  const OpCounters cpu = CpuCounts(Impl::kVllm034, b);
+  EXPECT_EQ(cpu.graph_launches, 1);
+  EXPECT_EQ(cpu.Launches(), 18);
+  std::unique_ptr<GpuSuite> gpu = MakeSuite();
+  ASSERT_NE(gpu, nullptr);
+  ASSERT_TRUE(gpu->Stage(b.Inputs()).ok());
+  const absl::Status run = gpu->Run(Impl::kVllm034);  // eager, on the branches
+  ASSERT_TRUE(run.ok()) << run;
+  absl::StatusOr<SuiteRunResult> r = gpu->Download(Impl::kVllm034);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->mismatches.empty()) << DescribeMismatches(r->mismatches);
+  ExpectSameCounts(r->counters, cpu, b.name);
+  const absl::Status cap = gpu->Capture(Impl::kVllm034);
+  ASSERT_TRUE(cap.ok()) << cap;
+  const absl::StatusOr<SuiteGraph::NodeCounts> nodes = gpu->GraphNodes(Impl::kVllm034);
+  ASSERT_TRUE(nodes.ok()) << nodes.status();
+  EXPECT_EQ(static_cast<int64_t>(nodes->total), cpu.Launches());
+  EXPECT_EQ(static_cast<int64_t>(nodes->kernels), cpu.kernels + cpu.fills);
+  EXPECT_EQ(nodes->other, 0u);
+  ASSERT_TRUE(gpu->Replay(Impl::kVllm034).ok());
+  r = gpu->Download(Impl::kVllm034);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->mismatches.empty()) << DescribeMismatches(r->mismatches);
+  EXPECT_FALSE(ReplaysRecordedGraph(Impl::kVllm034, MustMake(SeedCase::kAdaptiveVerify, o).Inputs()));
+}
+
 TEST(SuiteGpuGraphKey, ARealTokenTotalChangeIsANewGraphOnlyForHostTotalReaders) {
   DS_REQUIRE_GPU();
   CaseOptions o;

@@ -49,6 +49,11 @@ TEST(SuiteLaunchCounts, Batch16Decode) {
   EXPECT_EQ(counts[Impl::kDeviceChain].Launches(), 77);
   EXPECT_EQ(counts[Impl::kDeviceChain].h2d_copies, 0);
   EXPECT_EQ(counts[Impl::kFused].Launches(), 17);
+  EXPECT_EQ(counts[Impl::kFused].graph_launches, 0);  // 0.31.0-0.32.0 build eagerly
+  // (e) vLLM 0.34.0 replays the recorded build of this FULL uniform-decode step: 1 graph launch
+  // of 18 nodes, (d)'s 17 and the token map of the second branch (each branch builds its own).
+  EXPECT_EQ(counts[Impl::kVllm034].graph_launches, 1);
+  EXPECT_EQ(counts[Impl::kVllm034].Launches(), 18);
   EXPECT_EQ(counts[Impl::kCached].Launches(), 70);
   EXPECT_EQ(counts[Impl::kCached].h2d_copies, 1);
   EXPECT_EQ(counts[Impl::kChain].Launches(), 73);
@@ -63,21 +68,26 @@ TEST(SuiteLaunchCounts, Batch16Decode) {
 
 // The launch count of every implementation in every seed case (batch 16, seed 4, the default
 // options: the cases `bench` and `verify` run). Columns: vllm-pre47474, vllm-47474,
-// vllm-pre56562, vllm-56562, fused-suite (docs/states.md s.2.7 explains the decode row).
+// vllm-pre56562, vllm-0.31, vllm-0.34, fused-suite (docs/states.md s.2.7 explains the decode row,
+// s.8 vllm-0.34's), then vllm-0.34's graph launches.
 TEST(SuiteLaunchCounts, EveryCase) {
   const std::map<std::string, std::vector<int64_t>> expected = {
-      // (c) = vllm-pre56562 is 77 at decode (the seed's Before), (d) = vllm-56562 17 (0.31.0-0.34.0). Padded
+      // (c) = vllm-pre56562 is 77 at decode (the seed's Before), (d) = vllm-0.31 17 (0.31.0-0.34.0's
+      // builders); (e) = vllm-0.34 replays the FULL uniform-decode step (decode) as one graph of 18
+      // nodes, so is the uniform verify step (every request 1 + K tokens), and builds every other step
+      // eagerly as (d) (adaptive
+      // verification: max_query_len set; draft: the speculator's build; prefills). Padded
       // DSpark steps add the chain's 3 padding ops per indexer and the mapping's zero_ (83);
       // prefill steps add #57207's host-planned segmentation (10 ops) and 5 ops per indexer
       // prefill chunk (chunked prefill: long contexts make several chunks).
-      {"prefill", {35, 32, 39, 31, 1}},
-      {"chunked_prefill", {110, 107, 114, 106, 1}},
-      {"mixed", {96, 93, 100, 40, 1}},
-      {"decode", {73, 70, 77, 17, 1}},
-      {"verify", {72, 69, 76, 17, 1}},
-      {"adaptive_verify", {79, 76, 83, 17, 1}},
-      {"draft", {79, 76, 83, 17, 1}},
-      {"adaptive_draft", {79, 76, 83, 17, 1}},
+      {"prefill", {35, 32, 39, 31, 31, 1, 0}},
+      {"chunked_prefill", {110, 107, 114, 106, 106, 1, 0}},
+      {"mixed", {96, 93, 100, 40, 40, 1, 0}},
+      {"decode", {73, 70, 77, 17, 18, 1, 1}},
+      {"verify", {72, 69, 76, 17, 18, 1, 1}},
+      {"adaptive_verify", {79, 76, 83, 17, 17, 1, 0}},
+      {"draft", {79, 76, 83, 17, 17, 1, 0}},
+      {"adaptive_draft", {79, 76, 83, 17, 17, 1, 0}},
   };
   for (SeedCase c : kAllSeedCases) {
     CaseOptions o;
@@ -85,11 +95,18 @@ TEST(SuiteLaunchCounts, EveryCase) {
     const CaseBatch b = MustMake(c, o);
     CpuSuite suite;
     std::vector<int64_t> launches;
-    for (Impl impl : {Impl::kChain, Impl::kCached, Impl::kDeviceChain, Impl::kFused, Impl::kFusedSuite}) {
+    int64_t graph_launches = 0;
+    for (Impl impl : {Impl::kChain, Impl::kCached, Impl::kDeviceChain, Impl::kFused, Impl::kVllm034,
+                      Impl::kFusedSuite}) {
       const absl::StatusOr<SuiteRunResult> r = suite.Run(impl, b.Inputs());
       ASSERT_TRUE(r.ok()) << r.status();
+      EXPECT_TRUE(r->mismatches.empty() || ReadsHostBoundaries(impl) || impl == Impl::kDeviceChain)
+          << ImplName(impl) << " " << DescribeMismatches(r->mismatches);
       launches.push_back(r->counters.Launches());
+      if (impl == Impl::kVllm034) graph_launches = r->counters.graph_launches;
+      else EXPECT_EQ(r->counters.graph_launches, 0) << ImplName(impl);
     }
+    launches.push_back(graph_launches);
     const std::string name(SeedCaseName(c));
     std::string row = "{\"" + name + "\", {";
     for (size_t k = 0; k < launches.size(); ++k) row += (k ? ", " : "") + std::to_string(launches[k]);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """CTest `vllm_oracle_cpu`: the vLLM oracle (scripts/oracle/) on two seed cases, on the CPU through
 Triton's interpreter, against the release tree in $DSPARK_VLLM_CACHE (or <repo>/.vllm-cache):
-  - vLLM's own builders agree with vllm-56562 on every compared field (no bug);
+  - vLLM's own builders agree with the release's own state (vllm-0.31 / vllm-0.34) on every compared field (no bug);
   - one cell of our output changed is reported as a bug, with exit status 1;
   - the loader refuses a second release in one process and never hands out a stubbed module.
 Skipped (exit 77) when torch or triton is not importable, or no release tree has been fetched
@@ -40,11 +40,12 @@ def main():
         if not ok:
             failures.append(what)
 
+    impl = "vllm-0.34" if version == "0.34.0" else "vllm-0.31"  # the release's own state
     with tempfile.TemporaryDirectory(prefix="dspark-oracle-test-") as tmp:
         reports = []
         for case in ("decode", "adaptive_verify"):
             path = os.path.join(tmp, case + ".json")
-            p = subprocess.run([sim, "step", "--case", case, "--batch", "4", "--seed", "4", "--impl", "vllm-56562",
+            p = subprocess.run([sim, "step", "--case", case, "--batch", "4", "--seed", "4", "--impl", impl,
                                 "--out", path], capture_output=True, text=True)
             check(p.returncode == 0, f"dspark-sim step --case {case}: exit {p.returncode} {p.stderr[-300:]}")
             reports.append(path)
@@ -68,7 +69,7 @@ def main():
         # A planted bug: one cell of our indexer output changed.
         with open(reports[1]) as f:
             rep = json.load(f)
-        rep["impls"]["vllm-56562"]["outputs"]["indexer_r1.indices"]["values"][1] += 1
+        rep["impls"][impl]["outputs"]["indexer_r1.indices"]["values"][1] += 1
         bad = os.path.join(tmp, "planted.json")
         with open(bad, "w") as f:
             json.dump(rep, f)

@@ -1,6 +1,8 @@
-// vllm-56562: vLLM with PR #56562, state (d) of docs/design.md s.3, the seed's "After"
-// (aliases "after", "fused"), as released in vLLM 0.31.0-0.34.0 (17 launches at batch-16
-// decode; scripts/oracle/ runs those releases' own builders against it).
+// vllm-0.31: state (d) of docs/design.md s.3, vLLM with PR #56562 as released in 0.31.0-0.33.0
+// and run eagerly, the seed's "After" (aliases "vllm-56562", "after", "fused"). 17 launches at
+// batch-16 decode; scripts/oracle/ runs 0.31.0's own builders against it. (0.33.0 also records
+// the build of FULL uniform-decode steps in CUDA graphs, and 0.34.0 changes the indexer under
+// adaptive verification: that is vllm-0.34, kernels/impls/vllm_0_34.cu.)
 // See kernels/impls/README.md for the op-by-op table and the vLLM function of every op.
 #include "kernels/impls/register.h"
 #include "kernels/suite/vllm_ops.h"
@@ -9,7 +11,7 @@ namespace dspark {
 namespace {
 
 template <class Backend>
-absl::Status RunVllm56562(Backend& be, const SuiteStep& s) {
+absl::Status RunVllm031(Backend& be, const SuiteStep& s) {
   using namespace vllm_ops;
   // CommonAttentionMetadata.token_to_req_indices (0.30.0+): _token_request_mapping_kernel, one
   // launch, device boundaries, the host total as num_mapped.
@@ -27,19 +29,22 @@ absl::Status RunVllm56562(Backend& be, const SuiteStep& s) {
 }  // namespace
 }  // namespace dspark
 
-DSPARK_REGISTER_IMPL(vllm_56562, ::dspark::RunVllm56562, [] {
+DSPARK_REGISTER_IMPL(vllm_0_31, ::dspark::RunVllm031, [] {
   ::dspark::ImplInfo i;
-  i.name = "vllm-56562";
-  i.aliases = {"after", "fused"};
-  i.description = "(d) vLLM #56562, the seed's After: the mapping kernel and the fused indexer kernel";
+  i.name = "vllm-0.31";
+  i.aliases = {"vllm-56562", "after", "fused"};
+  i.description = "(d) vLLM 0.31.0-0.33.0 (#56562), the seed's After: the mapping kernel and the fused indexer "
+                  "kernel, built eagerly";
   i.rank = 40;
   i.role = ::dspark::ImplRole::kSeedAfter;
   i.vllm_state = "(d) #56562";
-  i.vllm_release = "0.30.0-0.34.0";
+  i.vllm_release = "0.31.0-0.33.0";
   i.style = {"#0072B2", "", "o"};
   i.rows_via_builder_memo = true;  // its SWA and indexer rows: SwaBuild / IndexerBuild only
-  // The host reads of (c) that #56562 kept: decode_lens_cpu max / min, the prefill chunk plan
-  // and #57207's segment plan from qsl_cpu; none of them per-request for decode rows.
+  // The host reads of (c) that #56562 kept: decode_lens_cpu max / min (stale under adaptive
+  // verification through 0.33.0), the prefill chunk plan and #57207's segment plan from qsl_cpu;
+  // none of them per-request for decode rows.
   i.traits.reads_host_totals = true;
+  i.host_decode_lens = ::dspark::HostDecodeLens::kFromHostSplit;
   return i;
 })

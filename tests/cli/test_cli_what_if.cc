@@ -1,0 +1,65 @@
+// `run --what-if record-av-graphs`: the labelled what-if's report is deterministic, names the
+// release and the pairing, and is absent without the option.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "sim/cli/cli_registry.h"
+
+namespace dspark {
+namespace {
+
+using json = nlohmann::json;
+
+int RunCli(std::vector<std::string> args) {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return cli::Registry().at(args[0]).fn(static_cast<int>(argv.size()), argv.data());
+}
+
+json Summary(const std::string& out) {
+  std::ifstream f(std::filesystem::path(out) / "summary.json");
+  return json::parse(f);
+}
+
+std::vector<std::string> Args(const std::string& out, const std::string& what_if) {
+  std::vector<std::string> a = {"run", "--workload", "chat", "--num-requests", "40", "--request-rate", "30",
+                                "--max-num-seqs", "16", "--max-num-batched-tokens", "4096", "--impl",
+                                "vllm-47474,vllm-0.31,vllm-0.34,fused-suite", "--progress", "none", "--out", out};
+  if (!what_if.empty()) {
+    a.push_back("--what-if");
+    a.push_back(what_if);
+  }
+  return a;
+}
+
+TEST(CliWhatIf, RecordAvGraphsReportIsDeterministicAndLabelled) {
+  const std::string out = (std::filesystem::path(::testing::TempDir()) / "what_if_av").string();
+  ASSERT_EQ(RunCli(Args(out, "record-av-graphs")), 0);
+  const json first = Summary(out)["what_if_record_av_graphs"];
+  ASSERT_TRUE(first.is_object()) << Summary(out).dump(1).substr(0, 2000);
+  ASSERT_EQ(RunCli(Args(out, "record-av-graphs")), 0);
+  EXPECT_EQ(Summary(out)["what_if_record_av_graphs"], first) << "the report differs between identical runs";
+  EXPECT_EQ(first["what_if"], "record-av-graphs");
+  EXPECT_NE(first["label"].get<std::string>().find("what-if"), std::string::npos);
+  EXPECT_GT(first["adaptive_steps"].get<int64_t>(), 0);
+  EXPECT_GT(first["keyed_steps"].get<int64_t>(), 0);
+  EXPECT_EQ(first["impls"]["vllm-0.34"]["vllm_release"], "0.34.0");
+  EXPECT_EQ(first["impls"]["vllm-0.31"]["vllm_release"], "0.31.0-0.33.0");
+  // 0.34.0 takes next_n under adaptive verification: never unsafe, frozen or not.
+  EXPECT_EQ(first["impls"]["vllm-0.34"]["host_values_as_released"]["indexer.decode_is_uniform"]["unsafe"], 0);
+  EXPECT_EQ(first["impls"]["vllm-0.34"]["host_values_frozen"]["indexer.write_max_decode_len"]["unsafe"], 0);
+  // The project's own reads no host value: its outputs never break.
+  EXPECT_EQ(first["impls"]["fused-suite"]["broken_steps"], 0);
+  // Without the option, no section.
+  ASSERT_EQ(RunCli(Args(out, "")), 0);
+  EXPECT_FALSE(Summary(out).contains("what_if_record_av_graphs"));
+  EXPECT_EQ(RunCli(Args(out, "record-everything")), 2);
+}
+
+}  // namespace
+}  // namespace dspark
