@@ -137,6 +137,7 @@ def step_from_result(result: dict, impl: str, name: str) -> Step:
     consts = dict(DEFAULT_CONSTS)
     consts["spec_k"] = int(s.get("spec_k", 5))
     consts["compressor_ring_capacity"] = ring_capacity(consts["spec_k"])
+    consts["model"] = str(s.get("model", "v4.1"))
     host = s.get("host", {})
     sizes = {k: int(s[k]) for k in ("num_tokens", "num_decodes", "num_decode_tokens", "capacity",
                                     "bt_width", "bt_stride")}
@@ -208,6 +209,7 @@ def step_json(step: Step, entry: dict) -> dict:
                  "seq_lens": step.host["seq_lens"].tolist()},
         "fp8_prefill": bool(entry.get("fp8_prefill", True)),
         "spec_k": int(step.consts.get("spec_k", 5)),
+        **({"model": "v4"} if step.consts.get("model") == "v4" else {}),
     }
 
 
@@ -515,7 +517,7 @@ def classify(step: Step, key: str, i: int, got, ours_v) -> str:
         if i < h.size and h[i] == got:
             return "stale-host"
     z = step.sizes
-    if key.startswith("indexer_r") and key.endswith(".bt_out"):
+    if key.startswith("indexer_") and key.endswith(".bt_out"):
         W = max(z["bt_width"], 1)
         row, col = divmod(i, W)
         A = int(step.device["query_start_loc"][z["num_decodes"]])
@@ -584,11 +586,12 @@ def make_profiler(device):
     return run
 
 
-def our_launches(sim: str, impl: str) -> dict:
+def our_launches(sim: str, impl: str, model: str = "v4.1") -> dict:
     """`dspark-sim verify --json`: our implementation's launches per seed case (batch 16, seed 4)."""
     with tempfile.TemporaryDirectory(prefix="dspark-oracle-verify-") as tmp:
         path = os.path.join(tmp, "verify.json")
-        p = subprocess.run([sim, "verify", "--impl", impl, "--json", path], capture_output=True, text=True)
+        p = subprocess.run([sim, "verify", "--model", model, "--impl", impl, "--json", path], capture_output=True,
+                           text=True)
         if not os.path.exists(path):
             return {"error": f"verify exited {p.returncode}: {p.stderr.strip()[:300]}"}
         with open(path) as f:
@@ -633,6 +636,10 @@ def main(argv=None) -> int:
                     help="on a GPU, count launches with torch.profiler on every Nth dumped step (every "
                     "step report is profiled)")
     ap.add_argument("--impl", default="vllm-56562", help="our implementation compared")
+    ap.add_argument("--model", choices=("v4.1", "v4"), default="v4.1",
+                    help="the model layout: v4.1 (the release's DeepSeek-V4.1 builders, 0.30.0 on) or v4 "
+                    "(its DeepSeek-V4 builders, oracle_v4.py: the states (a)-(c) of 0.24.0-0.29.0); dumped "
+                    "steps are passed to `dspark-sim step --model` with --ours-from-sim")
     ap.add_argument("--device", default=None, help="cuda or cpu (default cuda when available)")
     ap.add_argument("--adaptive", choices=("auto", "on", "off"), default="auto",
                     help="the indexer builder's use_adaptive_verification (a process-wide setting in "
@@ -666,6 +673,8 @@ def main(argv=None) -> int:
     for d in args.dump:
         n = 0
         for step, entry, index in load_dump(d, args.limit, args.stride):
+            if args.model == "v4":
+                step.consts = {**step.consts, "model": "v4"}
             if args.sim and args.ours_from_sim:
                 ours_from_sim(args.sim, args.impl, step, entry)
             step.profile = n % max(args.profile_every, 1) == 0
@@ -679,7 +688,14 @@ def main(argv=None) -> int:
     capacity = max(max(s.sizes["capacity"], s.sizes["num_tokens"], 1) for s in steps)
     max_reqs = max(s.sizes["num_reqs"] for s in steps)
     max_width = max(max(s.sizes["bt_width"], 1) for s in steps)
-    suite = ReleaseSuite(rel, device, capacity, max_reqs, max_width, steps[0].consts)
+    if args.model == "v4" or steps[0].consts.get("model") == "v4":
+        import oracle_v4
+        width = max(oracle_v4.c128a_width(int(np.max(s.host["seq_lens"])) if s.sizes["num_reqs"] else 0)
+                    for s in steps)
+        suite = oracle_v4.ReleaseSuiteV4(rel, device, capacity, max_reqs, max_width, steps[0].consts, width)
+        args.model = "v4"
+    else:
+        suite = ReleaseSuite(rel, device, capacity, max_reqs, max_width, steps[0].consts)
     profiler = make_profiler(device)
 
     diffs, per_step, launch_rows = [], [], []
@@ -688,6 +704,8 @@ def main(argv=None) -> int:
         suite.adaptive = args.adaptive == "on" or (args.adaptive == "auto" and step.adaptive_run)
         for b in suite.indexer:
             b.use_adaptive_verification = suite.adaptive
+            if args.model == "v4":
+                b.vllm_config.speculative_config.enable_adaptive_verification = suite.adaptive
         try:
             got, launches = suite.run(step, profiler if step.profile else None)
         except Exception as e:  # one step's failure is reported, the others still run
@@ -712,7 +730,7 @@ def main(argv=None) -> int:
             except Exception as e:  # timing is an extra; the comparison stands without it
                 row["release_time"] = {"error": f"{type(e).__name__}: {e}"}
         if launches:
-            deepgemm = 2 * sum(1 for k in (1, 2) if f"indexer_r{k}.indices" in got)
+            deepgemm = 2 * sum(1 for k in ("r1", "r2", "c4") if f"indexer_{k}.indices" in got)
             row["release_launches"] = {**launches, "deepgemm": deepgemm,
                                        "total": sum(launches.values()) + deepgemm}
         per_step.append(row)
@@ -726,6 +744,7 @@ def main(argv=None) -> int:
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "argv": sys.argv if argv is None else ["vllm_oracle.py", *argv],
             "release": rel.version, "release_root": rel.root, "impl": args.impl,
+            "model": "DeepSeek-V4" if args.model == "v4" else "DeepSeek-V4.1",
             "device": device, "torch": torch.__version__,
             "triton_interpret": vllm_loader.interpreting(),
             "gpu": torch.cuda.get_device_name(0) if device == "cuda" else None,
@@ -743,7 +762,7 @@ def main(argv=None) -> int:
         "per_step": per_step,
     }
     if args.sim:
-        report["ours_launches"] = our_launches(args.sim, args.impl)
+        report["ours_launches"] = our_launches(args.sim, args.impl, args.model)
         report["launch_comparison"] = compare_launches(report["ours_launches"], per_step)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
