@@ -2,12 +2,55 @@
 
 #include <algorithm>
 
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "kernels/common/hd.h"
 
 namespace dspark {
 
 int32_t CompressorRingCapacity(int32_t spec_k) { return MaxI(8, NextPow2(spec_k + 2)); }
+
+std::string_view ModelName(ModelKind m) { return m == ModelKind::kV4 ? "DeepSeek-V4" : "DeepSeek-V4.1"; }
+std::string_view ModelFlag(ModelKind m) { return m == ModelKind::kV4 ? "v4" : "v4.1"; }
+
+absl::StatusOr<ModelKind> ParseModel(std::string_view name) {
+  const std::string lower = absl::AsciiStrToLower(std::string(name));
+  if (lower == "v4" || lower == "deepseek-v4") return ModelKind::kV4;
+  if (lower == "v4.1" || lower == "deepseek-v4.1") return ModelKind::kV41;
+  return absl::InvalidArgumentError(
+      absl::StrCat("model '", std::string(name), "': expected v4 (DeepSeek-V4) or v4.1 (DeepSeek-V4.1)"));
+}
+
+ModelConsts ModelConstsFor(ModelKind m) {
+  ModelConsts c;
+  c.model = m;
+  if (m == ModelKind::kV4) {
+    // One block table serves every group here: V4's 256-token blocks for SWA too.
+    c.mla_block_size = 256;
+    c.swa_block_size = 256;
+  }
+  return c;
+}
+
+int32_t MlaRatio(const ModelConsts& c, int k) {
+  if (c.model == ModelKind::kV4) return k == 0 ? 4 : 128;
+  return k + 1;
+}
+
+int32_t IndexerRatio(const ModelConsts& c, int k) {
+  if (c.model == ModelKind::kV4) return k == 1 ? 4 : 0;
+  return k + 1;
+}
+
+int32_t C128aWidth(const ModelConsts& c, int64_t max_seq_len) {
+  const int64_t compressed = std::max<int64_t>(max_seq_len / 128, 1);
+  int64_t p = 1;
+  while (p < compressed) p *= 2;
+  return static_cast<int32_t>(std::min<int64_t>(std::max<int64_t>(p, 128), c.c128a_max_width));
+}
 
 std::vector<int32_t> GraphCaptureSizes(int32_t max_num_seqs, int32_t max_num_batched_tokens, int32_t spec_k) {
   const int32_t q = 1 + spec_k;

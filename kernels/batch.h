@@ -9,14 +9,25 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace dspark {
 
-// Fixed model constants of the DeepSeek-V4.1 metadata path that this project reproduces.
+// The model whose attention-metadata layout a suite builds (docs/states.md s.8).
+//   DeepSeek-V4.1: MLA ratios 1 and 2, the compressor's ring (_ring_slot_mapping_kernel), two
+//     indexers (ratios 1 and 2). Ships with vLLM's state (d), 0.30.0 on.
+//   DeepSeek-V4: compressed ratios 4 (C4A, with the indexer) and 128 (C128A, with its top-k
+//     metadata), the compressor's block-table clamp_ and no ring, one indexer (ratio 4). vLLM's
+//     states (a)-(c) shipped only with it (0.20.0-0.29.0).
+enum class ModelKind : int32_t { kV41 = 0, kV4 = 1 };
+
+// Fixed model constants of the DeepSeek-V4 / V4.1 metadata path that this project reproduces.
 struct ModelConsts {
+  ModelKind model = ModelKind::kV41;  // ModelConstsFor(kV4) sets the V4 fields below
   int32_t swa_window = 128;     // [tokens] sliding-window length
   int32_t swa_block_size = 64;  // [tokens per block] SWA paged-cache block size
   int32_t mla_block_size = 64;  // [tokens per block] MLA storage block size (ratio 1)
@@ -27,7 +38,31 @@ struct ModelConsts {
   // budget is VLLM_SPARSE_INDEXER_MAX_LOGITS_MB's default, 512 MB of float32.
   int64_t indexer_prefill_workspace = int64_t{1} << 20 << 5;        // [KV rows]
   int64_t indexer_max_logits = int64_t{512} * 1024 * 1024 / 4;     // [elements]
+  // DeepSeek-V4 only: C128A's top-k rows are at most c128a_max_width wide,
+  // cdiv(cdiv(max_model_len, 128), 128) * 128 with max_model_len 1M (sparse_mla.py's
+  // c128a_max_compressed).
+  int32_t c128a_max_width = 8192;  // [entries]
 };
+
+// "DeepSeek-V4.1" / "DeepSeek-V4".
+std::string_view ModelName(ModelKind m);
+// "v4.1" / "v4": the --model spelling.
+std::string_view ModelFlag(ModelKind m);
+// "v4", "v4.1", "DeepSeek-V4", "DeepSeek-V4.1" (case-insensitive); InvalidArgument otherwise.
+absl::StatusOr<ModelKind> ParseModel(std::string_view name);
+// The default constants with the model's own: V4's 256-token blocks (FlashMLA's sparse V4
+// backend supports only kernel block size 256; a ratio-128 block then holds 2 entries). The
+// suite keeps one block table for every group, so V4's SWA reads 256-token blocks too.
+ModelConsts ModelConstsFor(ModelKind m);
+
+// The compressed ratios of the model's two MLA groups: V4.1 {1, 2}, V4 {4, 128}.
+int32_t MlaRatio(const ModelConsts& c, int k);
+// The ratio of the model's indexer k (0 or 1), 0 when the model has none: V4.1 k + 1; V4 only
+// k = 1, ratio 4 (only C4A layers have an indexer).
+int32_t IndexerRatio(const ModelConsts& c, int k);
+// C128A's active top-k width for a step whose longest host sequence is max_seq_len:
+// min(max(next_pow2(max(max_seq_len // 128, 1)), 128), c128a_max_width).
+int32_t C128aWidth(const ModelConsts& c, int64_t max_seq_len);
 
 // Ring capacity of the ratio-2 compressor state: max(8, next_pow2(K + 2)).
 int32_t CompressorRingCapacity(int32_t spec_k);

@@ -38,7 +38,7 @@ struct CompressedSlotParams {
   int32_t num_reqs;                // R: requests incl. zero-length padding requests
   int32_t capacity;                // [tokens] entries of out written
   int32_t bt_stride;               // [int32] row stride of block_table
-  int32_t ratio;                   // [tokens per compressed entry] 1 or 2
+  int32_t ratio;                   // [tokens per compressed entry] 1, 2 (V4.1), 4 or 128 (V4)
   int32_t block_size;              // [tokens per block] uncompressed block size (mla_block_size)
   // 1: a token whose own slot_mapping is -1 still gets its slot (the indexer's call of
   // get_compressed_slot_mapping uses the older signature without slot_mapping).
@@ -60,8 +60,9 @@ inline absl::Status CanImplementCompressedSlots(const CompressedSlotParams& p) {
   if (p.num_reqs < 0 || p.capacity < 0)
     return absl::InvalidArgumentError(absl::StrFormat(
         "CompressedSlotParams: num_reqs=%d and capacity=%d must be >= 0", p.num_reqs, p.capacity));
-  if (p.ratio != 1 && p.ratio != 2)
-    return absl::InvalidArgumentError(absl::StrFormat("CompressedSlotParams: ratio=%d, expected 1 or 2", p.ratio));
+  if (p.ratio != 1 && p.ratio != 2 && p.ratio != 4 && p.ratio != 128)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("CompressedSlotParams: ratio=%d, expected 1 or 2 (DeepSeek-V4.1) or 4 or 128 (DeepSeek-V4)", p.ratio));
   if (p.block_size < p.ratio || p.block_size % p.ratio != 0)
     return absl::InvalidArgumentError(absl::StrFormat(
         "CompressedSlotParams: block_size=%d must be a positive multiple of ratio=%d", p.block_size, p.ratio));

@@ -45,7 +45,13 @@ inline SuiteImage FilledWithOneBtRow(const SuiteLayout& l, int32_t poison) {
   no_rows.bt_out_stride = 0;
   no_rows.window = 0;
   no_rows.noncausal_width = 0;
+  no_rows.c128a_stride = 0;
   SuiteImage im = SuiteImage::Filled(no_rows, poison);
+  if (l.c128a_stride > 0) {  // DeepSeek-V4's C128A rows, grown like the others
+    im.c128a_decode.assign(static_cast<size_t>(l.c128a_stride), poison);
+    im.c128a_decode_lens.assign(static_cast<size_t>(std::max(l.token_capacity, 1)), poison);
+    im.c128a_prefill.assign(static_cast<size_t>(l.c128a_stride), poison);
+  }
   for (SuiteImage::Indexer& x : im.indexer) x.bt_out.assign(static_cast<size_t>(std::max(l.bt_out_stride, 1)), poison);
   im.swa_indices.assign(static_cast<size_t>(std::max(l.window, 1)), poison);
   im.swa_indices_noncausal.assign(static_cast<size_t>(std::max(l.noncausal_width, 1)), poison);
@@ -59,6 +65,8 @@ inline void GrowRows(SuiteImage* im, const StepRows& rows, int32_t stride, const
   for (SuiteImage::Indexer& x : im->indexer) bt_rows_internal::Grow(x.bt_out, rows.decode_tokens, stride, poison);
   bt_rows_internal::Grow(im->swa_indices, rows.tokens, l.window, poison);
   bt_rows_internal::Grow(im->swa_indices_noncausal, rows.decode_tokens, l.noncausal_width, poison);
+  bt_rows_internal::Grow(im->c128a_decode, rows.decode_tokens, l.c128a_stride, poison);
+  bt_rows_internal::Grow(im->c128a_prefill, rows.tokens, l.c128a_stride, poison);
 }
 
 // The buffers of `im` at the full layout (the rows no step wrote: poison), what

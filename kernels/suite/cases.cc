@@ -294,9 +294,11 @@ absl::StatusOr<CaseBatch> MakeSeedCase(SeedCase c, const CaseOptions& o) {
         "case %s: capacity=%d is below num_tokens=%d or num_decodes=%d", b.name, z.capacity, z.num_tokens,
         z.num_decodes));
 
+  // Blocks of the model's block size (64 tokens on DeepSeek-V4.1, 256 on DeepSeek-V4).
+  const int32_t bs = o.consts.mla_block_size;
   int32_t needed_cols = 1;
   for (int32_t r = 0; r < R; ++r)
-    needed_cols = std::max(needed_cols, CeilDiv(std::max(b.seq_lens[r], b.host_seq_lens[r]), 64));
+    needed_cols = std::max(needed_cols, CeilDiv(std::max(b.seq_lens[r], b.host_seq_lens[r]), bs));
   z.bt_width = std::max(needed_cols, o.min_bt_width) + o.extra_bt_cols;
   z.bt_stride = z.bt_width + o.bt_stride_slack;
   b.block_table.assign(static_cast<size_t>(R) * z.bt_stride, kUnusedBlockCell);
@@ -306,13 +308,13 @@ absl::StatusOr<CaseBatch> MakeSeedCase(SeedCase c, const CaseOptions& o) {
   if (o.null_first_block_every > 0)
     for (int32_t r = 0; r < B; r += o.null_first_block_every) b.block_table[static_cast<size_t>(r) * z.bt_stride] = 0;
 
-  // The ordinary (ratio-1, 64-token block) KV slot of every real token; -1 for graph padding.
+  // The ordinary (ratio-1, `bs`-token block) KV slot of every real token; -1 for graph padding.
   b.slot_mapping.assign(z.num_tokens, -1);
   for (int32_t r = 0; r < R; ++r) {
     for (int32_t t = b.qsl[r]; t < b.qsl[r + 1]; ++t) {
       const int32_t pos = b.seq_lens[r] - lens[r] + (t - b.qsl[r]);
-      const int64_t blk = b.block_table[static_cast<size_t>(r) * z.bt_stride + pos / 64];
-      b.slot_mapping[t] = blk * 64 + pos % 64;
+      const int64_t blk = b.block_table[static_cast<size_t>(r) * z.bt_stride + pos / bs];
+      b.slot_mapping[t] = blk * bs + pos % bs;
     }
   }
   if (o.unstored_token_every > 0)

@@ -210,6 +210,32 @@ absl::StatusOr<Impl> ParseImpl(std::string_view name) {
 
 // "all" adds every implementation not already listed; naming one twice is an error.
 absl::StatusOr<std::vector<Impl>> ParseImplList(std::string_view list) {
+  return ParseImplListForModel(list, ModelKind::kV41);
+}
+
+const std::vector<Impl>& ImplsOfModel(ModelKind model) {
+  static const std::vector<Impl>* lists = [] {
+    auto* out = new std::vector<Impl>[2];
+    for (Impl impl : AllImpls())
+      for (ModelKind m : {ModelKind::kV41, ModelKind::kV4})
+        if (ImplRunsOn(impl, m)) out[static_cast<int>(m)].push_back(impl);
+    return out;
+  }();
+  return lists[static_cast<int>(model) == 1 ? 1 : 0];
+}
+
+bool ImplRunsOn(Impl impl, ModelKind model) {
+  const std::vector<ModelKind>& m = impl.info().models;
+  return std::find(m.begin(), m.end(), model) != m.end();
+}
+
+std::string ImplModels(Impl impl) {
+  std::string out;
+  for (ModelKind m : impl.info().models) absl::StrAppend(&out, out.empty() ? "" : ", ", std::string(ModelName(m)));
+  return out;
+}
+
+absl::StatusOr<std::vector<Impl>> ParseImplListForModel(std::string_view list, ModelKind model) {
   std::vector<Impl> out;
   std::vector<Impl> named;
   size_t begin = 0;
@@ -219,9 +245,14 @@ absl::StatusOr<std::vector<Impl>> ParseImplList(std::string_view list) {
         Trim(list.substr(begin, comma == std::string_view::npos ? std::string_view::npos : comma - begin));
     if (part == "all") {
       for (Impl impl : AllImpls())
-        if (std::find(out.begin(), out.end(), impl) == out.end()) out.push_back(impl);
+        if (ImplRunsOn(impl, model) && std::find(out.begin(), out.end(), impl) == out.end()) out.push_back(impl);
     } else {
       DS_ASSIGN_OR_RETURN(const Impl impl, ParseImpl(part));
+      if (!ImplRunsOn(impl, model))
+        return absl::InvalidArgumentError(absl::StrCat(
+            "impl '", std::string(ImplName(impl)), "' (vLLM ", impl.info().vllm_release.empty() ? "-" : impl.info().vllm_release,
+            ") builds ", ImplModels(impl), ", not ", std::string(ModelName(model)),
+            ": no release shipped that pairing (choose the model with --model ", std::string(ModelFlag(impl.info().models.front())), ")"));
       if (std::find(named.begin(), named.end(), impl) != named.end())
         return absl::InvalidArgumentError(absl::StrCat("impl '", std::string(ImplName(impl)), "' listed twice in '",
                                                        std::string(list), "'"));

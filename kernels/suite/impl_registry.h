@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "kernels/batch.h"
 
 namespace dspark {
 
@@ -111,6 +112,12 @@ struct ImplInfo {
   ImplRole role = ImplRole::kUser;
   std::string vllm_state;            // the vLLM state it reproduces, e.g. "(d) #56562"; "" for none
   std::string vllm_release;          // the vLLM releases that ship that state, e.g. "0.30.0-0.34.0"
+  // The models it builds: its release's (docs/states.md s.8). A state runs only on these; a suite
+  // of another model refuses it (ValidateSuiteStep).
+  std::vector<ModelKind> models = {ModelKind::kV41};
+  // Its release shipped DSpark's adaptive verification (0.28.0 on): results of a state whose
+  // release did not are what-ifs under adaptive verification, labelled so.
+  bool released_with_adaptive_verification = true;
   ImplStyle style;                   // resolved by the registry: see ImplStyle
   ImplTraits traits;
   MetadataExecution execution = MetadataExecution::kEager;  // how vLLM runs the build (see above)
@@ -167,6 +174,9 @@ inline constexpr Impl Impl::kFusedSuite{"fused-suite"};
 
 // Every registered implementation, by (rank, name).
 const std::vector<Impl>& AllImpls();
+// The registered implementations that build `model` (its states), in AllImpls() order. Code that
+// runs every implementation on one suite takes these: a suite has one model.
+const std::vector<Impl>& ImplsOfModel(ModelKind model);
 size_t NumImpls();
 
 std::string_view ImplName(Impl impl);
@@ -174,6 +184,13 @@ std::string_view ImplName(Impl impl);
 absl::StatusOr<Impl> ParseImpl(std::string_view name);
 // Parses a comma-separated list; "all" means every implementation; naming one twice is an error.
 absl::StatusOr<std::vector<Impl>> ParseImplList(std::string_view list);
+// The same for a suite of `model`: "all" means every implementation of that model; naming one
+// whose release never shipped with the model is an InvalidArgument naming the models it runs on.
+absl::StatusOr<std::vector<Impl>> ParseImplListForModel(std::string_view list, ModelKind model);
+// Whether `impl` builds `model` (ImplInfo::models).
+bool ImplRunsOn(Impl impl, ModelKind model);
+// "DeepSeek-V4.1" or "DeepSeek-V4, DeepSeek-V4.1": the models `impl` builds.
+std::string ImplModels(Impl impl);
 // "a, b, c (alias d, e)": the accepted names, for error messages.
 std::string ImplNameList();
 // One line per implementation: "  name (aliases): description", for --help.

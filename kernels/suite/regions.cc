@@ -47,6 +47,68 @@ SuiteRegion WithTail(SuiteRegion r, size_t given, int64_t tail) {
   return r;
 }
 
+// DeepSeek-V4's builders after token_map and swa (kernels/suite/suite.h lists the fields).
+void AppendV4Regions(const SuiteReference& ref, const BatchInputs& in, const SuiteLayout& layout,
+                     std::vector<SuiteRegion>* out) {
+  const BatchSizes& z = in.sizes;
+  const int64_t N = z.num_tokens, C = z.capacity, nd = z.num_decodes, n_d = z.num_decode_tokens;
+  out->push_back(WithTail(I64("mla_c4", "compressed_slots", C, ref.mla_c4_slots.data(), &SuiteOutputs::mla_r2_slots),
+                          ref.mla_c4_slots.size(), -1));
+  out->push_back(WithTail(
+      I64("mla_c128", "compressed_slots", C, ref.mla_c128_slots.data(), &SuiteOutputs::mla_r1_slots),
+      ref.mla_c128_slots.size(), -1));
+  const int64_t w = ref.c128a.width;
+  if (n_d > 0) {
+    SuiteRegion d = I32("mla_c128", "c128a_decode_indices", n_d, ref.c128a.decode_indices.data(),
+                        &SuiteOutputs::c128a_decode);
+    d.cols = w;
+    d.got_stride = layout.c128a_stride;
+    d.matrix = true;
+    out->push_back(d);
+    out->push_back(I32("mla_c128", "c128a_decode_lens", n_d, ref.c128a.decode_lens.data(),
+                       &SuiteOutputs::c128a_decode_lens));
+  }
+  if (N > n_d) {
+    SuiteRegion p = I32("mla_c128", "c128a_prefill_indices", N - n_d, ref.c128a.prefill_indices.data(),
+                        &SuiteOutputs::c128a_prefill);
+    p.cols = w;
+    p.got_stride = layout.c128a_stride;
+    p.matrix = true;
+    p.prefill_metadata = true;
+    out->push_back(p);
+  }
+  const char* b = "indexer_c4";
+  const int k = 1;
+  if (nd > 0) {
+    out->push_back(Indexer(b, "seq_out", k, n_d, ref.indexer_r2_seq_out.data(), &IndexerOutputs::seq_out));
+    SuiteRegion bt = Indexer(b, "bt_out", k, n_d, ref.indexer.bt_rows.data(), &IndexerOutputs::bt_out);
+    bt.cols = z.bt_width;
+    bt.got_stride = layout.bt_out_stride;
+    bt.matrix = true;
+    bt.padding_rows_from = in.device.query_start_loc[z.num_decodes];
+    out->push_back(bt);
+    out->push_back(Indexer(b, "decode_lens", k, n_d, ref.indexer.decode_lens.data(), &IndexerOutputs::decode_lens));
+    out->push_back(Indexer(b, "indices", k, n_d, ref.indexer.indices.data(), &IndexerOutputs::indices));
+  }
+  if (z.num_decodes < z.num_reqs) {
+    const ref::IndexerPrefillChunks& c = ref.prefill[k];
+    const auto add = [&](const char* field, const std::vector<int32_t>& want, int32_t* IndexerOutputs::*got) {
+      SuiteRegion r = Indexer(b, field, k, static_cast<int64_t>(want.size()), want.data(), got);
+      r.prefill_metadata = true;
+      out->push_back(r);
+    };
+    add("prefill_cu_seq_lens", c.cu_seq_lens, &IndexerOutputs::prefill_cu_seq_lens);
+    add("prefill_token_to_seq", c.token_to_seq, &IndexerOutputs::prefill_token_to_seq);
+    add("prefill_ks", c.ks, &IndexerOutputs::prefill_ks);
+    add("prefill_ke", c.ke, &IndexerOutputs::prefill_ke);
+  }
+  out->push_back(WithTail(
+      I64(b, "compressed_slots", C, ref.indexer_r2_slots.data(), &SuiteOutputs::indexer_r2_slots),
+      ref.indexer_r2_slots.size(), -1));
+  if (z.num_decodes < z.num_reqs)
+    out->push_back(I32(b, "compressed_seq_lens", z.num_reqs, ref.indexer_r2_csl.data(), &SuiteOutputs::indexer_r2_csl));
+}
+
 }  // namespace
 
 std::vector<SuiteRegion> SuiteRegions(const SuiteReference& ref, const BatchInputs& in, const SuiteLayout& layout,
@@ -83,6 +145,10 @@ std::vector<SuiteRegion> SuiteRegions(const SuiteReference& ref, const BatchInpu
                         &SuiteOutputs::swa_gather_lens);
     g.prefill_metadata = true;
     out.push_back(g);
+  }
+  if (consts.model == ModelKind::kV4) {
+    AppendV4Regions(ref, in, layout, &out);
+    return out;
   }
   // MLA ratio 1 has no output of its own in vLLM (it hands out slot_mapping and the token map).
   out.push_back(WithTail(I64("mla_r2", "compressed_slots", C, ref.mla_r2_slots.data(), &SuiteOutputs::mla_r2_slots),

@@ -58,4 +58,10 @@ struct SuiteRegion {
 std::vector<SuiteRegion> SuiteRegions(const SuiteReference& ref, const BatchInputs& in, const SuiteLayout& layout,
                                       const ModelConsts& consts);
 
+// DeepSeek-V4's references past SWA (ModelConsts::model kV4): its compressed slots, C128A and
+// its ratio-4 indexer, into `r` (kernels/suite/suite_reference_v4.cc). ComputeSuiteReference
+// calls it after the fields the two models share.
+void FillSuiteReferenceV4(const BatchInputs& in, const SuiteLayout& layout, const ModelConsts& consts,
+                          SuiteReference* r);
+
 }  // namespace dspark

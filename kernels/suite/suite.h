@@ -57,6 +57,20 @@
 //                                               the longest segment (a host int in vLLM, planned
 //                                               from qsl_cpu by (a)-(d); fused-suite on the device)
 //
+// On DeepSeek-V4 (ModelConsts::model, docs/states.md s.8) the builders and fields are V4's:
+//   token_map, swa as above;
+//   builder "mla_c4" (ratio 4, C4A): compressed_slots int64 [0, C) in the mla_r2_slots buffer
+//   builder "mla_c128" (ratio 128, C128A): compressed_slots int64 [0, C) in the mla_r1_slots
+//     buffer; c128a_decode_indices int32 rows [0, N_d) x [0, w) (w = C128aWidth of the host's
+//     longest sequence), c128a_decode_lens int32 [0, N_d), c128a_prefill_indices int32 rows
+//     [0, N - N_d) x [0, w) (the last two absent without decode / prefill tokens)
+//   builder "indexer_c4" (ratio 4; absent fields as for indexer_r2), in the indexer[1] buffers:
+//     seq_out [0, N_d) (each length // 4), bt_out, bt_out_padding, decode_lens, indices (no
+//     per_req: the releases (a)-(c) hand none out), the prefill chunks, compressed_slots
+//     (indexer_r2_slots) and compressed_seq_lens (indexer_r2_csl, seq_lens // 4)
+//   the compressor has no output of its own (it clamps the block table and hands out the token
+//   map); no ring.
+//
 // Cells outside these regions are not compared (implementations differ there, as vLLM's states
 // do: e.g. (c) leaves columns >= 1 of padding bt_out rows alone).
 //
@@ -74,6 +88,7 @@
 #include "absl/status/statusor.h"
 #include "kernels/batch.h"
 #include "kernels/common/backend.h"
+#include "kernels/reference/c128a.h"
 #include "kernels/reference/indexer_decode.h"
 #include "kernels/reference/indexer_prefill_step.h"
 #include "kernels/reference/prefill_segments.h"
@@ -126,11 +141,14 @@ struct SuiteLayout {
   int32_t prefill_cu_len = 0;  // [entries] PrefillChunkCuBound(max_reqs, token_capacity): the
                                //   indexer's concatenated prefill cu_seq_lens
   int32_t prefill_rows = 0;    // [rows] of the concatenated prefill token_to_seq kept, 4 x token_capacity
+  int32_t c128a_stride = 0;    // [int32] DeepSeek-V4: row stride of the C128A index buffers, the
+                               //   widest C128aWidth a block table of bt_out_stride columns allows; 0 on V4.1
 
   bool operator==(const SuiteLayout& o) const {
     return token_capacity == o.token_capacity && max_reqs == o.max_reqs && bt_out_stride == o.bt_out_stride &&
            window == o.window && noncausal_width == o.noncausal_width && max_segments == o.max_segments &&
-           arange_len == o.arange_len && prefill_cu_len == o.prefill_cu_len && prefill_rows == o.prefill_rows;
+           arange_len == o.arange_len && prefill_cu_len == o.prefill_cu_len && prefill_rows == o.prefill_rows &&
+           c128a_stride == o.c128a_stride;
   }
 };
 
@@ -181,6 +199,10 @@ struct SuiteOutputs {
   int32_t* seg_qsl = nullptr;       // [max_segments + 1]
   int32_t* seg_seq_lens = nullptr;  // [max_segments]
   int32_t* seg_count = nullptr;     // [2] the segment count, then prefill_segment_max_query_len
+  // DeepSeek-V4's C128A top-k metadata (null on V4.1, where the layout's c128a_stride is 0).
+  int32_t* c128a_decode = nullptr;       // [token_capacity, c128a_stride]
+  int32_t* c128a_decode_lens = nullptr;  // [token_capacity]
+  int32_t* c128a_prefill = nullptr;      // [token_capacity, c128a_stride]
 };
 
 // Host images of every output buffer of one implementation (whole buffers, not only the
@@ -202,6 +224,7 @@ struct SuiteImage {
   std::vector<int64_t> indexer_r2_slots;
   std::vector<int32_t> indexer_r2_csl;
   std::vector<int32_t> seg_qsl, seg_seq_lens, seg_count;
+  std::vector<int32_t> c128a_decode, c128a_decode_lens, c128a_prefill;  // empty on V4.1
 
   // Buffers of `layout`, every cell `poison`.
   static SuiteImage Filled(const SuiteLayout& layout, int32_t poison);
@@ -212,7 +235,8 @@ struct SuiteImage {
            mla_r1_slots == o.mla_r1_slots && mla_r2_slots == o.mla_r2_slots && ring_slots == o.ring_slots &&
            indexer[0] == o.indexer[0] && indexer[1] == o.indexer[1] && indexer_r2_slots == o.indexer_r2_slots &&
            indexer_r2_csl == o.indexer_r2_csl && seg_qsl == o.seg_qsl &&
-           seg_seq_lens == o.seg_seq_lens && seg_count == o.seg_count;
+           seg_seq_lens == o.seg_seq_lens && seg_count == o.seg_count && c128a_decode == o.c128a_decode &&
+           c128a_decode_lens == o.c128a_decode_lens && c128a_prefill == o.c128a_prefill;
   }
 };
 
@@ -236,6 +260,9 @@ struct SuiteReference {
   ref::PrefillSegments segments;
   std::vector<int32_t> seg_count;          // [1] segments.count
   std::vector<int32_t> seg_max_query_len;  // [1] segments.max_query_len
+  // DeepSeek-V4 only (empty on V4.1): the ratio-4 / ratio-128 compressed slots [M] and C128A.
+  std::vector<int64_t> mla_c4_slots, mla_c128_slots;
+  ref::C128aTopk c128a;
 };
 SuiteReference ComputeSuiteReference(const BatchInputs& in, const SuiteLayout& layout, const ModelConsts& consts);
 

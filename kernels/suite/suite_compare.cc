@@ -53,6 +53,10 @@ SuiteReference ComputeSuiteReference(const BatchInputs& in, const SuiteLayout& l
     r.swa_noncausal_indices = std::move(nc.indices);
   }
   r.swa_gather_lens = ref::SwaPrefillGatherLens(z, d, consts.swa_window);
+  if (consts.model == ModelKind::kV4) {  // DeepSeek-V4's own builders from here on
+    FillSuiteReferenceV4(in, layout, consts, &r);
+    return r;
+  }
   // The per-capacity fields up to the last cell their references can write (the slots: tokens
   // t < max qsl, qsl[R] for a valid one; the lengths: t < N_d); the rest up to C is their fill
   // value (SuiteRegion::tail), so a step's reference costs its tokens, not its capacity.

@@ -29,6 +29,7 @@ SuiteLayout MakeSuiteLayout(int32_t max_tokens, int32_t max_reqs, int32_t max_bt
   l.arange_len = std::max(l.token_capacity, l.window);
   l.prefill_cu_len = PrefillChunkCuBound(l.max_reqs, l.token_capacity);
   l.prefill_rows = static_cast<int32_t>(std::min<int64_t>(4 * int64_t{l.token_capacity}, INT32_MAX));
+  if (consts.model == ModelKind::kV4) l.c128a_stride = C128aWidth(consts, int64_t{l.bt_out_stride} * consts.mla_block_size);
   return l;
 }
 
@@ -52,6 +53,11 @@ absl::Status CheckFits(const SuiteLayout& l, const BatchSizes& s, const ModelCon
   if (l.prefill_cu_len < PrefillChunkCuBound(s.num_reqs, s.capacity))
     return absl::OutOfRangeError(absl::StrFormat("suite: prefill_cu_len=%d below the step's bound %d",
                                                  l.prefill_cu_len, PrefillChunkCuBound(s.num_reqs, s.capacity)));
+  if (consts.model == ModelKind::kV4 &&
+      l.c128a_stride < C128aWidth(consts, int64_t{s.bt_width} * consts.mla_block_size))
+    return absl::OutOfRangeError(absl::StrFormat("suite: the C128A row stride %d is below the step's width %d",
+                                                 l.c128a_stride,
+                                                 C128aWidth(consts, int64_t{s.bt_width} * consts.mla_block_size)));
   const int32_t bound = PrefillSegmentBound(s.num_reqs - s.num_decodes, s.capacity, consts.prefill_segment);
   if (l.max_segments < bound)
     return absl::OutOfRangeError(
@@ -120,6 +126,11 @@ SuiteImage SuiteImage::Filled(const SuiteLayout& l, int32_t poison) {
   im.seg_qsl.assign(static_cast<size_t>(l.max_segments) + 1, poison);
   im.seg_seq_lens.assign(static_cast<size_t>(l.max_segments), poison);
   im.seg_count.assign(2, poison);
+  if (l.c128a_stride > 0) {
+    im.c128a_decode.assign(cap * static_cast<size_t>(l.c128a_stride), poison);
+    im.c128a_decode_lens.assign(cap, poison);
+    im.c128a_prefill.assign(cap * static_cast<size_t>(l.c128a_stride), poison);
+  }
   return im;
 }
 
@@ -144,6 +155,11 @@ SuiteOutputs SuiteImage::View() {
   o.seg_qsl = seg_qsl.data();
   o.seg_seq_lens = seg_seq_lens.data();
   o.seg_count = seg_count.data();
+  if (!c128a_decode_lens.empty()) {
+    o.c128a_decode = c128a_decode.data();
+    o.c128a_decode_lens = c128a_decode_lens.data();
+    o.c128a_prefill = c128a_prefill.data();
+  }
   return o;
 }
 

@@ -17,6 +17,13 @@ absl::Status ValidateSuiteStep(Impl impl, const SuiteStep& s) {
   const BatchSizes& z = in.sizes;
   DS_RETURN_IF_ERROR(ValidateBatchSizes(z));
   DS_RETURN_IF_ERROR(CheckFits(s.layout, z, s.consts));
+  if (!ImplRunsOn(impl, s.consts.model))
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "suite: %s (vLLM %s) builds %s; this suite builds %s, a pairing no release shipped", ImplName(impl),
+        impl.info().vllm_release.empty() ? "-" : impl.info().vllm_release, ImplModels(impl), ModelName(s.consts.model)));
+  if (s.consts.model == ModelKind::kV4 &&
+      (s.out.c128a_decode == nullptr || s.out.c128a_decode_lens == nullptr || s.out.c128a_prefill == nullptr))
+    return absl::InvalidArgumentError("suite: DeepSeek-V4's C128A output buffers are null");
   if (in.device.query_start_loc == nullptr || in.device.seq_lens == nullptr || in.device.block_table == nullptr ||
       in.device.slot_mapping == nullptr)
     return absl::InvalidArgumentError(

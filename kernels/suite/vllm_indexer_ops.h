@@ -46,8 +46,9 @@ absl::StatusOr<const int32_t*> IndexerRatio2Setup(Backend& be, const SuiteStep& 
 // (c) the old varlen chain: _build_varlen_decode_indices and the varlen branch of
 // _prepare_decode_tensors. Lengths come from the DEVICE (diff(qsl)); only the total
 // A = decode_lens_cpu.sum() comes from the host. 26 launches, + 3 with graph padding.
+// `per_req_copy` false: 0.28.0 / 0.29.0, which have no per_req_decode_lens_buffer (25 launches).
 template <class Backend>
-absl::Status IndexerDecodeChain(Backend& be, const SuiteStep& s, const IndexerOutputs& o) {
+absl::Status IndexerDecodeChain(Backend& be, const SuiteStep& s, const IndexerOutputs& o, bool per_req_copy = true) {
   const BatchInputs& in = *s.in;
   const BatchSizes& z = in.sizes;
   const int32_t nd = z.num_decodes, ndt = z.num_decode_tokens, W = z.bt_width, C = z.capacity;
@@ -64,7 +65,7 @@ absl::Status IndexerDecodeChain(Backend& be, const SuiteStep& s, const IndexerOu
   DS_RETURN_IF_ERROR(be.status());
   // torch.diff(qsl[:nd + 1], out=decode_lens_buffer[:nd]); per_req_decode_lens[:nd].copy_(...)
   Issue(be, ops::DiffKernel{qsl, o.decode_lens, nd});
-  CopyD2D(be, o.per_req, o.decode_lens, nd);
+  if (per_req_copy) CopyD2D(be, o.per_req, o.decode_lens, nd);
   // _build_varlen_decode_indices: indices[:A] = repeat_interleave(arange[:nd], decode_lens, A)
   if (A > 0) {
     DS_ASSIGN_OR_RETURN(const int32_t* index, RepeatInterleaveIndex(be, o.decode_lens, nd, A));

@@ -141,6 +141,7 @@ def step_from_result(result: dict, impl: str, name: str) -> Step:
     consts = dict(DEFAULT_CONSTS)
     consts["spec_k"] = int(s.get("spec_k", 5))
     consts["compressor_ring_capacity"] = ring_capacity(consts["spec_k"])
+    consts["model"] = str(s.get("model", "v4.1"))
     host = s.get("host", {})
     sizes = {k: int(s[k]) for k in ("num_tokens", "num_decodes", "num_decode_tokens", "capacity",
                                     "bt_width", "bt_stride")}
@@ -214,6 +215,7 @@ def step_json(step: Step, entry: dict) -> dict:
                  "seq_lens": step.host["seq_lens"].tolist()},
         "fp8_prefill": bool(entry.get("fp8_prefill", True)),
         "spec_k": int(step.consts.get("spec_k", 5)),
+        **({"model": "v4"} if step.consts.get("model") == "v4" else {}),
     }
 
 
@@ -560,7 +562,7 @@ def classify(step: Step, key: str, i: int, got, ours_v) -> str:
         if i < h.size and h[i] == got:
             return "stale-host"
     z = step.sizes
-    if key.startswith("indexer_r") and key.endswith(".bt_out"):
+    if key.startswith("indexer_") and key.endswith(".bt_out"):
         W = max(z["bt_width"], 1)
         row, col = divmod(i, W)
         A = int(step.device["query_start_loc"][z["num_decodes"]])
@@ -629,11 +631,12 @@ def make_profiler(device):
     return run
 
 
-def our_launches(sim: str, impl: str) -> dict:
+def our_launches(sim: str, impl: str, model: str = "v4.1") -> dict:
     """`dspark-sim verify --json`: our implementation's launches per seed case (batch 16, seed 4)."""
     with tempfile.TemporaryDirectory(prefix="dspark-oracle-verify-") as tmp:
         path = os.path.join(tmp, "verify.json")
-        p = subprocess.run([sim, "verify", "--impl", impl, "--json", path], capture_output=True, text=True)
+        p = subprocess.run([sim, "verify", "--model", model, "--impl", impl, "--json", path], capture_output=True,
+                           text=True)
         if not os.path.exists(path):
             return {"error": f"verify exited {p.returncode}: {p.stderr.strip()[:300]}"}
         with open(path) as f:
@@ -694,6 +697,10 @@ def main(argv=None) -> int:
                     f"{', '.join(BUILDERS)} (default all). A release without DeepSeek-V4.1 (before 0.30.0) "
                     "runs only token_map and the indexers: a state assembled from several releases is "
                     "checked builder by builder, one release per process")
+    ap.add_argument("--model", choices=("v4.1", "v4"), default="v4.1",
+                    help="the model layout: v4.1 (the release's DeepSeek-V4.1 builders, 0.30.0 on) or v4 "
+                    "(its DeepSeek-V4 builders, oracle_v4.py: the states (a)-(c) of 0.24.0-0.29.0); dumped "
+                    "steps are passed to `dspark-sim step --model` with --ours-from-sim")
     ap.add_argument("--device", default=None, help="cuda or cpu (default cuda when available)")
     ap.add_argument("--adaptive", choices=("auto", "on", "off"), default="auto",
                     help="the indexer builder's use_adaptive_verification (a process-wide setting in "
@@ -724,7 +731,9 @@ def main(argv=None) -> int:
     t0 = time.time()
     rel = vllm_loader.load(args.release, args.cache_dir)
     if args.impl is None:  # the release's own state
-        args.impl = "vllm-0.34" if rel.version == "0.34.0" else "vllm-0.31"
+        own_v4 = {"0.24.0": "vllm-0.24", "0.27.1": "vllm-0.27", "0.29.0": "vllm-0.29"}
+        args.impl = (own_v4.get(rel.version, "vllm-0.29") if args.model == "v4"
+                     else "vllm-0.34" if rel.version == "0.34.0" else "vllm-0.31")
 
     steps = []
     for path in args.steps:
@@ -734,6 +743,8 @@ def main(argv=None) -> int:
     for d in args.dump:
         n = 0
         for step, entry, index in load_dump(d, args.limit, args.stride):
+            if args.model == "v4":
+                step.consts = {**step.consts, "model": "v4"}
             if args.sim and args.ours_from_sim:
                 ours_from_sim(args.sim, args.impl, step, entry)
             step.profile = n % max(args.profile_every, 1) == 0
@@ -747,11 +758,18 @@ def main(argv=None) -> int:
     capacity = max(max(s.sizes["capacity"], s.sizes["num_tokens"], 1) for s in steps)
     max_reqs = max(s.sizes["num_reqs"] for s in steps)
     max_width = max(max(s.sizes["bt_width"], 1) for s in steps)
-    try:
-        suite = ReleaseSuite(rel, device, capacity, max_reqs, max_width, steps[0].consts, builders=builders)
-    except RuntimeError as e:
-        print(f"vllm_oracle: {e}", file=sys.stderr)
-        return 2
+    if args.model == "v4" or steps[0].consts.get("model") == "v4":
+        import oracle_v4
+        width = max(oracle_v4.c128a_width(int(np.max(s.host["seq_lens"])) if s.sizes["num_reqs"] else 0)
+                    for s in steps)
+        suite = oracle_v4.ReleaseSuiteV4(rel, device, capacity, max_reqs, max_width, steps[0].consts, width)
+        args.model = "v4"
+    else:
+        try:
+            suite = ReleaseSuite(rel, device, capacity, max_reqs, max_width, steps[0].consts, builders=builders)
+        except RuntimeError as e:
+            print(f"vllm_oracle: {e}", file=sys.stderr)
+            return 2
     profiler = make_profiler(device)
 
     diffs, per_step, launch_rows = [], [], []
@@ -762,7 +780,9 @@ def main(argv=None) -> int:
         for b in suite.indexer:
             if b is not None:
                 b.use_adaptive_verification = suite.adaptive
-                b.vllm_config.speculative_config.enable_adaptive_verification = suite.adaptive
+                spec = getattr(getattr(b, "vllm_config", None), "speculative_config", None)
+                if spec is not None:  # 0.28.0/0.29.0 read it from the speculative config
+                    spec.enable_adaptive_verification = suite.adaptive
         try:
             got, launches = suite.run(step, profiler if step.profile else None)
         except Exception as e:  # one step's failure is reported, the others still run
@@ -788,7 +808,7 @@ def main(argv=None) -> int:
             except Exception as e:  # timing is an extra; the comparison stands without it
                 row["release_time"] = {"error": f"{type(e).__name__}: {e}"}
         if launches:
-            deepgemm = 2 * sum(1 for k in (1, 2) if f"indexer_r{k}.indices" in got)
+            deepgemm = 2 * sum(1 for k in ("r1", "r2", "c4") if f"indexer_{k}.indices" in got)
             row["release_launches"] = {**launches, "deepgemm": deepgemm,
                                        "total": sum(launches.values()) + deepgemm}
         per_step.append(row)
@@ -802,6 +822,7 @@ def main(argv=None) -> int:
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "argv": sys.argv if argv is None else ["vllm_oracle.py", *argv],
             "release": rel.version, "release_tree": os.path.join("$DSPARK_VLLM_CACHE", rel.version), "impl": args.impl,
+            "model": "DeepSeek-V4" if args.model == "v4" else "DeepSeek-V4.1",
             "device": device, "torch": torch.__version__,
             "triton_interpret": vllm_loader.interpreting(),
             "gpu": torch.cuda.get_device_name(0) if device == "cuda" else None,
@@ -813,7 +834,7 @@ def main(argv=None) -> int:
         "differences_by_kind": kinds,
         "kept_on_purpose": {k: {"field": v[0], "why": v[1]} for k, v in KEPT.items()},
         "not_compared": NOT_COMPARED,
-        "builders": list(suite.builders),
+        "builders": list(getattr(suite, "builders", ())),
         # our fields that the builders run here do not produce (another builder's, or a field the
         # release's builder does not have, e.g. per_req before 0.30.0)
         "ours_without_release_field": sorted({k for ks in step_keys.values() for k in ks}),
@@ -823,7 +844,7 @@ def main(argv=None) -> int:
         "per_step": per_step,
     }
     if args.sim:
-        report["ours_launches"] = our_launches(args.sim, args.impl)
+        report["ours_launches"] = our_launches(args.sim, args.impl, args.model)
         report["launch_comparison"] = compare_launches(report["ours_launches"], per_step)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:

@@ -59,7 +59,7 @@ struct BenchConfig {
   double max_noise_pct = 0.5;  // [%] 0: never stop on noise
   double max_time_s = 1.0;     // [s] per row; 0: no limit
   int warmup = 10;   // [samples] dropped first
-  std::vector<Impl> impls = AllImpls();
+  std::vector<Impl> impls = ImplsOfModel(ModelKind::kV41);
   std::vector<SeedCase> cases{std::begin(kAllSeedCases), std::end(kAllSeedCases)};
   int32_t batch = 16;   // [requests] of the metadata cases
   uint64_t seed = 1;

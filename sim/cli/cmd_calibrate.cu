@@ -54,7 +54,7 @@ constexpr int32_t kReferenceBatch = kCalibrationReferenceBatch;
 struct CalibrateConfig {
   std::vector<std::string> argv;
   std::string out;
-  std::vector<Impl> impls = AllImpls();
+  std::vector<Impl> impls = ImplsOfModel(ModelKind::kV41);
   std::vector<SeedCase> cases{std::begin(kAllSeedCases), std::end(kAllSeedCases)};
   std::vector<int32_t> batches = {1, 4, 16, 64, 256};
   int reps = 100;

@@ -79,6 +79,7 @@ po::options_description StepOptions() {
     ("host-seq-lens", po::value<std::string>(), "the host's seq_lens [R] (default the device's)")
     ("prefill-dtype", po::value<std::string>(), "fp8 (segmented prefill, default) or bf16")
     ("spec-k", po::value<int64_t>(), "DSpark K (compressor ring capacity), default 5")
+    ("model", po::value<std::string>(), "model layout: v4.1 (DeepSeek-V4.1, default) or v4 (DeepSeek-V4); sets the step's \"model\"")
     ("impl", po::value<std::string>()->default_value("all"),
      absl::StrCat("implementations: all or a list of\n", ImplHelpText()).c_str())
     ("out", po::value<std::string>(), "write the JSON report to this file (stdout: one line per implementation)")
@@ -99,6 +100,10 @@ absl::StatusOr<json> StepObject(const po::variables_map& vm, StepInputSource* so
   } else if (vm.count("case")) {
     DS_ASSIGN_OR_RETURN(const SeedCase c, ParseSeedCase(vm["case"].as<std::string>()));
     CaseOptions o;
+    if (vm.count("model")) {
+      DS_ASSIGN_OR_RETURN(const ModelKind m, ParseModel(vm["model"].as<std::string>()));
+      o.consts = ModelConstsFor(m);
+    }
     o.batch = vm["batch"].as<int32_t>();
     o.seed = vm["seed"].as<uint64_t>();
     if (o.batch < 1 || o.batch > 4096)
@@ -138,6 +143,10 @@ absl::StatusOr<json> StepObject(const po::variables_map& vm, StepInputSource* so
     j["fp8_prefill"] = dtype == "fp8";
     source->from_options.insert("fp8_prefill");
   }
+  if (vm.count("model")) {
+    DS_ASSIGN_OR_RETURN(const ModelKind m, ParseModel(vm["model"].as<std::string>()));
+    j["model"] = std::string(ModelFlag(m));
+  }
   if (!vm.count("json") && !vm.count("case") && !j.contains("query_start_loc") && !j.contains("seq_lens"))
     return absl::InvalidArgumentError("no step given: pass --json STEP.json, --case NAME, or --qsl, --seq-lens, "
                                       "--block-table and --num-decodes (see dspark-sim step --help)");
@@ -153,7 +162,7 @@ absl::StatusOr<StepConfig> ParseStepArgs(int argc, char** argv, std::string* hel
   StepInputSource source;
   DS_ASSIGN_OR_RETURN(const json j, StepObject(vm, &source));
   DS_ASSIGN_OR_RETURN(c.input, ParseStepInput(j, source));
-  auto impls = ParseImplList(vm["impl"].as<std::string>());
+  auto impls = ParseImplListForModel(vm["impl"].as<std::string>(), c.input.consts.model);
   if (!impls.ok()) return absl::InvalidArgumentError(absl::StrCat("--impl: ", impls.status().message()));
   c.impls = *impls;
   if (vm.count("out")) c.out = vm["out"].as<std::string>();

@@ -39,6 +39,7 @@ struct VerifyConfig {
   sim::ProgressStyle progress = sim::ProgressStyle::kAuto;
   std::string json_path;
   std::vector<std::string> argv;  // the command line, for the --json file's meta
+  ModelKind model = ModelKind::kV41;  // the suite's model layout; its states only
 
   absl::Status Validate() const {
     if (seeds < 1) return absl::InvalidArgumentError(absl::StrFormat("--seeds must be >= 1, got %d", seeds));
@@ -79,6 +80,8 @@ po::options_description VerifyOptions() {
       ("batch", po::value<std::string>()->default_value("1,3,16,65"), "batch sizes (real requests)")
       ("seeds", po::value<int32_t>()->default_value(8), "random batches per (case, batch size)")
       ("seed", po::value<uint64_t>()->default_value(0), "first seed")
+      ("model", po::value<std::string>()->default_value("v4.1"),
+       "model layout: v4.1 (DeepSeek-V4.1) or v4 (DeepSeek-V4); only the states whose release shipped with it run")
       ("progress", po::value<std::string>()->default_value("auto"), "stderr: batches checked, rate and ETA; auto (a bar on a terminal, a line every 10 s otherwise), bar, lines, none")
       ("json", po::value<std::string>(), "also write the counts to this JSON file, with each implementation's "
                                          "launches and differing cells per kind on every seed case (batch 16)");
@@ -92,7 +95,12 @@ absl::StatusOr<VerifyConfig> ParseVerifyArgs(int argc, char** argv, std::string*
   if (!help->empty()) return cfg;
   cfg.argv.assign(argv, argv + argc);
   DS_ASSIGN_OR_RETURN(cfg.cases, ParseCases(vm["cases"].as<std::string>()));
-  DS_ASSIGN_OR_RETURN(cfg.impls, ParseImplList(vm["impl"].as<std::string>()));
+  DS_ASSIGN_OR_RETURN(cfg.model, ParseModel(vm["model"].as<std::string>()));
+  {
+    auto impls = ParseImplListForModel(vm["impl"].as<std::string>(), cfg.model);
+    if (!impls.ok()) return absl::InvalidArgumentError(absl::StrCat("--impl: ", impls.status().message()));
+    cfg.impls = *std::move(impls);
+  }
   DS_ASSIGN_OR_RETURN(cfg.batches, ParseBatches(vm["batch"].as<std::string>()));
   cfg.seeds = vm["seeds"].as<int32_t>();
   cfg.seed = vm["seed"].as<uint64_t>();
@@ -105,7 +113,8 @@ int VerifyMain(VerifyConfig& cfg) {
   // counts[impl][case] = {batches, stale_host, padding_residue, bug}
   std::map<Impl, std::map<SeedCase, std::array<int64_t, 4>>> counts;
   std::map<Impl, std::unique_ptr<CpuSuite>> suites;
-  for (Impl impl : cfg.impls) suites[impl] = std::make_unique<CpuSuite>();
+  const ModelConsts consts = ModelConstsFor(cfg.model);
+  for (Impl impl : cfg.impls) suites[impl] = std::make_unique<CpuSuite>(consts);
   std::vector<std::string> bugs;
   sim::ProgressMeter progress(cfg.progress, stderr, "verify", "batches",
                          static_cast<int64_t>(cfg.cases.size() * cfg.batches.size()) * cfg.seeds);
@@ -121,6 +130,7 @@ int VerifyMain(VerifyConfig& cfg) {
         opt.unstored_token_every = s % 4 == 1 ? 7 : 0;
         opt.null_first_block_every = s % 4 == 2 ? 3 : 0;
         opt.fp8_prefill = s % 2 == 0;
+        opt.consts = consts;
         auto made = MakeSeedCase(c, opt);
         if (!made.ok()) {
           std::fprintf(stderr, "dspark-sim verify: case %s batch %d seed %d: %s\n", std::string(SeedCaseName(c)).c_str(),
@@ -161,6 +171,7 @@ int VerifyMain(VerifyConfig& cfg) {
     j["meta"] = sim::ResultMeta({"dspark-sim verify", "dspark-sim/verify", 1, cfg.argv, cfg.seed});
     j["meta"]["seeds"] = cfg.seeds;
     j["meta"]["first_seed"] = cfg.seed;
+    if (cfg.model != ModelKind::kV41) j["meta"]["model"] = std::string(ModelName(cfg.model));
   }
   int64_t total_bugs = 0;
   for (Impl impl : cfg.impls) {
@@ -179,10 +190,11 @@ int VerifyMain(VerifyConfig& cfg) {
               "\na defect in the implementation named.\n");
   // The seed cases as `bench` draws them (batch 16, default options): launches and cells.
   for (Impl impl : cfg.impls) {
-    CpuSuite suite;
+    CpuSuite suite(consts);
     for (SeedCase c : cfg.cases) {
       CaseOptions opt;
       opt.seed = 4;
+      opt.consts = consts;
       auto made = MakeSeedCase(c, opt);
       if (!made.ok()) continue;
       auto r = suite.Run(impl, made->Inputs());

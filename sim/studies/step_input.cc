@@ -28,7 +28,7 @@ constexpr int64_t kMaxSeqLen = int64_t{1} << 24;  // the longest trace context (
 const char* const kFields[] = {"schema",     "schema_version",    "name",     "query_start_loc", "seq_lens",
                                "block_table", "bt_width",         "bt_stride", "num_decodes",    "num_tokens",
                                "num_decode_tokens", "capacity",   "slot_mapping", "host",        "fp8_prefill",
-                               "spec_k"};
+                               "spec_k",     "model"};
 const char* const kHostFields[] = {"query_start_loc", "seq_lens"};
 
 // Reads the fields of one object and names the origin and field in every error.
@@ -183,6 +183,12 @@ absl::StatusOr<StepInput> ParseStepInput(const json& j, const StepInputSource& s
     if (!v->is_string()) return f.Error("name", "a string", v);
     b.name = v->get<std::string>();
   }
+  if (const json* v = f.Find("model")) {  // the model layout (absent: DeepSeek-V4.1)
+    if (!v->is_string()) return f.Error("model", "\"v4\" or \"v4.1\"", v);
+    const absl::StatusOr<ModelKind> m = ParseModel(v->get<std::string>());
+    if (!m.ok()) return f.Error("model", "\"v4\" or \"v4.1\"", v);
+    out.consts = ModelConstsFor(*m);
+  }
   DS_ASSIGN_OR_RETURN(const int64_t spec_k, f.Int("spec_k", 1, kMaxSpecK, out.consts.spec_k));
   out.consts.spec_k = static_cast<int32_t>(spec_k);
   if (const json* v = f.Find("fp8_prefill")) {
@@ -307,7 +313,7 @@ nlohmann::ordered_json StepInputJson(const StepInput& input) {
   for (int32_t r = 0; r < z.num_reqs; ++r)
     rows.push_back(std::vector<int32_t>(b.block_table.begin() + int64_t{r} * z.bt_stride,
                                         b.block_table.begin() + int64_t{r + 1} * z.bt_stride));
-  return {{"schema", "dspark-step"},
+  nlohmann::ordered_json j = {{"schema", "dspark-step"},
           {"schema_version", kStepInputSchemaVersion},
           {"name", b.name},
           {"spec_k", input.consts.spec_k},
@@ -323,6 +329,8 @@ nlohmann::ordered_json StepInputJson(const StepInput& input) {
           {"block_table", rows},
           {"slot_mapping", b.slot_mapping},
           {"host", {{"query_start_loc", b.host_qsl}, {"seq_lens", b.host_seq_lens}}}};
+  if (input.consts.model != ModelKind::kV41) j["model"] = std::string(ModelFlag(input.consts.model));
+  return j;
 }
 
 }  // namespace dspark::sim

@@ -62,7 +62,7 @@ struct SweepConfig {
   std::vector<std::string> traces;
   std::vector<int32_t> concurrency = {1, 8, 128, 1024};  // [requests in flight], 0 = none
   std::vector<int32_t> batch_sizes = {256};              // max_num_seqs [requests]
-  std::vector<Impl> impls = AllImpls();  // each point's --time-impl
+  std::vector<Impl> impls = ImplsOfModel(ModelKind::kV41);  // each point's --time-impl
   std::vector<SpecMode> modes = {SpecMode::kNone, SpecMode::kDSpark, SpecMode::kAdaptive};
   std::vector<int64_t> num_requests = {kAutoRequests};   // [requests]
   static constexpr int64_t kAutoRequests = -1;  // max(32, 2 x concurrency); run's default at 0

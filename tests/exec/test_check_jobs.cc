@@ -38,7 +38,7 @@ std::string RunFiles(int32_t jobs, const std::string& preset, SpecMode mode, boo
   config.scheduler.mode = mode;
   config.scheduler.max_num_seqs = 16;
   config.scheduler.max_num_batched_tokens = 2048;
-  config.impls = AllImpls();
+  config.impls = ImplsOfModel(ModelKind::kV41);
   config.check = true;
   config.jobs = jobs;
   config.dedup = dedup;

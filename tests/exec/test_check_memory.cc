@@ -12,7 +12,7 @@ namespace {
 
 ExecutorRequest Request(int32_t max_model_len) {
   ExecutorRequest r;
-  r.impls = AllImpls();
+  r.impls = ImplsOfModel(ModelKind::kV41);
   r.scheduler.max_model_len = max_model_len;
   return r;
 }

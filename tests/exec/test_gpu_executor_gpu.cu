@@ -137,7 +137,7 @@ ExecutorRun RunExecutor(SpecMode mode, const std::vector<Impl>& impls, uint64_t 
 }
 
 // Every registered implementation (read at run time: registrations happen in static initialisers).
-const std::vector<Impl>& Every() { return AllImpls(); }
+const std::vector<Impl>& Every() { return ImplsOfModel(ModelKind::kV41); }
 
 TEST(GpuExecutor, AdaptiveRunExactForDeviceImplsStaleForHostImpls) {
   DS_REQUIRE_GPU();

@@ -151,7 +151,7 @@ absl::StatusOr<std::string> GpuLayoutLane::RunAndCheck(const CaseBatch& b, size_
                           reinterpret_cast<const int64_t*>(dev + in_layout_.slot_off)};
   in.host = HostBatch{b.host_qsl.data(), b.host_seq_lens.data()};
 
-  const std::vector<Impl>& impls = AllImpls();
+  const std::vector<Impl>& impls = ImplsOfModel(ModelKind::kV41);
   for (Impl impl : impls) {
     const size_t i = impl.index();
     SuiteStep s;
@@ -214,7 +214,7 @@ absl::StatusOr<std::string> GpuLayoutLane::CheckThroughGpuSuite(const CaseBatch&
     DS_ASSIGN_OR_RETURN(suite_, GpuSuite::Create(capacity_, consts_, static_cast<int>(NumImpls())));
   }
   DS_RETURN_IF_ERROR(suite_->Stage(b.Inputs()));
-  for (Impl impl : AllImpls()) {
+  for (Impl impl : ImplsOfModel(ModelKind::kV41)) {
     const absl::Status run = suite_->Run(impl);
     if (!run.ok()) return ViolationReport(impl, step, b, {"GpuSuite::Run failed: " + run.ToString()}, {});
     DS_ASSIGN_OR_RETURN(const SuiteRunResult r, suite_->Download(impl));

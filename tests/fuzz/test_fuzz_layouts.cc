@@ -100,7 +100,7 @@ TEST(FuzzLayouts, SeededLayoutsMatchReferencesInEveryImplementation) {
       static_cast<long long>(stats.multi_segment_steps),
       static_cast<double>(stats.launches) / std::max<int64_t>(stats.steps, 1),
       static_cast<double>(stats.host_syncs) / std::max<int64_t>(stats.steps, 1));
-  EXPECT_EQ(stats.runs, stats.steps * static_cast<int64_t>(NumImpls()));
+  EXPECT_EQ(stats.runs, stats.steps * static_cast<int64_t>(ImplsOfModel(ModelKind::kV41).size()));
   // The allowed kinds are reached, so the check is not passing on layouts that never differ.
   if (count >= 1000) {
     EXPECT_GT(stats.cells[static_cast<int>(MismatchKind::kStaleHost)], 0);
@@ -146,7 +146,7 @@ TEST(FuzzLayouts, SmallPrefillBudgetsPlanManyChunksInEveryImplementation) {
     const std::string report = CheckStepsOnCpu(steps, consts, &stats);
     ASSERT_TRUE(report.empty()) << absl::StrFormat("layout seed 0x%x (small prefill budgets)\n", seed) << report;
   }
-  EXPECT_EQ(stats.runs, stats.steps * static_cast<int64_t>(NumImpls()));
+  EXPECT_EQ(stats.runs, stats.steps * static_cast<int64_t>(ImplsOfModel(ModelKind::kV41).size()));
   if (count >= 100) EXPECT_GT(multi_chunk_steps, static_cast<int64_t>(count) / 20);
 }
 
@@ -170,7 +170,7 @@ TEST(FuzzLayouts, CheckRejectsEveryForbiddenDifference) {
     return std::vector<FieldMismatch>{m};
   };
   int host_impls = 0, device_impls = 0, chain_impls = 0, other_impls = 0;
-  for (Impl impl : AllImpls()) {
+  for (Impl impl : ImplsOfModel(ModelKind::kV41)) {
     SCOPED_TRACE(std::string(ImplName(impl)));
     const ImplTraits& t = impl.info().traits;
     EXPECT_FALSE(ClassificationViolations(impl, *stale, mismatch("swa", "swa_indices", MismatchKind::kBug)).empty());
@@ -208,7 +208,7 @@ TEST(FuzzLayouts, ReportWritesTheLayoutAsAStepFile) {
   o.bt_stride_slack = 3;
   const absl::StatusOr<CaseBatch> b = MakeSeedCase(SeedCase::kAdaptiveVerify, o);
   ASSERT_TRUE(b.ok()) << b.status();
-  const std::string report = ViolationReport(AllImpls().front(), 0, *b, {"bug: made up"}, {});
+  const std::string report = ViolationReport(ImplsOfModel(ModelKind::kV41).front(), 0, *b, {"bug: made up"}, {});
   const std::string marker = "dspark-sim step --json ";
   const size_t at = report.find(marker);
   ASSERT_NE(at, std::string::npos) << report;

@@ -57,7 +57,7 @@ void ExpectDefinedRegionsEqual(SuiteImage a, SuiteImage b, const BatchInputs& in
 
 TEST(BuilderMemo, DedupOnAndOffAgreeAcrossStepsOfEveryCase) {
   CpuSuite on, off;
-  on.EnableDedup(AllImpls());
+  on.EnableDedup(ImplsOfModel(ModelKind::kV41));
   int64_t steps = 0, stale = 0;
   for (uint64_t seed : {1, 2, 3, 4, 5, 6}) {
     for (SeedCase c : kAllSeedCases) {
@@ -73,7 +73,7 @@ TEST(BuilderMemo, DedupOnAndOffAgreeAcrossStepsOfEveryCase) {
       ASSERT_TRUE(on.BeginStep(in_on, want_on).ok());
       ++steps;
       stale += batch.HostStale();
-      for (Impl impl : AllImpls()) {
+      for (Impl impl : ImplsOfModel(ModelKind::kV41)) {
         const std::string name = std::string(ImplName(impl)) + " on " + batch.name;
         const absl::StatusOr<SuiteRunResult> r_on = on.Run(impl, in_on, &want_on);
         const absl::StatusOr<SuiteRunResult> r_off = off.Run(impl, in_off, &want_off);
@@ -96,8 +96,8 @@ TEST(BuilderMemo, DedupOnAndOffAgreeAcrossStepsOfEveryCase) {
 // mismatches and counters as Run, step after step on the same buffers.
 TEST(BuilderMemo, EmulateAllThenCompareAllEqualsRun) {
   CpuSuite run, split;
-  run.EnableDedup(AllImpls());
-  split.EnableDedup(AllImpls());
+  run.EnableDedup(ImplsOfModel(ModelKind::kV41));
+  split.EnableDedup(ImplsOfModel(ModelKind::kV41));
   int64_t mismatching = 0;
   for (uint64_t seed : {7, 8, 9}) {
     for (SeedCase c : kAllSeedCases) {
@@ -111,13 +111,13 @@ TEST(BuilderMemo, EmulateAllThenCompareAllEqualsRun) {
       const SuiteReference want_split = ComputeSuiteReference(in_split, split.layout(), ModelConsts{});
       ASSERT_TRUE(split.BeginStep(in_split, want_split.token_to_req).ok());
       std::vector<OpCounters> counters;
-      for (Impl impl : AllImpls()) {
+      for (Impl impl : ImplsOfModel(ModelKind::kV41)) {
         const absl::StatusOr<OpCounters> emulated = split.Emulate(impl, in_split);
         ASSERT_TRUE(emulated.ok()) << emulated.status();
         counters.push_back(*emulated);
       }
-      for (size_t i = 0; i < AllImpls().size(); ++i) {
-        const Impl impl = AllImpls()[i];
+      for (size_t i = 0; i < ImplsOfModel(ModelKind::kV41).size(); ++i) {
+        const Impl impl = ImplsOfModel(ModelKind::kV41)[i];
         const std::string name = std::string(ImplName(impl)) + " on " + batch.name;
         const absl::StatusOr<SuiteRunResult> r = run.Run(impl, in_run, &want_run);
         ASSERT_TRUE(r.ok()) << name << ": " << r.status();

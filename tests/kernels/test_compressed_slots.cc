@@ -112,9 +112,12 @@ TEST(CompressedSlotsContract, RejectsBadParams) {
   int64_t wide = 0;
   CompressedSlotParams p{&cell, &cell, &cell, &wide, nullptr, &wide, 0, 0, 1, 2, 64};
   EXPECT_TRUE(CanImplementCompressedSlots(p).ok());
+  CompressedSlotParams ratio3 = p;  // V4.1's 1 and 2, DeepSeek-V4's 4 and 128 only
+  ratio3.ratio = 3;
+  EXPECT_EQ(CanImplementCompressedSlots(ratio3).code(), absl::StatusCode::kInvalidArgument);
   CompressedSlotParams ratio4 = p;
   ratio4.ratio = 4;
-  EXPECT_EQ(CanImplementCompressedSlots(ratio4).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(CanImplementCompressedSlots(ratio4).ok());
   CompressedSlotParams odd_block = p;
   odd_block.block_size = 63;
   EXPECT_EQ(CanImplementCompressedSlots(odd_block).code(), absl::StatusCode::kInvalidArgument);

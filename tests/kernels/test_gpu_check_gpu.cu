@@ -169,7 +169,7 @@ Harness MakeHarness() {
 // Every implementation's result by the old path, the device check (with and without a hint) and
 // the span check: the same mismatches (every field of each) and counters.
 void ExpectAllPathsAgree(Harness& h, const BatchInputs* hint_in, const SuiteReference* hint_want) {
-  const std::vector<Impl>& impls = AllImpls();
+  const std::vector<Impl>& impls = ImplsOfModel(ModelKind::kV41);
   std::vector<std::string> old;
   std::vector<OpCounters> old_counters;
   for (Impl impl : impls) {
@@ -203,7 +203,7 @@ void PlantDifferences(Harness& h, const SuiteReference& want, const BatchInputs&
   const std::vector<SuiteRegion> regions = SuiteRegions(want, in, h.suite->layout(), h.suite->consts());
   std::mt19937_64 rng(seed);
   for (int p = 0; p < n; ++p) {
-    const Impl impl = AllImpls()[rng() % AllImpls().size()];
+    const Impl impl = ImplsOfModel(ModelKind::kV41)[rng() % ImplsOfModel(ModelKind::kV41).size()];
     const SuiteRegion& r = regions[rng() % regions.size()];
     if (r.Cells() == 0) continue;
     const absl::StatusOr<SuiteOutputs> outs = h.suite->device_outputs(impl);
@@ -221,7 +221,7 @@ void PlantDifferences(Harness& h, const SuiteReference& want, const BatchInputs&
 // Stages `in`, runs every implementation on it and returns the reference of `in`.
 SuiteReference StageAndRunAll(Harness& h, const BatchInputs& in) {
   EXPECT_TRUE(h.suite->Stage(in).ok());
-  for (Impl impl : AllImpls()) EXPECT_TRUE(h.suite->Run(impl).ok()) << ImplName(impl);
+  for (Impl impl : ImplsOfModel(ModelKind::kV41)) EXPECT_TRUE(h.suite->Run(impl).ok()) << ImplName(impl);
   return ComputeSuiteReference(in, h.suite->layout(), h.suite->consts());
 }
 
@@ -265,7 +265,7 @@ TEST(GpuRegionCheck, RecomputesTheReferenceWhenTheHintIsNotTheDeviceTruth) {
   const BatchInputs in = b.Inputs();
   ASSERT_TRUE(h.suite->Stage(in).ok());
   ASSERT_TRUE(h.suite->OverwriteDeviceQsl(*resplit).ok());
-  for (Impl impl : AllImpls()) ASSERT_TRUE(h.suite->Run(impl).ok()) << ImplName(impl);
+  for (Impl impl : ImplsOfModel(ModelKind::kV41)) ASSERT_TRUE(h.suite->Run(impl).ok()) << ImplName(impl);
   const SuiteReference stale = ComputeSuiteReference(in, h.suite->layout(), h.suite->consts());
   ExpectAllPathsAgree(h, &in, &stale);
   // device: once without the hint, once with it (rejected); the same for spans.
@@ -285,7 +285,7 @@ TEST(GpuRegionCheck, PartsAroundAnEventWaitEqualCheck) {
   const SuiteReference want = StageAndRunAll(h, in);
   ASSERT_FALSE(::testing::Test::HasFailure());
   PlantDifferences(h, want, in, 4747, 6);
-  const absl::StatusOr<std::vector<SuiteRunResult>> whole = h.device->Check(*h.suite, AllImpls(), &want, &in);
+  const absl::StatusOr<std::vector<SuiteRunResult>> whole = h.device->Check(*h.suite, ImplsOfModel(ModelKind::kV41), &want, &in);
   ASSERT_TRUE(whole.ok()) << whole.status();
   bool any = false;
   for (const SuiteRunResult& r : *whole) any = any || !r.mismatches.empty();
@@ -299,13 +299,13 @@ TEST(GpuRegionCheck, PartsAroundAnEventWaitEqualCheck) {
     CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventRecord(done, h.suite->stream()));
     if (enqueue_first) {
-      ASSERT_TRUE(h.device->Begin(*h.suite, AllImpls(), &want, &in).ok());
+      ASSERT_TRUE(h.device->Begin(*h.suite, ImplsOfModel(ModelKind::kV41), &want, &in).ok());
     } else {
-      ASSERT_TRUE(h.device->Prepare(*h.suite, AllImpls(), &want, &in).ok());
+      ASSERT_TRUE(h.device->Prepare(*h.suite, ImplsOfModel(ModelKind::kV41), &want, &in).ok());
       EXPECT_EQ(h.device->Finish().status().code(), absl::StatusCode::kFailedPrecondition)
           << "Finish before Enqueue";
     }
-    EXPECT_EQ(h.device->Prepare(*h.suite, AllImpls(), &want, &in).code(), absl::StatusCode::kFailedPrecondition)
+    EXPECT_EQ(h.device->Prepare(*h.suite, ImplsOfModel(ModelKind::kV41), &want, &in).code(), absl::StatusCode::kFailedPrecondition)
         << "a second Prepare before Finish";
     CUDA_CHECK(cudaEventSynchronize(done));
     CUDA_CHECK(cudaEventDestroy(done));
@@ -318,7 +318,7 @@ TEST(GpuRegionCheck, PartsAroundAnEventWaitEqualCheck) {
     ASSERT_EQ(parts->size(), whole->size());
     for (size_t i = 0; i < whole->size(); ++i)
       EXPECT_EQ(DescribeMismatches((*parts)[i].mismatches), DescribeMismatches((*whole)[i].mismatches))
-          << ImplName(AllImpls()[i]);
+          << ImplName(ImplsOfModel(ModelKind::kV41)[i]);
   }
   EXPECT_EQ(h.device->stats().steps, 3);
 }

@@ -41,7 +41,7 @@ TEST(GraphKey, TheSamePaddedShapeWithADifferentRealTokenTotalIsANewGraphForHostT
   const Step a = Decode({0, 1, 2, 3, 4}), b = Decode({0, 1, 2, 3, 3});
   ASSERT_EQ(a.Inputs().sizes.num_tokens, b.Inputs().sizes.num_tokens);
   ASSERT_EQ(a.Inputs().sizes.num_reqs, b.Inputs().sizes.num_reqs);
-  for (Impl impl : AllImpls()) {
+  for (Impl impl : ImplsOfModel(ModelKind::kV41)) {
     const ImplTraits& t = impl.info().traits;
     EXPECT_EQ(Shared(impl, a, b), !(t.reads_host_totals || t.reads_host_boundaries)) << ImplName(impl);
   }
@@ -81,7 +81,7 @@ TEST(GraphKey, HostPrefillRowsJoinTheKeyOfHostReadersOnly) {
   EXPECT_TRUE(Shared(Impl::kFusedSuite, a, b));
   Step c = a;
   c.seq_lens[0] = 51;  // a decode row's host seq_len: no implementation reads it
-  for (Impl impl : AllImpls()) EXPECT_TRUE(Shared(impl, a, c)) << ImplName(impl);
+  for (Impl impl : ImplsOfModel(ModelKind::kV41)) EXPECT_TRUE(Shared(impl, a, c)) << ImplName(impl);
   Step d = a;
   d.qsl = {0, 2, 2, 300, 700};  // the decode rows' host split: only the boundary readers read it
   EXPECT_FALSE(Shared(Impl::kChain, a, d));
@@ -93,8 +93,8 @@ TEST(GraphKey, DeviceValuesAndTheSizesAndFlags) {
   Step a = Decode({0, 1, 2, 3, 4});
   Step b = a;
   b.device_qsl = {0, 2, 2, 3, 4};  // rewritten on the device: read there at replay, never frozen
-  for (Impl impl : AllImpls()) EXPECT_TRUE(Shared(impl, a, b)) << ImplName(impl);
-  for (Impl impl : AllImpls()) {
+  for (Impl impl : ImplsOfModel(ModelKind::kV41)) EXPECT_TRUE(Shared(impl, a, b)) << ImplName(impl);
+  for (Impl impl : ImplsOfModel(ModelKind::kV41)) {
     BatchInputs in = a.Inputs();
     const GraphKey base = MakeGraphKey(impl, in);
     in.sizes.bt_width = 5;

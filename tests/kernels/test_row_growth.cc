@@ -75,7 +75,7 @@ TEST(RowGrowth, NoImplementationWritesPastTheStepsRows) {
       const CaseBatch batch = MustMake(c, OptionsFor(seed));
       ++steps;
       drafts += !batch.Inputs().causal;
-      for (Impl impl : AllImpls()) {
+      for (Impl impl : ImplsOfModel(ModelKind::kV41)) {
         ExpectNothingPastTheRows(impl, batch, /*cpu_paths=*/true);
         ExpectNothingPastTheRows(impl, batch, /*cpu_paths=*/false);
       }

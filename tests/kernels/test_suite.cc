@@ -48,7 +48,7 @@ TEST_P(SuiteEquivalence, EveryImplEqualsReferenceOrDivergesOnlyFromStaleHost) {
   const bool lone_adaptive = p.seed_case == SeedCase::kAdaptiveVerify && p.options.batch < 2;
   ASSERT_EQ(b.HostStale(), SeedCaseHostStale(p.seed_case) && !lone_adaptive) << b.name;
   CpuSuite suite;
-  for (Impl impl : AllImpls()) {
+  for (Impl impl : ImplsOfModel(ModelKind::kV41)) {
     SCOPED_TRACE(std::string(ImplName(impl)) + " on " + b.name);
     const absl::StatusOr<SuiteRunResult> r = suite.Run(impl, b.Inputs());
     ASSERT_TRUE(r.ok()) << r.status();
@@ -111,7 +111,7 @@ TEST(SuitePaddingResidue, DetectedWithFreshHostView) {
   ASSERT_GE(step2.sizes.bt_width, 2);
 
   CpuSuite suite;
-  for (Impl impl : AllImpls()) {
+  for (Impl impl : ImplsOfModel(ModelKind::kV41)) {
     SCOPED_TRACE(std::string(ImplName(impl)));
     const absl::StatusOr<SuiteRunResult> first = suite.Run(impl, step1.Inputs());
     ASSERT_TRUE(first.ok()) << first.status();
@@ -172,7 +172,7 @@ TEST(SuiteStaleBoundaries, DeviceResplitBetweenSteps) {
   o.seed = 21;
   CaseBatch b = MustMake(SeedCase::kVerify, o);
   CpuSuite suite;
-  for (Impl impl : AllImpls()) {
+  for (Impl impl : ImplsOfModel(ModelKind::kV41)) {
     const absl::StatusOr<SuiteRunResult> r = suite.Run(impl, b.Inputs());
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_TRUE(r->mismatches.empty()) << ImplName(impl) << "\n" << DescribeMismatches(r->mismatches);
@@ -182,7 +182,7 @@ TEST(SuiteStaleBoundaries, DeviceResplitBetweenSteps) {
   ASSERT_NE(*resplit, b.qsl);
   b.qsl = *resplit;  // the host keeps the old split
   ASSERT_TRUE(b.HostStale());
-  for (Impl impl : AllImpls()) {
+  for (Impl impl : ImplsOfModel(ModelKind::kV41)) {
     const absl::StatusOr<SuiteRunResult> r = suite.Run(impl, b.Inputs());
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ(HasKind(r->mismatches, MismatchKind::kStaleHost), ReadsHostBoundaries(impl)) << ImplName(impl);
@@ -229,7 +229,7 @@ TEST(SuiteCompare, ReportsFirstDifferenceAndClassifies) {
 }
 
 TEST(SuiteInterface, ImplNamesRoundTrip) {
-  for (Impl impl : AllImpls()) {
+  for (Impl impl : ImplsOfModel(ModelKind::kV41)) {
     const absl::StatusOr<Impl> parsed = ParseImpl(ImplName(impl));
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(*parsed, impl);

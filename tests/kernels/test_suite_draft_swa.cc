@@ -65,7 +65,7 @@ TEST(DraftSwa, EveryStateExactOnVllmsDraftLayout) {
       const CaseBatch b = MustMake(c, OptionsFor(seed));
       ASSERT_FALSE(b.causal) << b.name;
       CpuSuite suite;
-      for (Impl impl : AllImpls()) {
+      for (Impl impl : ImplsOfModel(ModelKind::kV41)) {
         const absl::StatusOr<SuiteRunResult> r = suite.Run(impl, b.Inputs());
         ASSERT_TRUE(r.ok()) << r.status();
         const bool host_split_stale = b.host_qsl != b.qsl;
@@ -99,7 +99,7 @@ TEST(DraftSwa, NonCausalIssuesTheSameOps) {
   o.seed = 4;
   CaseBatch b = MustMake(SeedCase::kDraft, o);
   CpuSuite suite;
-  for (Impl impl : AllImpls()) {
+  for (Impl impl : ImplsOfModel(ModelKind::kV41)) {
     b.causal = false;
     const absl::StatusOr<SuiteRunResult> draft = suite.Run(impl, b.Inputs());
     b.causal = true;
@@ -147,7 +147,7 @@ TEST(PrefillSegmentMaxQueryLen, Vllm57207TestCaseEveryImpl) {
   for (bool fp8 : {true, false}) {
     const CaseBatch b = Vllm57207Batch(fp8);
     CpuSuite suite;
-    for (Impl impl : AllImpls()) {
+    for (Impl impl : ImplsOfModel(ModelKind::kV41)) {
       const absl::StatusOr<SuiteRunResult> r = suite.Run(impl, b.Inputs());
       ASSERT_TRUE(r.ok()) << r.status();
       EXPECT_TRUE(r->mismatches.empty()) << b.name << " " << ImplName(impl) << "\n"

@@ -30,7 +30,7 @@ TEST(SuiteLaunchCounts, Batch16Decode) {
   ASSERT_EQ(b.sizes.num_decode_tokens, 16);
   CpuSuite suite;
   std::map<Impl, OpCounters> counts;
-  for (Impl impl : AllImpls()) {
+  for (Impl impl : ImplsOfModel(ModelKind::kV41)) {
     const absl::StatusOr<SuiteRunResult> r = suite.Run(impl, b.Inputs());
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_TRUE(r->mismatches.empty()) << ImplName(impl) << "\n" << DescribeMismatches(r->mismatches);
@@ -58,7 +58,7 @@ TEST(SuiteLaunchCounts, Batch16Decode) {
   EXPECT_EQ(counts[Impl::kCached].h2d_copies, 1);
   EXPECT_EQ(counts[Impl::kChain].Launches(), 73);
   EXPECT_EQ(counts[Impl::kChain].h2d_copies, 4);
-  for (Impl impl : AllImpls()) {
+  for (Impl impl : ImplsOfModel(ModelKind::kV41)) {
     EXPECT_EQ(counts[impl].d2h_copies, 0) << ImplName(impl);
     EXPECT_EQ(counts[impl].host_syncs, 0) << ImplName(impl);
     EXPECT_EQ(counts[impl].host_array_ops > 0, ReadsHostBoundaries(impl) || ReadsHostTotals(impl))
@@ -116,6 +116,104 @@ TEST(SuiteLaunchCounts, EveryCase) {
   }
 }
 
+// DeepSeek-V4 (docs/states.md s.8): the launch count of every V4 state in every seed case (batch
+// 16, seed 4, the cases `verify --model v4` reports), exact against the references. Columns:
+// vllm-0.29. At decode, 0.29.0's builders on V4's KV-cache groups: six groups map tokens with
+// the device chain (6 x 8), SWA 4, MLA C4A 3 (clamp_, fill_, kernel), MLA C128A 4 (the same and
+// the C128A kernel), three compressors 1 each (clamp_), the ratio-4 indexer 31 (compressed slots
+// 2, seq_lens // 4 1, the varlen chain without the per_req copy 25, `seq_lens //= 4` 1, DeepGEMM's
+// scheduler 2): 93. Padded steps add a zero_ per mapping (6) and the indexer's 3 padding ops.
+TEST(SuiteLaunchCounts, EveryCaseDeepSeekV4) {
+  const std::map<std::string, std::vector<int64_t>> expected = {
+      {"prefill", {70}},        {"chunked_prefill", {85}}, {"mixed", {106}}, {"decode", {93}},
+      {"verify", {93}},         {"adaptive_verify", {102}}, {"draft", {102}}, {"adaptive_draft", {102}},
+  };
+  const ModelConsts v4 = ModelConstsFor(ModelKind::kV4);
+  ASSERT_EQ(ImplsOfModel(ModelKind::kV4).size(), expected.begin()->second.size());
+  for (SeedCase c : kAllSeedCases) {
+    CaseOptions o;
+    o.seed = 4;
+    o.consts = v4;
+    const CaseBatch b = MustMake(c, o);
+    CpuSuite suite(v4);
+    std::vector<int64_t> launches;
+    for (Impl impl : ImplsOfModel(ModelKind::kV4)) {
+      const absl::StatusOr<SuiteRunResult> r = suite.Run(impl, b.Inputs());
+      ASSERT_TRUE(r.ok()) << r.status();
+      for (const FieldMismatch& m : r->mismatches)
+        EXPECT_NE(m.kind, MismatchKind::kBug) << ImplName(impl) << "\n" << DescribeMismatches(r->mismatches);
+      EXPECT_EQ(r->counters.d2h_copies, 0) << ImplName(impl);
+      EXPECT_EQ(r->counters.host_syncs, 0) << ImplName(impl);
+      launches.push_back(r->counters.Launches());
+    }
+    const std::string name(SeedCaseName(c));
+    std::string row = "{\"" + name + "\", {";
+    for (size_t k = 0; k < launches.size(); ++k) row += (k ? ", " : "") + std::to_string(launches[k]);
+    const auto it = expected.find(name);
+    ASSERT_NE(it, expected.end()) << "no expected row; measured " << row << "}},";
+    EXPECT_EQ(launches, it->second) << "measured " << row << "}},";
+  }
+}
+
+// A state runs only on its release's model: a V4.1 suite refuses a V4 state and a V4 suite a
+// V4.1 one, naming both models.
+TEST(SuiteModels, PairingsNoReleaseShippedAreRefused) {
+  CaseOptions o;
+  o.seed = 4;
+  const CaseBatch v41_case = MustMake(SeedCase::kDecode, o);
+  CpuSuite v41;
+  for (Impl impl : ImplsOfModel(ModelKind::kV4)) {
+    const absl::StatusOr<SuiteRunResult> r = v41.Run(impl, v41_case.Inputs());
+    ASSERT_FALSE(r.ok()) << ImplName(impl);
+    EXPECT_NE(std::string(r.status().message()).find("DeepSeek-V4.1"), std::string::npos) << r.status();
+  }
+  o.consts = ModelConstsFor(ModelKind::kV4);
+  const CaseBatch v4_case = MustMake(SeedCase::kDecode, o);
+  CpuSuite v4(o.consts);
+  for (Impl impl : ImplsOfModel(ModelKind::kV41)) {
+    const absl::StatusOr<SuiteRunResult> r = v4.Run(impl, v4_case.Inputs());
+    ASSERT_FALSE(r.ok()) << ImplName(impl);
+    EXPECT_NE(std::string(r.status().message()).find("DeepSeek-V4"), std::string::npos) << r.status();
+  }
+  EXPECT_FALSE(ParseImplListForModel("vllm-0.29", ModelKind::kV41).ok());
+  EXPECT_FALSE(ParseImplListForModel("vllm-56562", ModelKind::kV4).ok());
+  const absl::StatusOr<std::vector<Impl>> all_v4 = ParseImplListForModel("all", ModelKind::kV4);
+  ASSERT_TRUE(all_v4.ok());
+  EXPECT_EQ(*all_v4, ImplsOfModel(ModelKind::kV4));
+}
+
+// Randomised DeepSeek-V4 steps (fixed seeds, every case, several batch sizes and case options):
+// every V4 state exact against the references, up to the old chain's padding residue.
+TEST(SuiteModels, DeepSeekV4RandomisedAgainstReferences) {
+  const ModelConsts v4 = ModelConstsFor(ModelKind::kV4);
+  CpuSuite suite(v4);
+  int64_t checked = 0;
+  for (SeedCase c : kAllSeedCases) {
+    for (int32_t batch : {1, 3, 16, 65}) {
+      for (int32_t s = 0; s < 3; ++s) {
+        CaseOptions o;
+        o.consts = v4;
+        o.batch = batch;
+        o.seed = 1000 + static_cast<uint64_t>(s) * 7919 + static_cast<uint64_t>(batch);
+        o.padding_reqs = s % 3;
+        o.bt_stride_slack = 1 + s % 5;
+        o.unstored_token_every = s == 1 ? 7 : 0;
+        o.null_first_block_every = s == 2 ? 3 : 0;
+        const CaseBatch b = MustMake(c, o);
+        for (Impl impl : ImplsOfModel(ModelKind::kV4)) {
+          const absl::StatusOr<SuiteRunResult> r = suite.Run(impl, b.Inputs());
+          ASSERT_TRUE(r.ok()) << b.name << ": " << r.status();
+          for (const FieldMismatch& m : r->mismatches)
+            EXPECT_NE(m.kind, MismatchKind::kBug) << ImplName(impl) << " on " << b.name << "\n"
+                                                  << DescribeMismatches(r->mismatches);
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 0);
+}
+
 // docs/design.md s.8: on the microbench's adaptive layout (64 tokens, the host holding the reversed
 // split), vLLM's host numpy mapping of #47474 wrote 24 of 64 token ids wrong and its old indexer
 // chain none. So do (b) and (c) here; (d) and fused-suite are exact.
@@ -143,7 +241,7 @@ TEST(SuiteStaleBoundaries, AdaptiveLayoutOfDesignSection8) {
   ASSERT_EQ(b.qsl.back(), 64);
   ASSERT_EQ(b.host_qsl.back(), 64);
   CpuSuite suite;
-  for (Impl impl : AllImpls()) {
+  for (Impl impl : ImplsOfModel(ModelKind::kV41)) {
     const absl::StatusOr<SuiteRunResult> r = suite.Run(impl, b.Inputs());
     ASSERT_TRUE(r.ok()) << r.status();
     int64_t wrong_ids = 0;

@@ -1,0 +1,143 @@
+// DeepSeek-V4's builders in vLLM's states (a)-(c) (docs/states.md s.8), op for op, each written
+// once over a Backend: the two compressed MLA groups (C4A, ratio 4; C128A, ratio 128, with its
+// top-k metadata), the compressor (mapping + block-table clamp_, no ring) and the ratio-4
+// indexer. [k] kernel, [c] copy, [f] fill, [h2d] host-to-device copy. An op with nothing to do is
+// not issued. The token map and SWA are the shared ops of kernels/suite/vllm_ops.h.
+//
+// The KV-cache groups of DeepSeek-V4 and what each builds (vllm/models/deepseek_v4/): SWA (every
+// layer's DeepseekV4SWACache), MLA C4A and MLA C128A (DeepseekV4SparseMLAMetadataBuilder,
+// tokens_per_state 4 / 128), one CompressorMetadataBuilder per compressor state cache (the C4A
+// and C128A attention compressors and the C4A indexer's compressor: three specs, three groups)
+// and the indexer (DeepseekV32IndexerMetadataBuilder, ratio 4; only C4A layers have one). Up to
+// 0.30.0 the runner gives each group its own CommonAttentionMetadata (`copy(cm_base)`), so every
+// group whose builder reads `token_to_req_indices` builds the mapping again: six mappings a step.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kernels/c128a.cuh"
+#include "kernels/suite/vllm_ops.h"
+
+namespace dspark::vllm_ops {
+
+// The groups that map tokens, in the order the suite builds them.
+inline constexpr int kV4MappingGroups = 6;  // SWA, MLA C4A, MLA C128A, three compressors
+inline constexpr int kV4Compressors = 3;
+
+// CommonAttentionMetadata.max_seq_len: the host's longest sequence.
+inline int64_t HostMaxSeqLen(const BatchInputs& in) {
+  const int32_t* seq = in.host.seq_lens != nullptr ? in.host.seq_lens : in.device.seq_lens;
+  int64_t m = 0;
+  for (int32_t i = 0; i < in.sizes.num_reqs; ++i) m = std::max<int64_t>(m, seq[i]);
+  return m;
+}
+
+// The DeepSeek-V4 layout is required by every builder here.
+inline absl::Status RequireV4(const SuiteStep& s, const char* who) {
+  if (s.consts.model != ModelKind::kV4)
+    return absl::FailedPreconditionError(absl::StrCat(who, " builds DeepSeek-V4's metadata; the suite's model is ",
+                                                      std::string(ModelName(s.consts.model))));
+  if (s.layout.c128a_stride <= 0)
+    return absl::FailedPreconditionError(absl::StrCat(who, ": the layout has no C128A buffers (c128a_stride 0)"));
+  return absl::OkStatus();
+}
+
+// DeepseekV4SparseMLAMetadataBuilder.build, group k (0: C4A, ratio 4; 1: C128A, ratio 128),
+// after its token map `t2r`:
+//   get_compressed_slot_mapping(N, qsl, seq_lens, block_table.clamp_(min=0), num_states, ratio,
+//     out=compressed_slot_mapping_buffer): the clamp [k] (in place from 0.26.0; 0.24.0 / 0.25.0
+//     `clamp(min=0)`, out of place: `clamp_in_place` false), out.fill_(-1) [f], the kernel [k]
+//     (the signature of <= 0.30.0: slot_mapping not read)
+//   C128A: _build_c128a_metadata: build_c128a_topk_metadata [k] over the N_d + N_p tokens, width
+//     C128aWidth(max_seq_len), reading req_id_per_token (`t2r`) and cm.block_table_tensor (the
+//     clamped table when the clamp was in place).
+// Ratio 4 writes s.out.mla_r2_slots, ratio 128 s.out.mla_r1_slots (kernels/suite/suite.h).
+template <class Backend>
+absl::Status MlaV4BuildOps(Backend& be, const SuiteStep& s, int k, const int32_t* t2r, bool clamp_in_place) {
+  DS_RETURN_IF_ERROR(RequireV4(s, "MLA (DeepSeek-V4)"));
+  const BatchInputs& in = *s.in;
+  const BatchSizes& z = in.sizes;
+  const int32_t R = z.num_reqs, W = z.bt_width, ratio = MlaRatio(s.consts, k);
+  int64_t* out = k == 0 ? s.out.mla_r2_slots : s.out.mla_r1_slots;
+  const int32_t* bt = in.device.block_table;
+  int32_t stride = z.bt_stride;
+  if (R > 0 && W > 0) {
+    if (clamp_in_place) {
+      Issue(be, ops::ClampMinZero2DKernel{const_cast<int32_t*>(in.device.block_table), z.bt_stride, R, W});
+    } else {
+      int32_t* clamped = be.template Scratch<int32_t>(static_cast<size_t>(R) * static_cast<size_t>(W));
+      DS_RETURN_IF_ERROR(be.status());
+      Issue(be, ops::Binary2DKernel{ops::View2D::Matrix(in.device.block_table, z.bt_stride), S(0), clamped, R, W,
+                                    ops::BinaryOp::kMax});
+      bt = clamped;
+      stride = W;
+    }
+  }
+  CompressedSlotParams c{in.device.query_start_loc, in.device.seq_lens, bt, in.device.slot_mapping, nullptr, out,
+                         R, z.capacity, stride, ratio, s.consts.mla_block_size};
+  c.ignore_slot_mapping = 1;
+  FillI64MinusOneOverwritten(be, out, z.capacity, c);
+  DS_RETURN_IF_ERROR(CanImplementCompressedSlots(c));
+  if (CompressedSlotKernel::Shape(c).grid > 0) be.Launch(CompressedSlotKernel{c}, CompressedSlotKernel::Shape(c));
+  if (k == 1 && z.num_tokens > 0) {
+    const C128aParams p{in.device.query_start_loc, in.device.seq_lens, t2r, in.device.block_table,
+                        in.device.slot_mapping, s.out.c128a_decode, s.out.c128a_decode_lens, s.out.c128a_prefill,
+                        R, z.num_tokens, z.num_decode_tokens, z.bt_stride, ratio, s.consts.mla_block_size,
+                        C128aWidth(s.consts, HostMaxSeqLen(in)), s.layout.c128a_stride};
+    DS_RETURN_IF_ERROR(CanImplementC128a(p));
+    be.Launch(C128aKernel{p}, C128aKernel::Shape(p));
+  }
+  return be.status();
+}
+
+// CompressorMetadataBuilder.build (DeepSeek-V4), after its token map: block_table_tensor.clamp_(min=0) [k].
+template <class Backend>
+absl::Status CompressorV4BuildOps(Backend& be, const SuiteStep& s) {
+  DS_RETURN_IF_ERROR(RequireV4(s, "compressor (DeepSeek-V4)"));
+  const BatchSizes& z = s.in->sizes;
+  if (z.num_reqs > 0 && z.bt_width > 0)
+    Issue(be, ops::ClampMinZero2DKernel{const_cast<int32_t*>(s.in->device.block_table), z.bt_stride, z.num_reqs,
+                                        z.bt_width});
+  return be.status();
+}
+
+// DeepseekV32IndexerMetadataBuilder.build, ratio 4, before the decode path (every state):
+// get_compressed_slot_mapping (no slot_mapping): out.fill_(-1) [f] + kernel [k] into
+// indexer_r2_slots; compressed_seq_lens = seq_lens // 4 [k] into indexer_r2_csl; then the
+// prefill chunks (kernels/suite/vllm_indexer_ops.h). Returns the compressed lengths.
+template <class Backend>
+absl::StatusOr<const int32_t*> IndexerV4Setup(Backend& be, const SuiteStep& s) {
+  DS_RETURN_IF_ERROR(RequireV4(s, "indexer (DeepSeek-V4)"));
+  const BatchInputs& in = *s.in;
+  const BatchSizes& z = in.sizes;
+  const int32_t ratio = IndexerRatio(s.consts, 1);
+  int64_t* slots = s.out.indexer_r2_slots;
+  int32_t* csl = s.out.indexer_r2_csl;
+  CompressedSlotParams c = MakeCompressedSlotParams(z, in.device, s.consts, ratio, nullptr, slots);
+  c.ignore_slot_mapping = 1;
+  FillI64MinusOneOverwritten(be, slots, z.capacity, c);
+  DS_RETURN_IF_ERROR(CanImplementCompressedSlots(c));
+  if (CompressedSlotKernel::Shape(c).grid > 0) be.Launch(CompressedSlotKernel{c}, CompressedSlotKernel::Shape(c));
+  Issue(be, Vec(V(in.device.seq_lens), S(ratio), csl, z.num_reqs, ops::BinaryOp::kFloorDiv));
+  DS_RETURN_IF_ERROR(IndexerPrefill(be, s, s.out.indexer[1], ratio, csl));
+  return static_cast<const int32_t*>(csl);
+}
+
+// State (c), 0.28.0 / 0.29.0, the SM100 varlen path: the old chain without the
+// per_req_decode_lens copy (25 launches at q = 1), `seq_lens //= 4` in place (the varlen path is
+// never native, so seq_lens is a buffer view) [k], DeepGEMM's scheduler metadata [k][c].
+template <class Backend>
+absl::Status IndexerV4VarlenOps(Backend& be, const SuiteStep& s) {
+  DS_RETURN_IF_ERROR(IndexerV4Setup(be, s).status());
+  const BatchSizes& z = s.in->sizes;
+  if (z.num_decodes == 0) return be.status();
+  const IndexerOutputs& o = s.out.indexer[1];
+  DS_RETURN_IF_ERROR(IndexerDecodeChain(be, s, o, /*per_req_copy=*/false));
+  Issue(be, Vec(V(o.seq_out), S(IndexerRatio(s.consts, 1)), o.seq_out, z.num_decode_tokens, ops::BinaryOp::kFloorDiv));
+  return IndexerSchedule(be, o.seq_out, o.indices, z.num_decode_tokens);
+}
+
+}  // namespace dspark::vllm_ops

@@ -1,0 +1,188 @@
+"""DeepSeek-V4's builders of a released vLLM (0.24.0-0.29.0: states (a)-(c)), constructed as the
+runner would, for the oracle (vllm_oracle.py --model v4).
+
+The KV-cache groups of DeepSeek-V4 (vllm/models/deepseek_v4/) and their builders, one each:
+SWA (DeepseekSparseSWAMetadataBuilder), MLA C4A and C128A (DeepseekV4SparseMLAMetadataBuilder,
+tokens_per_state 4 / 128), three CompressorMetadataBuilders (the C4A and C128A attention
+compressors and the C4A indexer's compressor) and the indexer (DeepseekV32IndexerMetadataBuilder,
+ratio 4). Up to 0.30.0 the runner hands every group its own shallow copy of the step's
+CommonAttentionMetadata (`cm = copy(cm_base)`), so each group that reads token_to_req_indices
+maps again; the oracle does the same.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from vllm_oracle import ReleaseSuite, _Cfg
+
+C128A_MAX = 8192  # cdiv(cdiv(max_model_len = 1M, 128), 128) * 128: sparse_mla.py's c128a_max_compressed
+V4_BLOCK = 256    # FlashMLA's sparse V4 backend: kernel block size 256
+MAPPING_GROUPS = ("swa", "mla_c4", "mla_c128", "compressor_c4", "compressor_c128", "compressor_indexer_c4")
+
+
+def c128a_width(max_seq_len: int) -> int:
+    n = max(max_seq_len // 128, 1)
+    p = 1
+    while p < n:
+        p *= 2
+    return min(max(p, 128), C128A_MAX)
+
+
+class ReleaseSuiteV4(ReleaseSuite):
+    """The release's DeepSeek-V4 builders."""
+
+    def __init__(self, rel, device: str, capacity: int, max_reqs: int, max_width: int, consts: dict,
+                 max_c128a_width: int = 128):
+        import torch
+        self.torch = torch
+        self.rel = rel
+        self.device = torch.device(device)
+        self.consts = dict(consts)
+        self.consts["mla_block_size"] = V4_BLOCK
+        self.consts["swa_block_size"] = V4_BLOCK
+        self.K = int(consts["spec_k"])
+        self.capacity = capacity
+        self.max_reqs = max_reqs
+        self.max_width = max_width
+        self.backend = rel.module("vllm.v1.attention.backend")
+        self.CM = self.backend.CommonAttentionMetadata
+        self.notes = []
+        if not rel.has("vllm.models.deepseek_v4.sparse_mla"):
+            raise RuntimeError(f"vLLM {rel.version} has no DeepSeek-V4 (models/deepseek_v4)")
+        self.swa_mod = rel.module("vllm.v1.attention.backends.mla.sparse_swa")
+        self.mla_mod = rel.module("vllm.models.deepseek_v4.sparse_mla")
+        self.cmp_mod = rel.module("vllm.models.deepseek_v4.compressor")
+        self.idx_mod = rel.module("vllm.v1.attention.backends.mla.indexer")
+        self.varlen = hasattr(self.idx_mod.DeepseekV32IndexerMetadataBuilder, "_build_varlen_decode_indices")
+        if self.varlen:
+            self.notes.append("SM100 path forced: DeepseekV32IndexerMetadataBuilder.supports_varlen = True")
+        else:
+            self.notes.append(f"vLLM {rel.version}'s indexer has no varlen path: the native decode path runs")
+        self.notes.append("one CommonAttentionMetadata per KV-cache group (copy(cm_base)), six groups map tokens")
+        self.c128a_buf_width = max(128, max_c128a_width)
+        self.swa = self._make_swa()
+        self.mla = [self._make_mla_v4(4), self._make_mla_v4(128)]
+        self.compressors = [self._make_compressor() for _ in range(3)]
+        self.indexer = [self._make_indexer(4)]
+        self.indexer[0].supports_varlen = self.varlen
+
+    def _make_mla_v4(self, ratio):
+        t = self.torch
+        b = self._make_mla(ratio)
+        b.kv_cache_spec = _Cfg(block_size=V4_BLOCK, tokens_per_state=ratio, num_states=V4_BLOCK // ratio,
+                               storage_block_size=V4_BLOCK // ratio)
+        b.reorder_batch_threshold = 1 + self.K
+        if ratio == 128:
+            n, w = self.capacity, self.c128a_buf_width
+            b.c128a_max_compressed = C128A_MAX
+            b.c128a_global_decode_buffer = t.full((n, w), -99, dtype=t.int32, device=self.device)
+            b.c128a_decode_lens_buffer = t.full((n,), -99, dtype=t.int32, device=self.device)
+            b.c128a_prefill_buffer = t.full((n, w), -99, dtype=t.int32, device=self.device)
+        return b
+
+    def _make_compressor(self):
+        return self._new(self.cmp_mod.CompressorMetadataBuilder, device=self.device, block_size=V4_BLOCK,
+                         token_to_req_indices=self._zeros(self.capacity),
+                         kv_cache_spec=_Cfg(block_size=V4_BLOCK), vllm_config=_Cfg())
+
+    def _make_indexer(self, ratio):
+        b = super()._make_indexer(1)
+        b.compress_ratio = ratio
+        bs = V4_BLOCK
+        b.kv_cache_spec = _Cfg(block_size=bs, tokens_per_state=ratio, num_states=bs // ratio,
+                               storage_block_size=bs // ratio)
+        b.vllm_config = _Cfg(compilation_config=_Cfg(cudagraph_mode=None),
+                             speculative_config=_Cfg(enable_adaptive_verification=self.adaptive))
+        return b
+
+    def time_suite(self, step, reps: int = 20) -> dict:
+        raise NotImplementedError("timing of the V4 suite is not built yet")
+
+    def run(self, step, profile=None):
+        t = self.torch
+        z = step.sizes
+        N, ndt, C = z["num_tokens"], z["num_decode_tokens"], z["capacity"]
+        base = self.common(step)
+        base.max_seq_len = int(step.host["seq_lens"].max()) if z["num_reqs"] else 0
+        out, launches = {}, {}
+
+        def call(name, fn):
+            if profile is None:
+                return fn()
+            res, n = profile(fn)
+            launches[name] = n
+            return res
+
+        def group_cm():
+            cm = copy.copy(base)  # the runner's per-group shallow copy: no token map cached yet
+            cm._token_to_req_indices_cache = None
+            return cm
+
+        cm = group_cm()
+        swa_md = call("swa", lambda: self.swa.build(0, cm))
+        out["token_map.token_to_req"] = cm._token_to_req_indices_cache[:N].cpu().numpy().astype(np.int32)
+        W = int(self.consts["swa_window"])
+        nd_rel, np_rel = swa_md.num_decode_tokens, swa_md.num_prefill_tokens
+        lens = np.zeros(N, np.int32)
+        idx = np.full((N, W), -1, np.int32)
+        if nd_rel:
+            lens[:nd_rel] = swa_md.decode_swa_lens.cpu().numpy()
+            if cm.causal:
+                idx[:nd_rel] = swa_md.decode_swa_indices.reshape(nd_rel, -1)[:, :W].cpu().numpy()
+            else:
+                out["swa.swa_indices_noncausal"] = swa_md.decode_swa_indices.reshape(nd_rel, -1).cpu().numpy()
+        if np_rel:
+            lens[nd_rel:nd_rel + np_rel] = swa_md.prefill_swa_lens.cpu().numpy()
+            idx[nd_rel:nd_rel + np_rel] = swa_md.prefill_swa_indices.reshape(np_rel, -1)[:, :W].cpu().numpy()
+        out["swa.swa_lens"] = lens
+        out["swa.swa_indices"] = idx if cm.causal else idx[ndt:]
+        gl = getattr(swa_md, "prefill_gather_lens", None)
+        if gl is not None:
+            out["swa.prefill_gather_lens"] = gl.cpu().numpy().astype(np.int32)
+        self._split = (swa_md.num_decodes, swa_md.num_decode_tokens)
+
+        for name, b in (("mla_c4", self.mla[0]), ("mla_c128", self.mla[1])):
+            cm = group_cm()
+            md = call(name, lambda: b.build(0, cm))
+            out[name + ".compressed_slots"] = b.compressed_slot_mapping_buffer[:C].cpu().numpy()
+            if b.compress_ratio == 128:
+                g = getattr(md, "c128a_global_decode_topk_indices", None)
+                if g is not None:
+                    out[name + ".c128a_decode_indices"] = g.reshape(g.shape[0], -1).cpu().numpy()
+                    out[name + ".c128a_decode_lens"] = md.c128a_decode_topk_lens.cpu().numpy()
+                p = getattr(md, "c128a_prefill_topk_indices", None)
+                if p is not None:
+                    out[name + ".c128a_prefill_indices"] = p.cpu().numpy()
+        for k, b in enumerate(self.compressors):
+            cm = group_cm()
+            call(MAPPING_GROUPS[3 + k], lambda: b.build(0, cm))
+        b = self.indexer[0]
+        cm = group_cm()
+        md = call("indexer_c4", lambda: b.build(0, cm))
+        pre = "indexer_c4."
+        out[pre + "compressed_slots"] = b.compressed_slot_mapping_buffer[:C].cpu().numpy()
+        if md.decode is not None:
+            d = md.decode
+            out[pre + "seq_out"] = d.seq_lens.reshape(-1)[:ndt].cpu().numpy()
+            out[pre + "bt_out"] = d.block_table[:ndt, :z["bt_width"]].cpu().numpy()
+            out[pre + "decode_lens"] = d.decode_lens[:ndt].cpu().numpy()
+            if getattr(d, "indices", None) is not None:
+                out[pre + "indices"] = d.indices[:ndt].cpu().numpy()
+            if getattr(d, "per_req_decode_lens", None) is not None:
+                out[pre + "per_req"] = d.per_req_decode_lens[:md.num_decodes].cpu().numpy()
+        if md.prefill is not None:
+            cus, ks, ke, tts = [], [], [], []
+            for ch in md.prefill.chunks:
+                cus.append(ch.cu_seq_lens.cpu().numpy())
+                ks.append(ch.cu_seqlen_ks.cpu().numpy())
+                ke.append(ch.cu_seqlen_ke.cpu().numpy())
+                tts.append(ch.token_to_seq.cpu().numpy())
+            cat = lambda xs: np.concatenate(xs).astype(np.int32) if xs else np.zeros(0, np.int32)
+            out[pre + "prefill_cu_seq_lens"] = cat(cus)
+            out[pre + "prefill_ks"] = cat(ks)
+            out[pre + "prefill_ke"] = cat(ke)
+            out[pre + "prefill_token_to_seq"] = cat(tts)
+        return out, launches
