@@ -60,13 +60,15 @@ std::vector<std::string> Caveats(const nlohmann::json& s, const RunConfig& confi
         s["acceptance"].value("preset", std::string("?")),
         s["acceptance"].value("expected_length_all_drafts", 0.0), config.scheduler.spec_k));
   const SchedulerConfig& sc = config.scheduler;
-  const int64_t per_request = (int64_t{sc.max_model_len} + sc.block_size - 1) / sc.block_size;
+  // The run's max_model_len: the trace's longest request when --max-model-len was not given.
+  const int32_t max_model_len = s["config"].value("max_model_len", sc.max_model_len);
+  const int64_t per_request = (int64_t{max_model_len} + sc.block_size - 1) / sc.block_size;
   const int64_t blocks = s["scheduler"].value("kv_blocks", int64_t{0});
   if (blocks >= per_request * sc.max_num_seqs + 1)
     out.push_back(absl::StrFormat(
         "KV pool: %d blocks hold max-num-seqs (%d) requests of max-model-len (%d): preemptions cannot happen; "
         "a smaller --num-kv-blocks models memory pressure",
-        blocks, sc.max_num_seqs, sc.max_model_len));
+        blocks, sc.max_num_seqs, max_model_len));
   // Overloaded: the instance served clearly fewer requests per second than arrived (a finite
   // offered rate), so the queue and the latencies grow with the run's length.
   const double span = wl.value("arrival_span_s", 0.0);
