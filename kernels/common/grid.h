@@ -66,6 +66,14 @@ template <typename K>
 struct HasElement2<K, decltype(static_cast<void>(std::declval<const K&>().Element2(int32_t{0}, int32_t{0}, int32_t{0})),
                                static_cast<void>(std::declval<const K&>().cols))> : std::true_type {};
 
+// An elementwise kernel may also give the emulator a row loop over its first n elements, in the
+// element order (row-major), e.g. a row copy:
+//   void CpuElements(int64_t n) const;   // host only
+template <typename K, typename = void>
+struct HasCpuElements : std::false_type {};
+template <typename K>
+struct HasCpuElements<K, decltype(std::declval<const K&>().CpuElements(int64_t{0}))> : std::true_type {};
+
 template <typename K, typename = void>
 struct IsElementwise {
   static constexpr bool value = false;
@@ -153,7 +161,9 @@ void EmulateGrid(const K& k, LaunchShape shape) {
   } else if constexpr (IsElementwise<K>::value) {
     const int64_t threads = static_cast<int64_t>(shape.grid) * shape.block;
     const int64_t n = std::min<int64_t>(k.Elements(), threads);
-    if constexpr (HasElement2<K>::value) {
+    if constexpr (HasCpuElements<K>::value) {
+      if (n > 0) k.CpuElements(n);
+    } else if constexpr (HasElement2<K>::value) {
       if (n <= 0 || k.cols <= 0) return;
       const int32_t cols = k.cols, full = static_cast<int32_t>(n / cols), rest = static_cast<int32_t>(n % cols);
       for (int32_t row = 0; row < full; ++row)

@@ -237,6 +237,15 @@ struct Copy2DKernel {
     dst[row * dst_stride + col] = src[row * src_stride + col];
   }
   DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
+  // CPU path: elements [0, n) row by row, each row one loop (the same stores in the same order).
+  void CpuElements(int64_t n) const {
+    for (int64_t row = 0, left = n; left > 0; ++row, left -= cols) {
+      const int32_t m = static_cast<int32_t>(left < cols ? left : cols);
+      int32_t* d = dst + row * dst_stride;
+      const int32_t* s = src + row * src_stride;
+      for (int32_t col = 0; col < m; ++col) d[col] = s[col];
+    }
+  }
 };
 
 }  // namespace dspark::ops

@@ -58,6 +58,20 @@ struct GatherRowsKernel {
     dst[row * dst_stride + col] = (k >= 0 && k < src_rows) ? src[k * src_stride + col] : 0;
   }
   DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
+  // CPU path: row `row`'s first m columns, one loop (Element2's stores, in order).
+  void CpuRow(int32_t row, int32_t m) const {
+    const int32_t k = index[row];
+    int32_t* d = dst + static_cast<int64_t>(row) * dst_stride;
+    if (k >= 0 && k < src_rows) {
+      const int32_t* s = src + static_cast<int64_t>(k) * src_stride;
+      for (int32_t col = 0; col < m; ++col) d[col] = s[col];
+    } else {
+      for (int32_t col = 0; col < m; ++col) d[col] = 0;
+    }
+  }
+  void CpuElements(int64_t n) const {
+    for (int32_t row = 0; n > 0; ++row, n -= cols) CpuRow(row, static_cast<int32_t>(n < cols ? n : cols));
+  }
 };
 
 // src.index_select(0, index) with at most kMaxIndices indices, as PyTorch launches it then
@@ -83,6 +97,12 @@ struct IndexSelectSmallKernel {
     for (int32_t i = 0; i < sel.rows; ++i)
       for (int32_t col = c.block * c.block_dim + c.thread; col < sel.cols; col += c.grid_dim * c.block_dim)
         sel.Element2(0, i, col);
+  }
+  // CPU path: the threads' grid-stride loops cover every column of every row, and no two
+  // threads store the same cell, so row by row gives the same buffer.
+  void CpuRun(LaunchShape shape) const {
+    if (shape.grid <= 0 || shape.block <= 0 || sel.cols <= 0) return;
+    for (int32_t i = 0; i < sel.rows; ++i) sel.CpuRow(i, sel.cols);
   }
 };
 

@@ -62,13 +62,15 @@ std::vector<std::string> Caveats(const RunResult& r, const RunConfig& config) {
         "output; --acceptance-curve sets it",
         r.acceptance_preset, r.expected_acceptance_length, config.scheduler.spec_k));
   const SchedulerConfig& sc = config.scheduler;
-  const int64_t per_request = (int64_t{sc.max_model_len} + sc.block_size - 1) / sc.block_size;
+  // The run's max_model_len: the trace's longest request when --max-model-len was not given.
+  const int32_t max_model_len = r.max_model_len > 0 ? r.max_model_len : sc.max_model_len;
+  const int64_t per_request = (int64_t{max_model_len} + sc.block_size - 1) / sc.block_size;
   const int64_t blocks = r.scheduler.kv_blocks;
   if (blocks >= per_request * sc.max_num_seqs + 1)
     out.push_back(absl::StrFormat(
         "KV pool: %d blocks hold max-num-seqs (%d) requests of max-model-len (%d): preemptions cannot happen; "
         "a smaller --num-kv-blocks models memory pressure",
-        blocks, sc.max_num_seqs, sc.max_model_len));
+        blocks, sc.max_num_seqs, max_model_len));
   // Overloaded: the instance served clearly fewer requests per second than arrived (a finite
   // offered rate), so the queue and the latencies grow with the run's length.
   const double span = r.workload.arrival_span_s;

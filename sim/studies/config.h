@@ -33,6 +33,9 @@ struct RunConfig {
   TraceFormat trace_format = TraceFormat::kAuto;
   bool skip_bad_rows = false;
   OverLength over_length = OverLength::kError;  // trace rows beyond max_model_len
+  // false: --max-model-len was not given, so a trace whose longest request (prompt + output) is
+  // longer raises it to that length (ExecuteRun announces it; the limits of Validate still hold).
+  bool max_model_len_given = true;
   double time_scale = 1.0;  // a trace's arrival times are multiplied by this (0.5: twice as fast)
   int32_t concurrency = -1;     // [requests in flight]; -1: the workload's default, 0: none
   // [requests/s] Any infinite value (inf, Inf, infinity, 1e999: parsed, never compared as

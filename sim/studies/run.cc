@@ -26,6 +26,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "kernels/batch.h"
 #include "kernels/common/status_macros.h"
 #include "sim/model/acceptance.h"
 #include "sim/exec/cuda_device.h"
@@ -72,8 +73,51 @@ nlohmann::json TrafficJson(const RunTraffic& t) {
           {"max_concurrency", t.max_concurrency > 0 ? nlohmann::json(t.max_concurrency) : nlohmann::json()}};
 }
 
-absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
+namespace {
+
+// Without --max-model-len, max_model_len follows the trace: its longest request (prompt +
+// output) when that is longer than the default, so a long-context trace is accepted as it is.
+// The raised limit goes through Validate's bounds (the check's per-token rows, the block-table
+// indices), and the run says what it chose and what it holds before it starts.
+absl::Status MaxModelLenFromTrace(RunConfig* config) {
+  if (config->max_model_len_given || config->trace_path.empty()) return absl::OkStatus();
+  RunConfig probe = *config;
+  probe.scheduler.max_model_len = kMaxTraceTokens;
+  probe.max_model_len_given = true;
+  probe.num_requests = -1;  // every row is held to max_model_len, not only those replayed
+  DS_ASSIGN_OR_RETURN(Workload w, BuildWorkload(probe));
+  int64_t longest = 0;
+  for (const RequestSpec& r : w.requests) longest = std::max<int64_t>(longest, int64_t{r.prompt_len} + r.output_len);
+  const int32_t was = config->scheduler.max_model_len;
+  if (longest <= was) return absl::OkStatus();
+  config->scheduler.max_model_len = static_cast<int32_t>(longest);
+  if (absl::Status s = config->Validate(); !s.ok())
+    return absl::Status(s.code(), absl::StrFormat("max-model-len %d, the longest request of %s (give --max-model-len "
+                                                  "and --over-length skip or clip to replay less): %s",
+                                                  longest, config->trace_path, s.message()));
+  const SchedulerConfig& sc = config->scheduler;
+  const int64_t per_request = (longest + sc.block_size - 1) / sc.block_size;
+  const int64_t kv_blocks = sc.num_kv_blocks > 0 ? sc.num_kv_blocks : per_request * sc.max_num_seqs + 1;
+  const int64_t row_cells = per_request + ModelConsts{}.swa_window;
+  std::fprintf(stderr,
+               "dspark-sim run: max-model-len %lld follows the trace's longest request (default %d; "
+               "--max-model-len sets it); KV pool %lld blocks of %d tokens (%s); block-table rows of %lld "
+               "entries; the check holds up to %.1f MiB of rows per implementation for a step of "
+               "%d tokens\n",
+               static_cast<long long>(longest), was, static_cast<long long>(kv_blocks), sc.block_size,
+               sc.num_kv_blocks > 0 ? "--num-kv-blocks" : "max-num-seqs requests of max-model-len",
+               static_cast<long long>(per_request),
+               static_cast<double>(row_cells) * 4.0 * sc.max_num_batched_tokens / (1 << 20),
+               sc.max_num_batched_tokens);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<RunResult> ExecuteRun(const RunConfig& given_config) {
+  RunConfig config = given_config;
   DS_RETURN_IF_ERROR(config.Validate());
+  DS_RETURN_IF_ERROR(MaxModelLenFromTrace(&config));
   if (config.executor == "gpu")
     if (absl::Status s = RequireCudaDevice(kGpuExecutorNeedsDevice); !s.ok())
       return absl::Status(s.code(), absl::StrCat("--executor gpu: ", s.message()));
@@ -212,6 +256,7 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& config) {
   // The typed result first; summary.json is written from it below (its one writer).
   RunResult result;
   result.steps = engine.steps();
+  result.max_model_len = config.scheduler.max_model_len;
   result.wall_s = wall_s;
   result.cpu_s = cpu_s;
   result.traffic.requests = static_cast<int64_t>(workload.requests.size());

@@ -65,6 +65,7 @@ struct RunResult {
   int64_t preemptions = 0;        // metrics.preemptions
   SchedulerResult scheduler;
   std::vector<ExecutorReport> executors;  // in the order they ran
+  int32_t max_model_len = 0;    // the run's: --max-model-len, or the trace's longest request
   int64_t steps = 0;
   double wall_s = 0;       // host wall-clock time of the simulation loop
   double cpu_s = 0;        // the process's CPU time (all threads) during the loop: the steadier

@@ -86,7 +86,7 @@ po::options_description RunOptions() {
     ("out", po::value<std::string>()->default_value("results/run"), "output directory: summary.json (\"status\": running until the run ends, then ok, interrupted (SIGINT/SIGTERM: the steps done), aborted or failed), steps.csv and requests.csv (written as the run goes), perf.json; one run at a time (a lock, released when the process ends)")
     ("max-num-seqs", po::value<int32_t>()->default_value(256), "scheduler limit on running requests")
     ("max-num-batched-tokens", po::value<int32_t>()->default_value(16384), "scheduler token budget per step")
-    ("max-model-len", po::value<int32_t>()->default_value(16384), "prompt + output limit (a longer trace row is a bad row; generated requests are cut)")
+    ("max-model-len", po::value<int32_t>()->default_value(16384), "prompt + output limit (a longer trace row is a bad row; generated requests are cut); not given, a trace's longest request raises it (announced)")
     ("num-kv-blocks", po::value<int32_t>()->default_value(0), "KV pool size in 64-token blocks incl. the null block (0 = room for max-num-seqs full-length requests)")
     ("bt-stride-pad", po::value<int32_t>()->default_value(0), "block-table row stride minus width")
     ("cuda-graphs", po::bool_switch(), "pad decode-only steps to CUDA-graph capture sizes (default)")
@@ -235,6 +235,7 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   c.scheduler.max_num_seqs = vm["max-num-seqs"].as<int32_t>();
   c.scheduler.max_num_batched_tokens = vm["max-num-batched-tokens"].as<int32_t>();
   c.scheduler.max_model_len = vm["max-model-len"].as<int32_t>();
+  c.max_model_len_given = !vm["max-model-len"].defaulted();
   c.scheduler.num_kv_blocks = vm["num-kv-blocks"].as<int32_t>();
   c.scheduler.bt_stride_pad = vm["bt-stride-pad"].as<int32_t>();
   if (vm.count("acceptance-preset")) c.acceptance_preset = vm["acceptance-preset"].as<std::string>();

@@ -47,6 +47,16 @@ TEST(IndexSelectSmall, RowsEqualGatherRows) {
     const ops::IndexSelectSmallKernel k{{src.data(), src_rows, src_stride, index.data(), got.data(), dst_stride, rows, cols}};
     EmulateGrid(k, k.Shape());
     ASSERT_EQ(got, want) << "iteration " << iter;
+    // The CPU paths (row loops) against the per-thread emulation of both kernels.
+    std::vector<int32_t> small_threads(want.size(), -9), rows_threads(want.size(), -9);
+    const ops::IndexSelectSmallKernel kt{{src.data(), src_rows, src_stride, index.data(), small_threads.data(),
+                                          dst_stride, rows, cols}};
+    EmulateGridPerThread(kt, kt.Shape());
+    const ops::GatherRowsKernel gt{src.data(), src_rows, src_stride, index.data(), rows_threads.data(), dst_stride,
+                                   rows, cols};
+    EmulateGridPerThread(gt, gt.Shape());
+    ASSERT_EQ(small_threads, want) << "iteration " << iter;
+    ASSERT_EQ(rows_threads, want) << "iteration " << iter;
   }
 }
 

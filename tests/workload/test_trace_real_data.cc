@@ -67,7 +67,7 @@ TEST(TraceRealData, AzureCodeTraceHas8819Requests) {
 }
 
 // The generated long-context example (scripts/gen-mooncake-style-trace.py): Mooncake's format,
-// prompts up to 126,000 tokens, so it needs --max-model-len 131072.
+// prompts up to 126,000 tokens, beyond the default --max-model-len (run raises it to the longest).
 TEST(TraceRealData, LongContextExampleIsMooncakeShaped) {
   if (!Exists(kLongContext)) GTEST_SKIP() << "trace absent: mooncake_style_long_context.jsonl" << kWhere;
   auto t = LoadTrace(kLongContext, {});
