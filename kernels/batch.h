@@ -17,7 +17,7 @@
 
 namespace dspark {
 
-// The model whose attention-metadata layout a suite builds (docs/states.md s.8).
+// The model whose attention-metadata layout a suite builds (docs/states.md s.9).
 //   DeepSeek-V4.1: MLA ratios 1 and 2, the compressor's ring (_ring_slot_mapping_kernel), two
 //     indexers (ratios 1 and 2). Ships with vLLM's state (d), 0.30.0 on.
 //   DeepSeek-V4: compressed ratios 4 (C4A, with the indexer) and 128 (C128A, with its top-k

@@ -1,5 +1,5 @@
 // vllm-0.29: vLLM 0.29.0's DeepSeek-V4 metadata builders, state (c) as released (0.28.0-0.29.0).
-// See kernels/impls/README.md for the op-by-op table and docs/states.md s.8 for the model.
+// See kernels/impls/README.md for the op-by-op table and docs/states.md s.9 for the model.
 //
 // Every KV-cache group has its own CommonAttentionMetadata (the runner's `copy(cm_base)`), so each
 // group that reads token_to_req_indices builds the device chain again (8 launches, 9 padded): SWA,

@@ -1,5 +1,5 @@
 // CPU truth for DeepSeek-V4's C128A top-k metadata (the ratio-128 MLA group), written from the
-// semantics of DeepseekV4SparseMLAMetadataBuilder._build_c128a_metadata (docs/states.md s.8),
+// semantics of DeepseekV4SparseMLAMetadataBuilder._build_c128a_metadata (docs/states.md s.9),
 // not from the kernel.
 #pragma once
 

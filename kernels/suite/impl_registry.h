@@ -112,7 +112,7 @@ struct ImplInfo {
   ImplRole role = ImplRole::kUser;
   std::string vllm_state;            // the vLLM state it reproduces, e.g. "(d) #56562"; "" for none
   std::string vllm_release;          // the vLLM releases that ship that state, e.g. "0.30.0-0.34.0"
-  // The models it builds: its release's (docs/states.md s.8). A state runs only on these; a suite
+  // The models it builds: its release's (docs/states.md s.9). A state runs only on these; a suite
   // of another model refuses it (ValidateSuiteStep).
   std::vector<ModelKind> models = {ModelKind::kV41};
   // Its release shipped DSpark's adaptive verification (0.28.0 on): results of a state whose

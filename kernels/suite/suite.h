@@ -57,7 +57,7 @@
 //                                               the longest segment (a host int in vLLM, planned
 //                                               from qsl_cpu by (a)-(d); fused-suite on the device)
 //
-// On DeepSeek-V4 (ModelConsts::model, docs/states.md s.8) the builders and fields are V4's:
+// On DeepSeek-V4 (ModelConsts::model, docs/states.md s.9) the builders and fields are V4's:
 //   token_map, swa as above;
 //   builder "mla_c4" (ratio 4, C4A): compressed_slots int64 [0, C) in the mla_r2_slots buffer
 //   builder "mla_c128" (ratio 128, C128A): compressed_slots int64 [0, C) in the mla_r1_slots

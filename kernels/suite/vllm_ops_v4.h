@@ -1,4 +1,4 @@
-// DeepSeek-V4's builders in vLLM's states (a)-(c) (docs/states.md s.8), op for op, each written
+// DeepSeek-V4's builders in vLLM's states (a)-(c) (docs/states.md s.9), op for op, each written
 // once over a Backend: the two compressed MLA groups (C4A, ratio 4; C128A, ratio 128, with its
 // top-k metadata), the compressor (mapping + block-table clamp_, no ring) and the ratio-4
 // indexer. [k] kernel, [c] copy, [f] fill, [h2d] host-to-device copy. An op with nothing to do is

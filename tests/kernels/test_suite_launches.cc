@@ -116,7 +116,7 @@ TEST(SuiteLaunchCounts, EveryCase) {
   }
 }
 
-// DeepSeek-V4 (docs/states.md s.8): the launch count of every V4 state in every seed case (batch
+// DeepSeek-V4 (docs/states.md s.9): the launch count of every V4 state in every seed case (batch
 // 16, seed 4, the cases `verify --model v4` reports), exact against the references. Columns:
 // vllm-0.29. At decode, 0.29.0's builders on V4's KV-cache groups: six groups map tokens with
 // the device chain (6 x 8), SWA 4, MLA C4A 3 (clamp_, fill_, kernel), MLA C128A 4 (the same and
