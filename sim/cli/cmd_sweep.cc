@@ -9,6 +9,8 @@
 
 #include <boost/program_options.hpp>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -17,6 +19,7 @@
 #include "sim/cli/cli_registry.h"
 #include "sim/cli/command.h"
 #include "sim/workload/generators.h"
+#include "sim/studies/run.h"
 #include "sim/studies/sweep.h"
 #include "sim/model/time_model.h"
 #include "sim/options/option_errors.h"
@@ -34,7 +37,8 @@ Every other option is given as is to each point's `dspark-sim run` (see dspark-s
 e.g. --no-check, --spec-k 4, --max-num-batched-tokens 32768, --acceptance-preset, --calibration.
 Not allowed there: --max-num-seqs (use --batch-size), --time-impl (the --impl axis sets it),
 --step-log and --dump-workload (per-run files: run one point alone with the command line that
-sweep_meta.json lists for it). In a --config file, `flag = true` passes --flag.
+sweep_meta.json lists for it). In a --config file, a switch of run means what it means in run's
+own --config: `no-check = true` (yes, on, 1) passes --no-check, `check = false` passes it too.
 
 Points. The grid is workload x batch size x request count x concurrency x mode x impl (impl
 innermost). A combination that `run` rejects (e.g. adaptive mode with --batch-size above the
@@ -210,7 +214,24 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
         for (const po::option& o : from_file.options) {
           if (!o.unregistered || cli_names.count(o.string_key)) continue;
           const std::string value = o.value.empty() ? "" : o.value.front();
-          if (value == "false") continue;
+          if (IsRunSwitch(o.string_key)) {
+            // `run` reads the same line as this switch on or off (true, yes, on, 1 / false, no,
+            // off, 0); off passes the opposite switch where there is one (check = false is
+            // --no-check, no-check = false is --check).
+            const std::string word = absl::AsciiStrToLower(absl::StripAsciiWhitespace(value));
+            const bool on = word.empty() || word == "true" || word == "yes" || word == "on" || word == "1";
+            if (!on && word != "false" && word != "no" && word != "off" && word != "0")
+              return absl::InvalidArgumentError(absl::StrCat(c.config_file, ": key '", o.string_key,
+                                                             "': expected true, false, yes, no, on, off, 1 or 0, got '",
+                                                             Abbreviate(value), "'"));
+            const bool negated = absl::StartsWith(o.string_key, "no-");
+            const std::string opposite = negated ? o.string_key.substr(3) : "no-" + o.string_key;
+            const std::string pass = on ? "--" + o.string_key : IsRunSwitch(opposite) ? "--" + opposite : "";
+            // `check = false` and `no-check = true` together are one --no-check.
+            if (!pass.empty() && std::find(file_pass.begin(), file_pass.end(), pass) == file_pass.end())
+              file_pass.push_back(pass);
+            continue;
+          }
           file_pass.push_back("--" + o.string_key);
           if (value != "true" && !value.empty())
             file_pass.push_back(o.string_key == "calibration" ? ResolveAgainst(value, c.config_file) : value);
