@@ -166,6 +166,22 @@ TEST(ConfigSwitches, MeanTheSameInRunAndInSweep) {
             (dir / "maybe.cfg").string() + ": key 'no-check': expected true, false, yes, no, on, off, 1 or 0, got 'maybe'");
 }
 
+// An option that every point's run refuses leaves no result: the sweep exits 2 with the reason,
+// not 0 with a file of skipped rows.
+TEST(SweepOfNothing, EveryPointSkippedIsAnError) {
+  if (::dspark::testing_util::SimBinary().empty()) GTEST_SKIP() << "dspark-sim is not built beside the tests";
+  const fs::path dir = ::dspark::testing_util::ProcessTempDir("option_spelling", "all_skipped", true);
+  const auto r = ::dspark::testing_util::SpawnSim(
+      {"sweep", "--workload", "chat", "--concurrency", "1", "--mode", "none", "--impl", "fused", "--num-requests", "2",
+       "--no-check", "--progress", "none", "--spec-k", "0", "--out", (dir / "sweep").string()},
+      {}, dir.string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("dspark-sim sweep: every point is an invalid combination, none ran: --spec-k: expected K in "
+                       "[1, 8], got 0"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(OutputsApart, NoOutputIsAnInputOrAnotherOutput) {
   const fs::path dir = ::dspark::testing_util::ProcessTempDir("option_spelling", "outputs_apart", true);
   const fs::path trace = dir / "trace.jsonl", calibration = dir / "cal.json", config = dir / "run.cfg";
