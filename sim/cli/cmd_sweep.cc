@@ -46,7 +46,8 @@ top-B block limit) is recorded as "skipped" with the reason, and the sweep goes 
 is a slug of its axes plus a hash of its whole run config; OUT/points/<id>/ holds its run.
 
 Results. OUT/sweep.jsonl gets one row per finished point, written and fsync'ed when the point
-ends; OUT/sweep.csv is rewritten from it at the end; OUT/sweep_meta.json has meta (argv, git SHA,
+ends; OUT/sweep.csv is rewritten from it at the end, and OUT/vllm/summary.json (the ok rows as
+one JSON list, for vLLM's sweep plotter: vllm bench sweep plot OUT/vllm); OUT/sweep_meta.json has meta (argv, git SHA,
 schema version), the axes and every planned point with its `run` command line. sweep_meta.json
 holds the fingerprint of what the results are made from (the options of every point's run, the
 SHA-1 of each trace and of the calibration, the git SHA and whether the tree had uncommitted
