@@ -158,7 +158,16 @@ def main(argv=None):
         print(f"plot_all: '{args.results_dir}' is not a folder", file=sys.stderr)
         return 2
     out_dir = args.out or os.path.join(args.results_dir, "plots")
-    out, found = make_all(args.results_dir, out_dir, args.sweep, args.run, args.bench)
+    try:
+        out, found = make_all(args.results_dir, out_dir, args.sweep, args.run, args.bench)
+    except rio.InputError as e:
+        print(f"plot_all: {e}", file=sys.stderr)
+        return 1
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+        # A result file of an unexpected shape that no reader's check named: one line, no traceback.
+        print(f"plot_all: a result file under {args.results_dir} does not hold what the plots need "
+              f"({type(e).__name__}: {e}); check it against docs/commands.md's result schemas", file=sys.stderr)
+        return 1
     for what, why in out.skipped:
         print(f"plot_all: skipped {what}: {why}")
     for path in out.written:

@@ -6,6 +6,7 @@ missing or malformed. Nothing here reruns anything.
 
 import csv
 import json
+import math
 import os
 
 # Display order and names of the axes (docs/design.md sections 3 and 4). The implementations are not
@@ -280,10 +281,37 @@ def read_sweep(folder):
         if not isinstance(row, dict) or "point_id" not in row:
             raise InputError(f"{path}:{number}: a sweep row needs a point_id")
         row = upgrade_row(row)
+        _check_row(row, f"{path}:{number}")
         pid = row["point_id"]
         if pid not in best or rank.get(row.get("status"), 2) < rank.get(best[pid].get("status"), 2):
             best[pid] = row
     return sorted(best.values(), key=lambda r: (r.get("index", 0), r["point_id"]))
+
+
+ROW_TEXT_FIELDS = ("point_id", "workload", "mode", "impl")
+ROW_INT_FIELDS = ("concurrency", "batch_size", "num_requests")
+
+
+def _check_row(row, where):
+    """An InputError naming the line and the field when a row's field has the wrong type, or a
+    metric of an "ok" row is not a finite number (null is allowed: vLLM writes it for no value)."""
+    for key in ROW_TEXT_FIELDS:
+        if key in row and not isinstance(row[key], str):
+            raise InputError(f"{where}: field '{key}': expected a string, got {row[key]!r}")
+    for key in ROW_INT_FIELDS:
+        if key in row and row[key] is not None and (isinstance(row[key], bool) or not isinstance(row[key], int)):
+            raise InputError(f"{where}: field '{key}': expected an integer, got {row[key]!r}")
+    if row.get("status") != "ok":
+        return
+    for key in ("workload", "mode", "impl", "concurrency", "batch_size"):
+        if key not in row:
+            raise InputError(f"{where}: field '{key}': missing from an ok row")
+    for key in SERVING_COLUMNS:
+        v = row.get(key)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise InputError(f"{where}: field '{key}': expected a finite number or null, got {v!r}")
 
 
 def ok_rows(rows):
@@ -319,7 +347,19 @@ def sweep_groups(rows):
 
 
 def read_summary(folder):
-    return _load_json(os.path.join(folder, "summary.json"))
+    """summary.json, its sections checked to be objects (the one-run plots read inside them)."""
+    path = os.path.join(folder, "summary.json")
+    summary = _load_json(path)
+    if not isinstance(summary, dict):
+        raise InputError(f"{path}: expected a JSON object, got {type(summary).__name__}")
+    for key in ("metrics", "config", "workload", "meta", "scheduler"):
+        if key in summary and not isinstance(summary[key], dict):
+            raise InputError(f"{path}: field '{key}': expected an object, got {summary[key]!r:.60}")
+    metrics = summary.get("metrics", {})
+    for key in ("speculative",):
+        if key in metrics and not isinstance(metrics[key], dict):
+            raise InputError(f"{path}: field 'metrics.{key}': expected an object, got {metrics[key]!r:.60}")
+    return summary
 
 
 def read_steps(folder):

@@ -328,6 +328,36 @@ class InputsTest(PlotTestCase):
                                      "hatch": ""}]}, "x.json")
         self.assertIn("x.json: meta.impls[0] has no 'marker'", str(e.exception))
 
+    def test_bad_sweep_rows_and_summaries_are_reported_by_file_line_and_field(self):
+        # Wrong types, NaN or inf, and a missing field: one line naming the file and field, no traceback.
+        good = {"point_id": "p", "index": 0, "status": "ok", "workload": "chat", "mode": "none", "impl": "x",
+                "concurrency": 1, "batch_size": 8, "num_requests": 2, "mean_tpot_ms": 1.0}
+        cases = [({"mean_tpot_ms": "fast"}, "field 'mean_tpot_ms': expected a finite number or null, got 'fast'"),
+                 ({"mean_ttft_ms": float("nan")}, "field 'mean_ttft_ms': expected a finite number or null, got nan"),
+                 ({"p99_e2el_ms": float("inf")}, "field 'p99_e2el_ms': expected a finite number or null, got inf"),
+                 ({"concurrency": "8"}, "field 'concurrency': expected an integer, got '8'"),
+                 ({"mode": None}, "field 'mode': expected a string, got None"),
+                 ({"mode": "drop"}, "field 'mode': missing from an ok row")]
+        for k, (change, message) in enumerate(cases):
+            folder = os.path.join(self.tmp, f"sweep{k}")
+            os.makedirs(folder)
+            row = dict(good, **change)
+            if change.get("mode") == "drop":
+                del row["mode"]
+            with open(os.path.join(folder, "sweep.jsonl"), "w", encoding="utf-8") as f:
+                f.write(json.dumps(dict(good, point_id="q", index=1)) + "\n" + json.dumps(row) + "\n")
+            result = run_plot_all(folder, "--out", os.path.join(self.tmp, f"plots{k}"))
+            self.assertNotIn("Traceback", result.stderr, message)
+            self.assertIn(f"{folder}/sweep.jsonl:2: {message}", result.stdout, result.stdout + result.stderr)
+        run = os.path.join(self.tmp, "run")
+        os.makedirs(run)
+        with open(os.path.join(run, "summary.json"), "w", encoding="utf-8") as f:
+            json.dump({"metrics": "oops"}, f)
+        result = run_plot_all(run, "--out", os.path.join(self.tmp, "plots_run"))
+        self.assertNotIn("Traceback", result.stderr)
+        self.assertIn(f"{run}/summary.json: field 'metrics': expected an object, got 'oops'",
+                      result.stdout + result.stderr)
+
     def test_a_folder_without_results_fails(self):
         empty = os.path.join(self.tmp, "empty")
         os.makedirs(empty)

@@ -9,6 +9,8 @@
 
 #include <boost/program_options.hpp>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -17,6 +19,7 @@
 #include "sim/cli/cli_registry.h"
 #include "sim/cli/command.h"
 #include "sim/workload/generators.h"
+#include "sim/studies/run.h"
 #include "sim/studies/sweep.h"
 #include "sim/model/time_model.h"
 #include "sim/options/option_errors.h"
@@ -34,7 +37,8 @@ Every other option is given as is to each point's `dspark-sim run` (see dspark-s
 e.g. --no-check, --spec-k 4, --max-num-batched-tokens 32768, --acceptance-preset, --calibration.
 Not allowed there: --max-num-seqs (use --batch-size), --time-impl (the --impl axis sets it),
 --step-log and --dump-workload (per-run files: run one point alone with the command line that
-sweep_meta.json lists for it). In a --config file, `flag = true` passes --flag.
+sweep_meta.json lists for it). In a --config file, a switch of run means what it means in run's
+own --config: `no-check = true` (yes, on, 1) passes --no-check, `check = false` passes it too.
 
 Points. The grid is workload x batch size x request count x concurrency x mode x impl (impl
 innermost). A combination that `run` rejects (e.g. adaptive mode with --batch-size above the
@@ -42,7 +46,8 @@ top-B block limit) is recorded as "skipped" with the reason, and the sweep goes 
 is a slug of its axes plus a hash of its whole run config; OUT/points/<id>/ holds its run.
 
 Results. OUT/sweep.jsonl gets one row per finished point, written and fsync'ed when the point
-ends; OUT/sweep.csv is rewritten from it at the end; OUT/sweep_meta.json has meta (argv, git SHA,
+ends; OUT/sweep.csv is rewritten from it at the end, and OUT/vllm/summary.json (the ok rows as
+one JSON list, for vLLM's sweep plotter: vllm bench sweep plot OUT/vllm); OUT/sweep_meta.json has meta (argv, git SHA,
 schema version), the axes and every planned point with its `run` command line. sweep_meta.json
 holds the fingerprint of what the results are made from (the options of every point's run, the
 SHA-1 of each trace and of the calibration, the git SHA and whether the tree had uncommitted
@@ -210,7 +215,24 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
         for (const po::option& o : from_file.options) {
           if (!o.unregistered || cli_names.count(o.string_key)) continue;
           const std::string value = o.value.empty() ? "" : o.value.front();
-          if (value == "false") continue;
+          if (IsRunSwitch(o.string_key)) {
+            // `run` reads the same line as this switch on or off (true, yes, on, 1 / false, no,
+            // off, 0); off passes the opposite switch where there is one (check = false is
+            // --no-check, no-check = false is --check).
+            const std::string word = absl::AsciiStrToLower(absl::StripAsciiWhitespace(value));
+            const bool on = word.empty() || word == "true" || word == "yes" || word == "on" || word == "1";
+            if (!on && word != "false" && word != "no" && word != "off" && word != "0")
+              return absl::InvalidArgumentError(absl::StrCat(c.config_file, ": key '", o.string_key,
+                                                             "': expected true, false, yes, no, on, off, 1 or 0, got '",
+                                                             Abbreviate(value), "'"));
+            const bool negated = absl::StartsWith(o.string_key, "no-");
+            const std::string opposite = negated ? o.string_key.substr(3) : "no-" + o.string_key;
+            const std::string pass = on ? "--" + o.string_key : IsRunSwitch(opposite) ? "--" + opposite : "";
+            // `check = false` and `no-check = true` together are one --no-check.
+            if (!pass.empty() && std::find(file_pass.begin(), file_pass.end(), pass) == file_pass.end())
+              file_pass.push_back(pass);
+            continue;
+          }
           file_pass.push_back("--" + o.string_key);
           if (value != "true" && !value.empty())
             file_pass.push_back(o.string_key == "calibration" ? ResolveAgainst(value, c.config_file) : value);
@@ -340,6 +362,19 @@ int SweepMain(SweepConfig& config) {
               static_cast<long long>(outcome->skipped_invalid),
               outcome->stopped_early ? "; stopped early (--max-points)" : "");
   std::printf("  wrote %s/{sweep.jsonl,sweep.csv,sweep_meta.json,points/}\n", config.out_dir.c_str());
+  // A pass-through option that every point's run refuses (--spec-k 0) leaves a sweep of skipped
+  // rows only: that is the command line's error, not a result.
+  if (outcome->in_shard > 0 && outcome->skipped_invalid == outcome->in_shard) {
+    std::string reason = "see the rows' reason";
+    if (auto plan = PlanSweep(config); plan.ok())
+      for (const SweepPoint& p : *plan)
+        if (InShard(p, config) && !p.skip_reason.empty()) {
+          reason = p.skip_reason;
+          break;
+        }
+    return cli::CommandError(
+        "sweep", absl::InvalidArgumentError(absl::StrCat("every point is an invalid combination, none ran: ", reason)), 2);
+  }
   return outcome->failed > 0 ? 1 : 0;
 }
 

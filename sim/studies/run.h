@@ -25,6 +25,10 @@ namespace dspark::sim {
 // returns a config and sets *help to the usage text.
 absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help);
 
+// Whether `name` (without dashes) is an option of `run` that takes no value (--no-check):
+// `sweep` turns a --config file's `name = true/false` into that switch or its opposite.
+bool IsRunSwitch(const std::string& name);
+
 // The scheduler's part of a run's result (summary.json's "scheduler").
 struct SchedulerResult {
   int64_t steps = 0;

@@ -117,7 +117,28 @@ std::string ResolveAgainst(const std::string& path, const std::string& config_fi
   return (fs::path(config_file).parent_path() / path).lexically_normal().string();
 }
 
+// A pair of switches --NAME (the default) and --no-NAME, as given on the command line or in a
+// --config file: `NAME = false` there means --no-NAME and `no-NAME = false` means --NAME (a
+// bool_switch set to false would read as "not given", and leave NAME on). Both given with the
+// same meaning is fine; with opposite ones, refused.
+absl::StatusOr<bool> PairedSwitch(const po::variables_map& vm, const std::string& name) {
+  const std::string negated = "no-" + name;
+  const bool on_given = !vm[name].defaulted(), off_given = !vm[negated].defaulted();
+  const bool on = vm[name].as<bool>(), off = vm[negated].as<bool>();
+  if (on_given && off_given && on == off)
+    return absl::InvalidArgumentError(absl::StrCat("--", name, " and --", negated, " contradict each other"));
+  if (on_given) return on;
+  if (off_given) return !off;
+  return true;
+}
+
 }  // namespace
+
+bool IsRunSwitch(const std::string& name) {
+  static const po::options_description* desc = new po::options_description(RunOptions());
+  const po::option_description* option = desc->find_nothrow(name, false);
+  return option != nullptr && option->semantic()->max_tokens() == 0;
+}
 
 absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help) {
   RunConfig c;
@@ -220,17 +241,13 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   auto time_impl = ParseImplKey(vm["time-impl"].as<std::string>());
   if (!time_impl.ok()) return absl::InvalidArgumentError(absl::StrCat("--time-impl: ", time_impl.status().message()));
   c.time_impl = *time_impl;
-  if (vm["check"].as<bool>() && vm["no-check"].as<bool>())
-    return absl::InvalidArgumentError("--check and --no-check contradict each other");
-  c.check = !vm["no-check"].as<bool>();
+  DS_ASSIGN_OR_RETURN(c.check, PairedSwitch(vm, "check"));
   c.executor = vm["executor"].as<std::string>();
   const std::string gpu_l2 = vm["gpu-l2"].as<std::string>();
   if (gpu_l2 != "cold" && gpu_l2 != "warm")
     return absl::InvalidArgumentError(absl::StrCat("--gpu-l2: expected cold or warm, got '", Abbreviate(gpu_l2), "'"));
   c.gpu_cold_l2 = gpu_l2 == "cold";
-  if (vm["cuda-graphs"].as<bool>() && vm["no-cuda-graphs"].as<bool>())
-    return absl::InvalidArgumentError("--cuda-graphs and --no-cuda-graphs contradict each other");
-  c.scheduler.cuda_graphs = !vm["no-cuda-graphs"].as<bool>();
+  DS_ASSIGN_OR_RETURN(c.scheduler.cuda_graphs, PairedSwitch(vm, "cuda-graphs"));
   c.out_dir = vm["out"].as<std::string>();
   c.scheduler.max_num_seqs = vm["max-num-seqs"].as<int32_t>();
   c.scheduler.max_num_batched_tokens = vm["max-num-batched-tokens"].as<int32_t>();

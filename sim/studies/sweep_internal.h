@@ -16,6 +16,15 @@ namespace dspark::sim::sweep_internal {
 inline constexpr char kLogName[] = "sweep.jsonl";
 inline constexpr char kCsvName[] = "sweep.csv";
 inline constexpr char kMetaName[] = "sweep_meta.json";
+// vLLM's sweep plotter (vllm/benchmarks/sweep/plot.py) reads every **/summary.json under the
+// folder it is given as a JSON list of runs: OUT/vllm/summary.json is that list (the "ok" rows,
+// which carry vLLM's keys), for `vllm bench sweep plot OUT/vllm`.
+inline constexpr char kVllmSummaryName[] = "vllm/summary.json";
+
+// The text of OUT/vllm/summary.json: the "ok" rows of `rows` as one JSON list.
+std::string VllmSweepSummary(const std::vector<nlohmann::ordered_json>& rows);
+// Writes OUT/vllm/summary.json from `rows` (creating OUT/vllm).
+absl::Status WriteVllmSweepSummary(const std::filesystem::path& dir, const std::vector<nlohmann::ordered_json>& rows);
 
 // {"git_sha", "git_dirty"} of the source tree, "unknown"/null when it is not a git checkout.
 std::string UtcNow();  // e.g. "2026-12-01T12:00:00Z"

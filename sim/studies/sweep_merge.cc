@@ -187,6 +187,7 @@ absl::StatusOr<MergeOutcome> MergeSweeps(const std::vector<std::string>& inputs,
   std::vector<ojson> kept_rows;
   for (size_t i : kept) kept_rows.push_back(rows[i]);
   DS_RETURN_IF_ERROR(WriteFileAtomically(out / kCsvName, SweepCsv(kept_rows)));
+  DS_RETURN_IF_ERROR(WriteVllmSweepSummary(out, kept_rows));
   ojson meta = ResultMeta({"dspark-sim sweep --merge", "", kSweepSchemaVersion, argv, std::nullopt});
   meta["created_utc"] = UtcNow();
   ojson planned_list = ojson::array();

@@ -71,9 +71,26 @@ absl::StatusOr<ojson> ReadJsonFile(const fs::path& path) {
   return j;
 }
 
+std::string VllmSweepSummary(const std::vector<ojson>& rows) {
+  ojson list = ojson::array();
+  for (const ojson& row : rows)
+    if (row.value("status", std::string()) == "ok") list.push_back(row);
+  return list.dump(1) + "\n";
+}
+
+absl::Status WriteVllmSweepSummary(const fs::path& dir, const std::vector<ojson>& rows) {
+  std::error_code ec;
+  const fs::path file = dir / kVllmSummaryName;
+  fs::create_directories(file.parent_path(), ec);
+  if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot create '", file.parent_path().string(), "': ", ec.message()));
+  return WriteFileAtomically(file, VllmSweepSummary(rows));
+}
+
 absl::Status WriteCsvFromLog(const fs::path& dir) {
   DS_ASSIGN_OR_RETURN(SweepLog log, ReadSweepLog((dir / kLogName).string()));
-  return WriteFileAtomically(dir / kCsvName, SweepCsv(DedupeRows(log.rows)));
+  const std::vector<ojson> rows = DedupeRows(log.rows);
+  DS_RETURN_IF_ERROR(WriteVllmSweepSummary(dir, rows));
+  return WriteFileAtomically(dir / kCsvName, SweepCsv(rows));
 }
 
 }  // namespace sweep_internal

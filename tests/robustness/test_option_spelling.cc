@@ -119,6 +119,69 @@ TEST(Seed, ASweepConfigFileSeedIsCheckedToo) {
             (dir / "sweep.cfg").string() + ": --seed: expected an integer in [0, 18446744073709551615], got '-1'");
 }
 
+// A switch in a --config file means the same in run and in sweep, for every boolean word:
+// `check = false` turns the check off (a bool_switch set to false used to read as "not given",
+// leaving the check on), and sweep passes `no-check = yes` as --no-check, not as a stray "yes".
+TEST(ConfigSwitches, MeanTheSameInRunAndInSweep) {
+  const fs::path dir = ::dspark::testing_util::ProcessTempDir("option_spelling", "config_switches", true);
+  struct Line {
+    std::string text;
+    bool check;
+  };
+  const std::vector<Line> lines = {{"check = false", false},    {"check = off", false},    {"check = 0", false},
+                                   {"no-check = true", false},  {"no-check = yes", false}, {"no-check = 1", false},
+                                   {"no-check = false", true},  {"check = true", true},    {"check = no\nno-check = on", false},
+                                   {"cuda-graphs = true", true}};
+  int k = 0;
+  for (const Line& line : lines) {
+    const fs::path cfg = dir / ("c" + std::to_string(k++) + ".cfg");
+    WriteTextFile(cfg, "workload = chat\nnum-requests = 2\nconcurrency = 1\nmode = none\nimpl = fused\n" + line.text + "\n");
+    const auto run = ParseRun({"--config", cfg.string()});
+    ASSERT_TRUE(run.ok()) << line.text << ": " << run.status();
+    EXPECT_EQ(run->check, line.check) << line.text;
+    std::vector<std::string> args = {"sweep", "--config", cfg.string(), "--out", (dir / "out").string()};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    std::string help;
+    const auto sweep = ParseSweepArgs(static_cast<int>(argv.size()), argv.data(), &help);
+    ASSERT_TRUE(sweep.ok()) << line.text << ": " << sweep.status();
+    const auto plan = PlanSweep(*sweep);
+    ASSERT_TRUE(plan.ok()) << line.text << ": " << plan.status();
+    ASSERT_EQ(plan->size(), 1u);
+    EXPECT_EQ(plan->front().config.check, line.check) << line.text;
+  }
+  // Opposite meanings together are refused; a word that is not a boolean is named.
+  WriteTextFile(dir / "both.cfg", "workload = chat\ncheck = false\nno-check = false\n");
+  const auto both = ParseRun({"--config", (dir / "both.cfg").string()});
+  ASSERT_FALSE(both.ok());
+  EXPECT_EQ(std::string(both.status().message()), "--check and --no-check contradict each other");
+  WriteTextFile(dir / "maybe.cfg", "no-check = maybe\n");
+  std::vector<std::string> args = {"sweep", "--config", (dir / "maybe.cfg").string()};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  std::string help;
+  const auto maybe = ParseSweepArgs(static_cast<int>(argv.size()), argv.data(), &help);
+  ASSERT_FALSE(maybe.ok());
+  EXPECT_EQ(std::string(maybe.status().message()),
+            (dir / "maybe.cfg").string() + ": key 'no-check': expected true, false, yes, no, on, off, 1 or 0, got 'maybe'");
+}
+
+// An option that every point's run refuses leaves no result: the sweep exits 2 with the reason,
+// not 0 with a file of skipped rows.
+TEST(SweepOfNothing, EveryPointSkippedIsAnError) {
+  if (::dspark::testing_util::SimBinary().empty()) GTEST_SKIP() << "dspark-sim is not built beside the tests";
+  const fs::path dir = ::dspark::testing_util::ProcessTempDir("option_spelling", "all_skipped", true);
+  const auto r = ::dspark::testing_util::SpawnSim(
+      {"sweep", "--workload", "chat", "--concurrency", "1", "--mode", "none", "--impl", "fused", "--num-requests", "2",
+       "--no-check", "--progress", "none", "--spec-k", "0", "--out", (dir / "sweep").string()},
+      {}, dir.string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("dspark-sim sweep: every point is an invalid combination, none ran: --spec-k: expected K in "
+                       "[1, 8], got 0"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(OutputsApart, NoOutputIsAnInputOrAnotherOutput) {
   const fs::path dir = ::dspark::testing_util::ProcessTempDir("option_spelling", "outputs_apart", true);
   const fs::path trace = dir / "trace.jsonl", calibration = dir / "cal.json", config = dir / "run.cfg";
