@@ -83,6 +83,9 @@ struct TimeModelParams {
 };
 
 TimeModelParams DefaultTimeModelParams();
+// `impl`'s metadata costs before any calibration, from its registration
+// (ImplInfo::default_cost, kernels/suite/impl_registry.h).
+ImplCost DefaultImplCost(Impl impl);
 // Reads a calibration JSON over the defaults: every key is optional, unknown keys are errors.
 absl::StatusOr<TimeModelParams> LoadCalibration(const std::string& path);
 
