@@ -1,5 +1,6 @@
 # The layering of sim/ (sim/layers.cmake): no file includes a stage above its own, kernels/
-# includes nothing of sim/, and every file of sim/ is in a stage folder. Run as a build step of
+# includes nothing of sim/, every file of sim/ is in a stage folder, and kernels/reference/ and
+# the kernel bodies include nothing of each other. Run as a build step of
 # every sim/ library and as the ctest `sim_layering`:
 #   cmake -DROOT=<source tree> [-DSTAMP=<file to touch when it holds>] -P scripts/check_layers.cmake
 cmake_minimum_required(VERSION 3.24)
@@ -19,6 +20,32 @@ foreach(f ${kernel_files})
   foreach(line ${hits})
     file(RELATIVE_PATH rel ${ROOT} ${f})
     string(APPEND errors "  ${rel}: kernels/ is below sim/, but it includes: ${line}\n")
+  endforeach()
+endforeach()
+
+# kernels/reference/ is the independent truth: of kernels/ it may include only itself and the
+# batch types (kernels/batch.h), never a kernel, the suite or the emulator; and no kernel body
+# (kernels/ outside reference/ and suite/, the check harness) includes a reference. A relative
+# include ("../x.h") would step around both rules, so none is allowed under kernels/.
+set(kernel_include_regex "^[ \t]*#[ \t]*(include|if|elif).*\"(kernels/|\\.\\./)")
+foreach(f ${kernel_files})
+  file(RELATIVE_PATH rel ${ROOT} ${f})
+  file(STRINGS ${f} hits REGEX "${kernel_include_regex}")
+  foreach(line ${hits})
+    string(REGEX MATCHALL "\"[^\"]*\"" names "${line}")
+    foreach(name ${names})
+      if(name MATCHES "^\"\\.\\./")
+        string(APPEND errors "  ${rel}: a relative include ${name}: name the file from the tree's root\n")
+      elseif(rel MATCHES "^kernels/reference/")
+        if(NOT name MATCHES "^\"kernels/(reference/[^\"]*|batch\\.h)\"$")
+          string(APPEND errors "  ${rel}: kernels/reference/ may include of kernels/ only kernels/reference/ and "
+                               "kernels/batch.h (the references share no code with what they check), but it includes ${name}\n")
+        endif()
+      elseif(NOT rel MATCHES "^kernels/suite/" AND name MATCHES "^\"kernels/reference/")
+        string(APPEND errors "  ${rel}: a kernel body includes ${name}; only the check harness (kernels/suite/) "
+                             "compares with the references\n")
+      endif()
+    endforeach()
   endforeach()
 endforeach()
 

@@ -35,5 +35,14 @@ DSPARK_REGISTER_IMPL(vllm_pre56562, ::dspark::RunVllmPre56562, [] {
   i.traits.reads_host_totals = true;
   i.traits.old_indexer_chain = true;
   i.host_decode_lens = ::dspark::HostDecodeLens::kFromHostSplit;
+  // An estimate: (d) plus the ~58 us docs/design.md section 8 measured between a 34-launch
+  // device chain and the fused kernels.
+  i.default_cost.declared = true;
+  i.default_cost.derived_from = "vllm-0.31";
+  i.default_cost.gpu_add_us = 58.0;
+  i.default_cost.gpu_us_per_token = 0.006;
+  i.default_cost.host_us = 30.0;
+  i.default_cost.host_us_per_req = 0.05;
+  i.default_cost.launches = {80, 80, 104, 104, 104, 113, 113, 113};
   return i;
 })

@@ -12,6 +12,7 @@
 // registrations run in their own files' initialisers; a handle resolves on use).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -75,6 +76,28 @@ struct ImplStyle {
   std::string marker;  // matplotlib marker of its lines: "o", "s", "^", ...
 };
 
+// The step time model's metadata costs of an implementation until a calibration file measures
+// it (sim/model/time_model.h, docs/models.md): per step case, in the order prefill, chunked
+// prefill, mixed, decode, DSpark verification, adaptive verification, DSpark draft, adaptive
+// draft, at the reference batch (16 requests x 6 tokens). An implementation that declares none
+// is timed with the seed's After's (ImplRole::kSeedAfter), marked estimated.
+struct ImplCostDefaults {
+  static constexpr int kCases = 8;
+  bool declared = false;            // false: none declared (the After's, estimated)
+  // Another registered implementation (any accepted name) whose resolved costs these start
+  // from: its gpu_us x gpu_scale + gpu_add_us, and its launches unless `launches` is set here.
+  // "": gpu_us and launches are this implementation's own.
+  std::string derived_from;
+  double gpu_scale = 1.0;
+  double gpu_add_us = 0.0;
+  std::array<double, kCases> gpu_us{};       // [us] per builder suite (own costs only)
+  double gpu_us_per_token = 0;               // [us per token] above the reference batch
+  double host_us = 0;                        // [us] host metadata preparation per step
+  double host_us_per_req = 0;                // [us per request]
+  std::array<int32_t, kCases> launches{};    // eager launches + copies per suite; all 0: the base's
+  bool estimated = true;                     // false: a measurement stands behind the numbers
+};
+
 using CpuSuiteEntry = absl::Status (*)(CpuBackend&, const SuiteStep&);
 using GpuSuiteEntry = absl::Status (*)(GpuBackend&, const SuiteStep&);  // null in CPU-only builds
 using WorkspaceBytesFn = size_t (*)(const SuiteLayout&);
@@ -129,6 +152,7 @@ struct ImplInfo {
   // not every step: a step's rows are otherwise first-touched and poisoned once per
   // implementation for nothing. False (grown every step) is always correct.
   bool rows_via_builder_memo = false;
+  ImplCostDefaults default_cost;     // the time model's costs before any calibration
   CpuSuiteEntry cpu = nullptr;
   GpuSuiteEntry gpu = nullptr;
 };

@@ -110,7 +110,7 @@ absl::StatusOr<json> StepObject(const po::variables_map& vm, StepInputSource* so
       return absl::InvalidArgumentError(absl::StrCat("--batch: expected an integer in [1, 4096], got ", o.batch));
     DS_ASSIGN_OR_RETURN(CaseBatch batch, MakeSeedCase(c, o));
     source->origin = absl::StrCat("--case ", batch.name);
-    j = json::parse(StepInputJson(StepInput{std::move(batch), o.consts}).dump());
+    j = json(StepInputJson(StepInput{std::move(batch), o.consts}));  // the case as a STEP.json document, not re-parsed
   }
   for (const char* field : kListFields) {
     const std::string option = StepFieldOption(field);

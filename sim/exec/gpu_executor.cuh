@@ -201,7 +201,10 @@ nlohmann::json GpuUsStatsJson(const std::vector<double>& samples);
 // The executor's top-B figures as result files give them (summary.json, bench's full run).
 nlohmann::json GpuTopbJson(int64_t launches, int64_t host_qsl_stale_steps);
 
-// The GPU's facts for result files: {"gpu", "device", "driver", "cuda_runtime", ...}.
-nlohmann::json GpuMetaJson(int device);
+// The device's part of every meta block (the one writer of these keys: the GPU commands' meta,
+// sim/studies/gpu_result_meta.cuh, and the executor's summary section): gpu, device_ordinal,
+// compute_capability, sm_count, l2_bytes, driver, cuda_driver_api, cuda_runtime, clocks (peak,
+// from the device attributes; current clocks need NVML and are "unknown"), date_utc.
+nlohmann::ordered_json GpuMetaJson(int device);
 
 }  // namespace dspark::sim

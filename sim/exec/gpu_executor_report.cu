@@ -146,17 +146,36 @@ std::string GpuExecutor::StepsCsv() const {
   return out;
 }
 
-nlohmann::json GpuMetaJson(int device) {
+namespace {
+
+std::string ClockMhz(cudaDeviceAttr attr, int device) {
+  int khz = 0;
+  if (cudaDeviceGetAttribute(&khz, attr, device) != cudaSuccess || khz <= 0) {
+    (void)cudaGetLastError();
+    return "unknown";
+  }
+  return absl::StrFormat("%d", khz / 1000);
+}
+
+}  // namespace
+
+nlohmann::ordered_json GpuMetaJson(int device) {
   const timing::GpuMeta m = timing::ReadGpuMeta(device);
-  return {{"gpu", m.device_name},
-          {"device", device},
-          {"compute_capability", absl::StrFormat("%d.%d", m.cc_major, m.cc_minor)},
-          {"sm_count", m.sm_count},
-          {"l2_bytes", m.l2_bytes},
-          {"driver", m.driver_version},
-          {"cuda_driver_api", m.cuda_driver_api},
-          {"cuda_runtime", m.cuda_runtime},
-          {"date_utc", m.date_utc}};
+  nlohmann::ordered_json meta;
+  meta["gpu"] = m.device_name;  // (one name key: the plots' titles join "device" and "gpu")
+  meta["device_ordinal"] = device;
+  meta["compute_capability"] = absl::StrFormat("%d.%d", m.cc_major, m.cc_minor);
+  meta["sm_count"] = m.sm_count;
+  meta["l2_bytes"] = m.l2_bytes;
+  meta["driver"] = m.driver_version;
+  meta["cuda_driver_api"] = m.cuda_driver_api;
+  meta["cuda_runtime"] = m.cuda_runtime;
+  meta["clocks"] = {{"sm_peak_mhz", ClockMhz(cudaDevAttrClockRate, device)},
+                    {"memory_peak_mhz", ClockMhz(cudaDevAttrMemoryClockRate, device)},
+                    {"current", "unknown (needs NVML; not read)"},
+                    {"locked", "unknown"}};
+  meta["date_utc"] = m.date_utc;
+  return meta;
 }
 
 // ---------------------------------------------------------------- `run --executor gpu`

@@ -48,7 +48,7 @@ struct StepDelta {
 struct GpuExecutor::State {
   GpuExecutorOptions options;
   GpuMemoryPlan plan;          // what Create checked against the free device memory
-  nlohmann::json device_meta;  // GpuMetaJson, read at Create: writing results needs no device
+  nlohmann::ordered_json device_meta;  // GpuMetaJson, read at Create: writing results needs no device
   std::unique_ptr<GpuSuite> suite;
   std::unique_ptr<DeviceTopB> topb;
   std::unique_ptr<GpuRegionCheck> check;  // with options.check

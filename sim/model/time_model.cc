@@ -42,6 +42,52 @@ constexpr double kFitComputeEfficiency = 0.06439;
 constexpr double kFitRowLatencyUs = 0.0;  // not fitted (scripts/fit_forward.py --fit-row-latency)
 constexpr double kFitDrafterFixedUs = 1592.6;
 
+static_assert(ImplCostDefaults::kCases == kNumStepCases, "ImplCostDefaults' cases are the step cases");
+
+namespace {
+
+// The seed's After: the costs of an implementation that declares none.
+Impl SeedAfter() {
+  for (Impl impl : AllImpls())
+    if (impl.info().role == ImplRole::kSeedAfter) return impl;
+  return AllImpls().front();
+}
+
+// `impl`'s declared costs, resolved through derived_from (depth-limited: a cycle of
+// registrations is a registration error, reported once as the base's costs).
+ImplCost ResolveDefaultCost(Impl impl, int depth) {
+  const ImplCostDefaults& d = impl.info().default_cost;
+  if (!d.declared || depth > 8) {
+    ImplCost own = impl == SeedAfter() || depth > 8 ? ImplCost{} : ResolveDefaultCost(SeedAfter(), depth + 1);
+    own.estimated = true;
+    own.serializes_host = impl.info().traits.serializes_host;
+    return own;
+  }
+  ImplCost c;
+  if (!d.derived_from.empty()) {
+    const absl::StatusOr<Impl> base = ParseImpl(d.derived_from);
+    if (base.ok()) c = ResolveDefaultCost(*base, depth + 1);
+    for (double& v : c.gpu_us) v = v * d.gpu_scale + d.gpu_add_us;
+  } else {
+    for (int k = 0; k < kNumStepCases; ++k) c.gpu_us[k] = d.gpu_us[k];
+  }
+  bool own_launches = false;
+  for (int32_t n : d.launches) own_launches = own_launches || n != 0;
+  if (own_launches)
+    for (int k = 0; k < kNumStepCases; ++k) c.launches[k] = d.launches[k];
+  c.gpu_us_per_token = d.gpu_us_per_token;
+  c.host_us = d.host_us;
+  c.host_us_per_req = d.host_us_per_req;
+  c.host_syncs = 0;
+  c.serializes_host = impl.info().traits.serializes_host;
+  c.estimated = d.estimated;
+  return c;
+}
+
+}  // namespace
+
+ImplCost DefaultImplCost(Impl impl) { return ResolveDefaultCost(impl, 0); }
+
 // Defaults. Order of the per-case arrays: prefill, chunked prefill, mixed, decode, DSpark
 // verification, adaptive verification, DSpark draft, adaptive draft (StepCase).
 TimeModelParams DefaultTimeModelParams() {
@@ -93,55 +139,11 @@ TimeModelParams DefaultTimeModelParams() {
   p.engine.compact_launches = 10;
   p.engine.stage_launches = 4;
 
-  // Seed 000, CUPTI GPU time of the five builders, CUDA-graph replay, cold L2, batch 16.
-  // host_us is host work besides the eager dispatch, which is charged per launch below.
-  At(p, Impl::kChain) = {{168.29, 203.23, 220.42, 191.10, 172.96, 167.73, 173.42, 174.75},
-                         0.009, 0.0, 0.0, true, false};
-  At(p, Impl::kFused) = {{118.21, 153.74, 72.48, 46.27, 56.86, 50.37, 55.14, 58.18},
-                         0.0025, 0.0, 0.0, false, false};
-  // Eager launches + copies per suite by case, counted by `dspark-sim calibrate` at batch 16
-  // on the H200 (workloads/calibration_h200.json, meta.measurements).
-  At(p, Impl::kChain).launches = {80, 80, 108, 102, 102, 113, 113, 113};
-  At(p, Impl::kFused).launches = {8, 8, 8, 8, 8, 8, 8, 8};
-  // Estimates (no seed measurement): `cached` shares one host mapping (~10% fewer GPU ops than
-  // chain, less host work, still host-boundary and serialised); `device-chain` is fused plus
-  // the ~58 us docs/design.md section 8 measured between a 34-launch device chain and the fused
-  // kernels; `fused-suite` is a quarter of fused (the project's target is <= 2x the ~3 us
-  // graph floor at decode batch 16). A calibration file replaces all of these.
-  ImplCost cached = At(p, Impl::kChain);
-  for (double& v : cached.gpu_us) v *= 0.9;
-  cached.gpu_us_per_token = 0.008;
-  cached.host_us = 60.0;
-  cached.host_us_per_req = 0.3;
-  cached.estimated = true;
-  At(p, Impl::kCached) = cached;
-  cached.launches = {78, 78, 106, 100, 100, 111, 111, 111};
-  ImplCost device_chain = At(p, Impl::kFused);
-  for (double& v : device_chain.gpu_us) v += 58.0;
-  device_chain.launches = {80, 80, 104, 104, 104, 113, 113, 113};
-  device_chain.gpu_us_per_token = 0.006;
-  device_chain.host_us = 30.0;
-  device_chain.host_us_per_req = 0.05;
-  device_chain.estimated = true;
-  At(p, Impl::kDeviceChain) = device_chain;
-  ImplCost suite = At(p, Impl::kFused);
-  for (double& v : suite.gpu_us) v *= 0.25;
-  suite.gpu_us_per_token = 0.002;
-  suite.host_us = 4.0;
-  suite.host_us_per_req = 0.0;
-  suite.estimated = true;
-  suite.launches = {1, 1, 1, 1, 1, 1, 1, 1};
-  At(p, Impl::kFusedSuite) = suite;
-  // Any other registered implementation (a user's own file) starts from the After's costs,
-  // marked estimated until a calibration file measures it.
-  for (Impl impl : AllImpls()) {
-    if (impl == Impl::kChain || impl == Impl::kCached || impl == Impl::kDeviceChain || impl == Impl::kFused ||
-        impl == Impl::kFusedSuite)
-      continue;
-    ImplCost own = At(p, Impl::kFused);
-    own.estimated = true;
-    At(p, impl) = own;
-  }
+  // Every implementation's metadata costs come from its registration (ImplInfo::default_cost:
+  // the seed's measurements, or labelled estimates derived from another implementation's);
+  // one that declares none starts from the seed's After's, marked estimated. A calibration
+  // file replaces all of these.
+  for (Impl impl : AllImpls()) At(p, impl) = DefaultImplCost(impl);
   return p;
 }
 

@@ -17,8 +17,8 @@
 // host work outlasts its GPU work, or behind a sync.
 //
 // Metadata costs come from a calibration JSON (schema in docs/models.md) when given,
-// otherwise from the documented defaults in time_model.cc: the seed's GB200 batch-16 table
-// (seed 000's Before / After on `chain` / `fused`) and labelled estimates for the others. The
+// otherwise from each implementation's registration (ImplInfo::default_cost): the seed's GB200
+// batch-16 table on (a) and (d), labelled estimates derived from them for the others. The
 // shipped calibration (workloads/calibration_h200.json) carries the H200 measurements of
 // vLLM's states and the host terms fitted on batch-1 512/128 and SPEED-Bench concurrency 1
 // (tests/model/test_sim_time_model.cc checks the fit).
@@ -83,6 +83,9 @@ struct TimeModelParams {
 };
 
 TimeModelParams DefaultTimeModelParams();
+// `impl`'s metadata costs before any calibration, from its registration
+// (ImplInfo::default_cost, kernels/suite/impl_registry.h).
+ImplCost DefaultImplCost(Impl impl);
 // Reads a calibration JSON over the defaults: every key is optional, unknown keys are errors.
 absl::StatusOr<TimeModelParams> LoadCalibration(const std::string& path);
 
