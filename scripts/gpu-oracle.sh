@@ -14,8 +14,9 @@
 # Run there:               scripts/gpu-oracle.sh
 #
 # Needs on that machine: python3 with numpy, torch and triton (nothing is installed). Device time
-# is about 3-5 minutes: the two dumps take seconds, the oracles of the two releases run side by
-# side on the one GPU, the replays last. DSPARK_ORACLE_STEPS (default 1000) caps each dump.
+# is about 4-6 minutes: the two dumps take seconds, the oracles of the two releases run side by
+# side on the one GPU, then the replays and two short GPU-executor runs (vllm-0.31 beside
+# vllm-0.34). DSPARK_ORACLE_STEPS (default 1000) caps each dump.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

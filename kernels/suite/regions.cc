@@ -156,8 +156,9 @@ std::vector<SuiteRegion> SuiteRegions(const SuiteReference& ref, const BatchInpu
   out.push_back(WithTail(I64("mla_r2", "ring_slots", C, ref.ring_slots.data(), &SuiteOutputs::ring_slots),
                          ref.ring_slots.size(), -1));
   // With no decode request the decode metadata is absent (vLLM builds it under
-  // `if num_decodes > 0`).
-  for (int k = 0; k < 2 && nd > 0; ++k) {
+  // `if num_decodes > 0`); with no token at all too (0.32.0+ return before the split when
+  // num_tokens == 0; older releases would hand out zero-length decode rows, which no step reads).
+  for (int k = 0; k < 2 && nd > 0 && N > 0; ++k) {
     const char* b = k == 0 ? "indexer_r1" : "indexer_r2";
     // Ratio 2 hands out [0, N_d) of its compressed lengths, seq // 2 (vLLM's `seq_lens //= ratio`
     // or expanded_seq_lens_buffer); ratio 1 its whole buffer, zero from N_d.
