@@ -50,8 +50,8 @@ TEST(MaxModelLenFromTrace, ALongerTraceRaisesItToItsLongestRequest) {
   ASSERT_TRUE(r.ok()) << r.status();
   const int64_t longest = LongestRow(c.trace_path);
   ASSERT_GT(longest, 28319 + 165);
-  EXPECT_EQ(r->summary["config"]["max_model_len"], longest);
-  EXPECT_EQ(r->summary["completed"], 3);
+  EXPECT_EQ(r->max_model_len, longest);
+  EXPECT_EQ(r->serving.completed, 3);
 }
 
 TEST(MaxModelLenFromTrace, AGivenLimitKeepsItsOverLengthError) {
@@ -69,7 +69,7 @@ TEST(MaxModelLenFromTrace, ATraceThatFitsKeepsTheDefault) {
   c.num_requests = 20;
   const absl::StatusOr<RunResult> r = ExecuteRun(c);
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->summary["config"]["max_model_len"], RunConfig{}.scheduler.max_model_len);
+  EXPECT_EQ(r->max_model_len, RunConfig{}.scheduler.max_model_len);
 }
 
 }  // namespace
