@@ -307,12 +307,12 @@ TEST(GpuExecutor, Vllm034ReplaysVllmKeyedGraphsForUniformDecodeOnly) {
     ExecutorRun run = RunExecutor(mode, {Impl::kVllm034, Impl::kFused}, 5);
     ASSERT_NE(run.executor, nullptr);
     const ExecutorImplStats& s = run.executor->stats(Impl::kVllm034);
-    EXPECT_EQ(s.mismatch_cells, (std::array<int64_t, 3>{0, 0, 0}));
+    EXPECT_EQ(s.check.cells, (std::array<int64_t, 3>{0, 0, 0}));
     EXPECT_EQ(s.graph_replays, run.observer->vllm_keyed);
     EXPECT_EQ(s.graph_replays + s.eager_runs, run.steps);
     if (mode == SpecMode::kNone) EXPECT_GT(s.graph_replays, 0) << "no FULL uniform-decode step";
     EXPECT_EQ(s.captures, s.distinct_keys);
-    EXPECT_EQ(run.executor->stats(Impl::kFused).mismatch_cells, (std::array<int64_t, 3>{0, 0, 0}));
+    EXPECT_EQ(run.executor->stats(Impl::kFused).check.cells, (std::array<int64_t, 3>{0, 0, 0}));
   }
 }
 

@@ -16,7 +16,8 @@ namespace dspark::fuzz {
 // A field added to SuiteOutputs must get its place in OutputPack (and its download), or the lane
 // would hand the implementations a null buffer.
 static_assert(sizeof(IndexerOutputs) == 9 * sizeof(void*), "IndexerOutputs changed: update OutputPack");
-static_assert(sizeof(SuiteOutputs) == 31 * sizeof(void*), "SuiteOutputs changed: update OutputPack");
+// The three C128A fields (DeepSeek-V4's) stay null: the lane draws DeepSeek-V4.1 layouts only.
+static_assert(sizeof(SuiteOutputs) == 34 * sizeof(void*), "SuiteOutputs changed: update OutputPack");
 
 namespace {
 

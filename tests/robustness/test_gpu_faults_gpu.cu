@@ -209,7 +209,7 @@ TEST(GpuFaults, ThePlanIsExactlyWhatTheExecutorAllocates) {
   EngineRun run = RunSmall(o);
   ASSERT_TRUE(run.status.ok()) << run.status;
   ASSERT_NE(run.executor, nullptr);
-  for (Impl impl : ImplsOfModel(ModelKind::kV41)) ASSERT_GT(run.executor->stats(impl).steps, 0) << ImplName(impl);
+  for (Impl impl : ImplsOfModel(ModelKind::kV41)) ASSERT_GT(run.executor->stats(impl).check.steps, 0) << ImplName(impl);
   EXPECT_EQ(run.executor->device_bytes(), run.executor->memory_plan().device_bytes());
   // The executor's flush writes the L2 size once, NVBench's (gpu_executor.cu, kExecutorFlushMinBytes).
   int l2 = 0;
@@ -310,7 +310,7 @@ TEST(GpuFaultInjection, AFailedStepLeavesTheExecutorAtTheCompletedStepsAndTheDev
   EXPECT_EQ(run.executor->steps(), 3);
   for (Impl impl : o.impls) {
     const ExecutorImplStats& s = run.executor->stats(impl);
-    EXPECT_EQ(s.steps, 3) << ImplName(impl);
+    EXPECT_EQ(s.check.steps, 3) << ImplName(impl);
     EXPECT_EQ(static_cast<int64_t>(s.host_us.size()), 3) << ImplName(impl);
     EXPECT_EQ(static_cast<int64_t>(s.gpu_us.size()), 3) << ImplName(impl);
     EXPECT_EQ(s.graph_replays + s.eager_runs, 3) << ImplName(impl);
