@@ -31,6 +31,8 @@ DSPARK_REGISTER_IMPL(vllm_47474, ::dspark::RunVllm47474, [] {
   i.vllm_release = "0.25.0-0.27.1";
   i.style = {"#E69F00", "\\\\", "D"};
   i.rows_via_builder_memo = true;  // its SWA and indexer rows: SwaBuild / IndexerBuild only
+  // Adaptive verification arrived in 0.28.0: under it this state's results are what-ifs.
+  i.released_with_adaptive_verification = false;
   i.traits.reads_host_boundaries = true;
   i.traits.reads_host_totals = true;
   i.traits.graph_capturable = false;

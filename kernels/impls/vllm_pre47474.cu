@@ -44,6 +44,8 @@ DSPARK_REGISTER_IMPL(vllm_pre47474, ::dspark::RunVllmPre47474, [] {
   i.vllm_release = "0.20.0-0.24.0";
   i.style = {"#D55E00", "//", "s"};
   i.rows_via_builder_memo = true;  // its SWA and indexer rows: SwaBuild / IndexerBuild only
+  // Adaptive verification arrived in 0.28.0: under it this state's results are what-ifs.
+  i.released_with_adaptive_verification = false;
   i.traits.reads_host_boundaries = true;
   i.traits.reads_host_totals = true;
   i.traits.graph_capturable = false;

@@ -160,6 +160,15 @@ class ReleaseSuiteV4(ReleaseSuite):
             cm = group_cm()
             call(MAPPING_GROUPS[3 + k], lambda: b.build(0, cm))
         b = self.indexer[0]
+        # The runner's block table is as wide as expanded_block_table_buffer (max blocks per
+        # request); here each step's table is its own width, so the buffer follows it (one
+        # persistent buffer per width).
+        W = max(z["bt_width"], 1)
+        if not hasattr(self, "_ebt"):
+            self._ebt = {}
+        if W not in self._ebt:
+            self._ebt[W] = t.zeros((self.capacity, W), dtype=t.int32, device=self.device)
+        b.expanded_block_table_buffer = self._ebt[W]
         cm = group_cm()
         md = call("indexer_c4", lambda: b.build(0, cm))
         pre = "indexer_c4."

@@ -224,7 +224,7 @@ def ours_from_sim(sim: str, impl: str, step: Step, entry: dict) -> None:
         src = os.path.join(tmp, "step.json")
         out = os.path.join(tmp, "result.json")
         with open(src, "w") as f:
-            json.dump(step_json(step, entry), f)
+            json.dump(step_json(step, entry), f, indent=1)  # dspark-sim reads lines of at most 64 KiB
         p = subprocess.run([sim, "step", "--json", src, "--impl", impl, "--out", out],
                            capture_output=True, text=True)
         if p.returncode not in (0, 1) or not os.path.exists(out):

@@ -71,6 +71,16 @@ absl::StatusOr<std::vector<SeedCase>> ParseCases(const std::string& list) {
   return out;
 }
 
+// A state whose release never shipped adaptive verification (before 0.28.0) on an adaptive case:
+// a what-if, labelled so in the console and the --json file.
+bool AdaptiveWhatIf(Impl impl, SeedCase c) {
+  return !impl.info().released_with_adaptive_verification && SeedCaseName(c).rfind("adaptive", 0) == 0;
+}
+std::string AdaptiveWhatIfText(Impl impl) {
+  return absl::StrCat("vLLM ", impl.info().vllm_release,
+                      " never shipped adaptive verification (0.28.0 on): these results are a what-if");
+}
+
 po::options_description VerifyOptions() {
   po::options_description d("dspark-sim verify: every implementation on every seed case, compared exactly");
   d.add_options()("help", "show this help")
@@ -185,6 +195,13 @@ int VerifyMain(VerifyConfig& cfg) {
       total_bugs += row[3];
     }
   }
+  for (Impl impl : cfg.impls)
+    for (SeedCase c : cfg.cases)
+      if (AdaptiveWhatIf(impl, c)) {
+        std::printf("\nwhat-if: %s on %s: %s\n", std::string(ImplName(impl)).c_str(),
+                    std::string(SeedCaseName(c)).c_str(), AdaptiveWhatIfText(impl).c_str());
+        break;
+      }
   std::printf("\nstale-host counts are expected findings for the host mappings of vllm-pre47474 / vllm-47474 on"
               "\ncases with a stale split, padding residue for the old indexer chain of (a)-(c); any bug count is"
               "\na defect in the implementation named.\n");
@@ -201,12 +218,12 @@ int VerifyMain(VerifyConfig& cfg) {
       if (!r.ok()) continue;
       std::array<int64_t, 3> cells{};
       for (const FieldMismatch& m : r->mismatches) cells[static_cast<int>(m.kind)] += m.count;
-      j["seed_cases"][std::string(ImplName(impl))][std::string(SeedCaseName(c))] = {
-          {"launches", r->counters.Launches()}, {"kernels", r->counters.kernels},
-          {"stale_host_cells", cells[0]}, {"padding_residue_cells", cells[1]}, {"bug_cells", cells[2]}};
+      auto& row = j["seed_cases"][std::string(ImplName(impl))][std::string(SeedCaseName(c))];
+      row = {{"launches", r->counters.Launches()}, {"kernels", r->counters.kernels},
+             {"stale_host_cells", cells[0]}, {"padding_residue_cells", cells[1]}, {"bug_cells", cells[2]}};
+      if (AdaptiveWhatIf(impl, c)) row["what_if"] = AdaptiveWhatIfText(impl);
       if (impl.info().execution != MetadataExecution::kEager)  // vllm-0.34: how vLLM runs the step
-        j["seed_cases"][std::string(ImplName(impl))][std::string(SeedCaseName(c))]["graph_launches"] =
-            r->counters.graph_launches;
+        row["graph_launches"] = r->counters.graph_launches;
     }
   }
   for (const std::string& b : bugs) std::fprintf(stderr, "BUG: %s\n", b.c_str());

@@ -56,10 +56,31 @@ TEST(CliVerify, StaleCasesShowStaleHostForHostReadersAndNoBugs) {
     EXPECT_EQ(j["seed_cases"]["vllm-0.34"][c]["stale_host_cells"], 0) << c;
   }
   EXPECT_GT(j["seed_cases"]["vllm-47474"]["adaptive_verify"]["stale_host_cells"], 0);
+  // (a) and (b) never shipped with adaptive verification: their adaptive results are what-ifs.
+  for (const char* impl : {"vllm-pre47474", "vllm-47474"}) {
+    EXPECT_TRUE(j["seed_cases"][impl]["adaptive_verify"].contains("what_if")) << impl;
+    EXPECT_FALSE(j["seed_cases"][impl]["decode"].contains("what_if")) << impl;
+  }
+  EXPECT_FALSE(j["seed_cases"]["vllm-pre56562"]["adaptive_verify"].contains("what_if"));
   // The meta block every result file has, with the registry the plots read.
   EXPECT_EQ(j["meta"]["tool"], "dspark-sim verify");
   EXPECT_EQ(j["meta"]["seeds"], 2);
   EXPECT_EQ(j["meta"]["impls"].size(), NumImpls());
+}
+
+// --model v4: the DeepSeek-V4 states only, 0.29.0's 93 launches at batch-16 decode.
+TEST(CliVerify, DeepSeekV4RunsItsStates) {
+  const std::string json = ::testing::TempDir() + "/verify_v4.json";
+  ASSERT_EQ(RunCli({"verify", "--model", "v4", "--cases", "decode,mixed", "--batch", "3", "--seeds", "1", "--json", json}),
+            0);
+  std::ifstream f(json);
+  const nlohmann::json j = nlohmann::json::parse(f);
+  EXPECT_EQ(j["meta"]["model"], "DeepSeek-V4");
+  EXPECT_EQ(j["seed_cases"].size(), 1u);
+  EXPECT_EQ(j["seed_cases"]["vllm-0.29"]["decode"]["launches"], 93);
+  EXPECT_EQ(j["counts"]["vllm-0.29"]["mixed"]["bug"], 0);
+  EXPECT_EQ(RunCli({"verify", "--model", "v4", "--impl", "vllm-56562"}), 2);  // a pairing no release had
+  EXPECT_EQ(RunCli({"verify", "--model", "v5"}), 2);
 }
 
 TEST(CliVerify, BadOptionsAreRejectedWithExitCode2) {
