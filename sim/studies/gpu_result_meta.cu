@@ -8,7 +8,9 @@ namespace dspark::sim {
 nlohmann::ordered_json ResultMeta(const std::string& tool, const std::string& schema, int schema_version,
                                   const std::vector<std::string>& argv, int device) {
   nlohmann::ordered_json meta = ResultMeta({tool, schema, schema_version, argv, std::nullopt});
-  for (auto& [key, value] : GpuMetaJson(device).items()) meta[key] = value;
+  // Named: a range-for over GpuMetaJson(device).items() would iterate a destroyed temporary.
+  const nlohmann::ordered_json gpu = GpuMetaJson(device);
+  for (const auto& [key, value] : gpu.items()) meta[key] = value;
   return meta;
 }
 

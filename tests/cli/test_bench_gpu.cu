@@ -112,7 +112,7 @@ TEST(BenchArgs, DefaultsAreTheSeedsTables) {
   EXPECT_TRUE(c->cold_l2);
   EXPECT_GE(c->reps, 100);
   EXPECT_EQ(c->batch, 16);
-  EXPECT_EQ(c->impls.size(), 5u);
+  EXPECT_EQ(c->impls.size(), ImplsOfModel(ModelKind::kV41).size());
   EXPECT_EQ(c->cases.size(), 8u);
   EXPECT_EQ(c->tpot_modes.size(), 3u);
   EXPECT_FALSE(c->full_run);

@@ -31,7 +31,7 @@ TEST(RunConsole, SaysTheCheckOutcomeAndTheCaveatsOfABurstWithTheAutoPool) {
   const std::string text = RunConsole({"--workload", "chat", "--num-requests", "6", "--concurrency", "3", "--max-num-seqs", "4",
                                        "--max-model-len", "1536", "--max-num-batched-tokens", "1024"},
                                       "burst");
-  EXPECT_NE(text.find("  metadata check: " + std::to_string(NumImpls()) +
+  EXPECT_NE(text.find("  metadata check: " + std::to_string(ImplsOfModel(ModelKind::kV41).size()) +
                       " implementations compared exactly with the reference: stale_host "),
             std::string::npos) << text;
   EXPECT_NE(text.find(" bug 0 steps\n"), std::string::npos) << text;

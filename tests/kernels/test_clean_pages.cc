@@ -107,7 +107,7 @@ std::string Describe(const std::vector<FieldMismatch>& ms) {
 
 TEST(CleanPages, ASingleChangedCellOfAnyTailIsFoundAtAnyPosition) {
   CpuSuite suite;
-  suite.EnableDedup(AllImpls());
+  suite.EnableDedup(ImplsOfModel(ModelKind::kV41));
   if (!clean_pages::Enabled()) GTEST_SKIP() << "clean pages are not available here (a sanitizer build)";
   std::mt19937_64 rng(2024);
   const clean_pages::Stats before = clean_pages::GetStats();
@@ -119,14 +119,14 @@ TEST(CleanPages, ASingleChangedCellOfAnyTailIsFoundAtAnyPosition) {
       ASSERT_TRUE(suite.Prepare(in.sizes).ok());
       const SuiteReference want = ComputeSuiteReference(in, suite.layout(), ModelConsts{});
       ASSERT_TRUE(suite.BeginStep(in, want.token_to_req).ok());
-      for (Impl impl : AllImpls()) ASSERT_TRUE(suite.Emulate(impl, in).ok());
+      for (Impl impl : ImplsOfModel(ModelKind::kV41)) ASSERT_TRUE(suite.Emulate(impl, in).ok());
       // One cell of one per-capacity field of one implementation, anywhere in the field.
       std::vector<SuiteRegion> tails;
       for (const SuiteRegion& r : SuiteRegions(want, in, suite.layout(), ModelConsts{}))
         if (r.want_cells >= 0 && r.Cells() > 0) tails.push_back(r);
       ASSERT_FALSE(tails.empty());
       const SuiteRegion& r = tails[rng() % tails.size()];
-      const Impl victim = AllImpls()[rng() % AllImpls().size()];
+      const Impl victim = ImplsOfModel(ModelKind::kV41)[rng() % ImplsOfModel(ModelKind::kV41).size()];
       if (r.prefill_metadata && !impl_traits_write_prefill(victim)) continue;
       // A cell equal to the reference (most are), anywhere in the field.
       int64_t cell = -1;
@@ -146,7 +146,7 @@ TEST(CleanPages, ASingleChangedCellOfAnyTailIsFoundAtAnyPosition) {
       else
         *static_cast<int32_t*>(at) += 1 + static_cast<int32_t>(rng() % 5);
       ++changed;
-      for (Impl impl : AllImpls()) {
+      for (Impl impl : ImplsOfModel(ModelKind::kV41)) {
         const std::string name = std::string(ImplName(impl)) + " on " + batch.name + ", " + r.builder + "/" + r.field +
                                  " cell " + std::to_string(cell) + " of " + std::string(ImplName(victim));
         // The oracle: every cell compared, no memo, no clean page.

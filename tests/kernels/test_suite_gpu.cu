@@ -254,6 +254,7 @@ TEST(SuiteGpuVllm034, RecordedGraphWithBranchesHoldsTheCountedLaunchesAndReplays
   DS_REQUIRE_GPU();
   CaseOptions o;
   o.seed = 4;
+  o.capacity = TestCapacity().max_tokens;  // the suite's persistent buffers
   const CaseBatch b = MustMake(SeedCase::kDecode, o);
   ASSERT_TRUE(ReplaysRecordedGraph(Impl::kVllm034, b.Inputs()));
   const OpCounters cpu = CpuCounts(Impl::kVllm034, b);
@@ -261,7 +262,8 @@ TEST(SuiteGpuVllm034, RecordedGraphWithBranchesHoldsTheCountedLaunchesAndReplays
   EXPECT_EQ(cpu.Launches(), 18);
   std::unique_ptr<GpuSuite> gpu = MakeSuite();
   ASSERT_NE(gpu, nullptr);
-  ASSERT_TRUE(gpu->Stage(b.Inputs()).ok());
+  const absl::Status staged = gpu->Stage(b.Inputs());
+  ASSERT_TRUE(staged.ok()) << staged;
   const absl::Status run = gpu->Run(Impl::kVllm034);  // eager, on the branches
   ASSERT_TRUE(run.ok()) << run;
   absl::StatusOr<SuiteRunResult> r = gpu->Download(Impl::kVllm034);

@@ -42,7 +42,7 @@ TEST(RunArgs, DefaultsAreTheSeedServerLimits) {
   EXPECT_EQ(c->scheduler.max_model_len, 16384);
   EXPECT_EQ(c->scheduler.mode, SpecMode::kAdaptive);
   EXPECT_EQ(c->scheduler.spec_k, 5);
-  EXPECT_EQ(c->impls.size(), NumImpls());
+  EXPECT_EQ(c->impls.size(), ImplsOfModel(ModelKind::kV41).size());
   EXPECT_TRUE(c->check);
   EXPECT_EQ(c->time_impl, Impl::kFused);
   EXPECT_TRUE(c->Validate().ok());

@@ -41,7 +41,7 @@ TEST(SweepArgs, DefaultsAreTheSeedsGrid) {
   EXPECT_EQ(c->batch_sizes, std::vector<int32_t>({256}));
   EXPECT_EQ(c->num_requests, std::vector<int64_t>({SweepConfig::kAutoRequests}));
   EXPECT_EQ(c->modes, std::vector<SpecMode>({SpecMode::kNone, SpecMode::kDSpark, SpecMode::kAdaptive}));
-  EXPECT_EQ(c->impls.size(), NumImpls());
+  EXPECT_EQ(c->impls.size(), ImplsOfModel(ModelKind::kV41).size());
   EXPECT_EQ(c->check_impls, "same");
   EXPECT_EQ(c->executor, "cpu");
   EXPECT_EQ(c->shard_index, 0);
@@ -188,7 +188,7 @@ TEST(SweepPlan, EachPointsRunCommandLineReproducesItsConfig) {
     EXPECT_EQ(again->out_dir, p.config.out_dir);
     EXPECT_EQ(p.config.scheduler.spec_k, 4);
     EXPECT_EQ(p.config.seed, 11u);
-    EXPECT_EQ(p.config.impls.size(), NumImpls());
+    EXPECT_EQ(p.config.impls.size(), ImplsOfModel(ModelKind::kV41).size());
   }
 }
 
