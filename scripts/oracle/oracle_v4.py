@@ -124,25 +124,7 @@ class ReleaseSuiteV4(ReleaseSuite):
         cm = group_cm()
         swa_md = call("swa", lambda: self.swa.build(0, cm))
         out["token_map.token_to_req"] = cm._token_to_req_indices_cache[:N].cpu().numpy().astype(np.int32)
-        W = int(self.consts["swa_window"])
-        nd_rel, np_rel = swa_md.num_decode_tokens, swa_md.num_prefill_tokens
-        lens = np.zeros(N, np.int32)
-        idx = np.full((N, W), -1, np.int32)
-        if nd_rel:
-            lens[:nd_rel] = swa_md.decode_swa_lens.cpu().numpy()
-            if cm.causal:
-                idx[:nd_rel] = swa_md.decode_swa_indices.reshape(nd_rel, -1)[:, :W].cpu().numpy()
-            else:
-                out["swa.swa_indices_noncausal"] = swa_md.decode_swa_indices.reshape(nd_rel, -1).cpu().numpy()
-        if np_rel:
-            lens[nd_rel:nd_rel + np_rel] = swa_md.prefill_swa_lens.cpu().numpy()
-            idx[nd_rel:nd_rel + np_rel] = swa_md.prefill_swa_indices.reshape(np_rel, -1)[:, :W].cpu().numpy()
-        out["swa.swa_lens"] = lens
-        out["swa.swa_indices"] = idx if cm.causal else idx[ndt:]
-        gl = getattr(swa_md, "prefill_gather_lens", None)
-        if gl is not None:
-            out["swa.prefill_gather_lens"] = gl.cpu().numpy().astype(np.int32)
-        self._split = (swa_md.num_decodes, swa_md.num_decode_tokens)
+        self._swa_outputs(cm, swa_md, out, N, ndt)  # the SWA fields and the split, as on V4.1
 
         for name, b in (("mla_c4", self.mla[0]), ("mla_c128", self.mla[1])):
             cm = group_cm()
