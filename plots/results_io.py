@@ -242,8 +242,11 @@ def find_results(root):
         dirnames.sort()
         if "sweep.jsonl" in filenames:
             found["sweep"].append(dirpath)
-            if "points" in dirnames:
-                dirnames.remove("points")
+            # points/ holds the points' own runs; vllm/ holds vLLM's sweep-plotter file (a list of
+            # runs, not a run folder)
+            for skip in ("points", "vllm"):
+                if skip in dirnames:
+                    dirnames.remove(skip)
         if "summary.json" in filenames:
             found["run"].append(dirpath)
         if "bench.json" in filenames:
