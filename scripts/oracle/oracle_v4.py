@@ -16,7 +16,7 @@ import copy
 
 import numpy as np
 
-from vllm_oracle import ReleaseSuite, _Cfg
+from vllm_oracle import ReleaseSuite, _Cfg, prefill_chunk_outputs
 
 C128A_MAX = 8192  # cdiv(cdiv(max_model_len = 1M, 128), 128) * 128: sparse_mla.py's c128a_max_compressed
 V4_BLOCK = 256    # FlashMLA's sparse V4 backend: kernel block size 256
@@ -165,15 +165,5 @@ class ReleaseSuiteV4(ReleaseSuite):
             if getattr(d, "per_req_decode_lens", None) is not None:
                 out[pre + "per_req"] = d.per_req_decode_lens[:md.num_decodes].cpu().numpy()
         if md.prefill is not None:
-            cus, ks, ke, tts = [], [], [], []
-            for ch in md.prefill.chunks:
-                cus.append(ch.cu_seq_lens.cpu().numpy())
-                ks.append(ch.cu_seqlen_ks.cpu().numpy())
-                ke.append(ch.cu_seqlen_ke.cpu().numpy())
-                tts.append(ch.token_to_seq.cpu().numpy())
-            cat = lambda xs: np.concatenate(xs).astype(np.int32) if xs else np.zeros(0, np.int32)
-            out[pre + "prefill_cu_seq_lens"] = cat(cus)
-            out[pre + "prefill_ks"] = cat(ks)
-            out[pre + "prefill_ke"] = cat(ke)
-            out[pre + "prefill_token_to_seq"] = cat(tts)
+            prefill_chunk_outputs(md.prefill, pre, out)
         return out, launches

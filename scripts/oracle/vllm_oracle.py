@@ -247,6 +247,22 @@ class _Cfg:
         self.__dict__.update(kw)
 
 
+def prefill_chunk_outputs(prefill, pre: str, out: dict) -> None:
+    """An indexer's prefill chunks as our fields: each chunk's cu_seq_lens, ks, ke and
+    token_to_seq, concatenated in chunk order."""
+    cus, ks, ke, tts = [], [], [], []
+    for ch in prefill.chunks:
+        cus.append(ch.cu_seq_lens.cpu().numpy())
+        ks.append(ch.cu_seqlen_ks.cpu().numpy())
+        ke.append(ch.cu_seqlen_ke.cpu().numpy())
+        tts.append(ch.token_to_seq.cpu().numpy())
+    cat = lambda xs: np.concatenate(xs).astype(np.int32) if xs else np.zeros(0, np.int32)
+    out[pre + "prefill_cu_seq_lens"] = cat(cus)
+    out[pre + "prefill_ks"] = cat(ks)
+    out[pre + "prefill_ke"] = cat(ke)
+    out[pre + "prefill_token_to_seq"] = cat(tts)
+
+
 class ReleaseSuite:
     """The release's builders for one model layout, constructed as vLLM's runner would."""
 
@@ -538,17 +554,7 @@ class ReleaseSuite:
                     out[pre + "_host.max_decode_len"] = np.array([d.write_max_decode_len], np.int32)
                     out[pre + "_host.decode_is_uniform"] = np.array([int(d.decode_is_uniform)], np.int32)
             if md.prefill is not None:
-                cus, ks, ke, tts = [], [], [], []
-                for ch in md.prefill.chunks:
-                    cus.append(ch.cu_seq_lens.cpu().numpy())
-                    ks.append(ch.cu_seqlen_ks.cpu().numpy())
-                    ke.append(ch.cu_seqlen_ke.cpu().numpy())
-                    tts.append(ch.token_to_seq.cpu().numpy())
-                cat = lambda xs: np.concatenate(xs).astype(np.int32) if xs else np.zeros(0, np.int32)
-                out[pre + "prefill_cu_seq_lens"] = cat(cus)
-                out[pre + "prefill_ks"] = cat(ks)
-                out[pre + "prefill_ke"] = cat(ke)
-                out[pre + "prefill_token_to_seq"] = cat(tts)
+                prefill_chunk_outputs(md.prefill, pre, out)
         return out, launches
 
 
