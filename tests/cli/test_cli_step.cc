@@ -10,6 +10,7 @@
 
 #include "kernels/suite/impl_registry.h"
 #include "sim/cli/cli_registry.h"
+#include "tests/common/cli_run.h"
 #include "tests/common/test_paths.h"
 
 namespace dspark {
@@ -17,11 +18,7 @@ namespace {
 
 using json = nlohmann::json;
 
-int RunCli(std::vector<std::string> args) {
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  return cli::Registry().at(args[0]).fn(static_cast<int>(argv.size()), argv.data());
-}
+using ::dspark::test::RunCli;
 
 json ReadJson(const std::string& path) {
   std::ifstream f(path);

@@ -8,15 +8,12 @@
 
 #include "kernels/suite/impl_registry.h"
 #include "sim/cli/cli_registry.h"
+#include "tests/common/cli_run.h"
 
 namespace dspark {
 namespace {
 
-int RunCli(std::vector<std::string> args) {
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  return cli::Registry().at(args[0]).fn(static_cast<int>(argv.size()), argv.data());
-}
+using ::dspark::test::RunCli;
 
 TEST(CliVerify, StaleCasesShowStaleHostForHostReadersAndNoBugs) {
   const std::string json = ::testing::TempDir() + "/verify.json";

@@ -9,17 +9,14 @@
 #include <vector>
 
 #include "sim/cli/cli_registry.h"
+#include "tests/common/cli_run.h"
 
 namespace dspark {
 namespace {
 
 using json = nlohmann::json;
 
-int RunCli(std::vector<std::string> args) {
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  return cli::Registry().at(args[0]).fn(static_cast<int>(argv.size()), argv.data());
-}
+using ::dspark::test::RunCli;
 
 json Summary(const std::string& out) {
   std::ifstream f(std::filesystem::path(out) / "summary.json");

@@ -9,6 +9,7 @@
 
 #include "nlohmann/json.hpp"
 #include "sim/cli/cli_registry.h"
+#include "tests/common/cli_run.h"
 #include "sim/studies/soak.h"
 #include "tests/common/temp_folders.h"
 
@@ -119,11 +120,7 @@ TEST(Soak, ReadsVmRss) {
   EXPECT_GT(*kib, 1000);  // a process with gtest and abseil loaded holds more than 1 MiB
 }
 
-int RunCli(std::vector<std::string> args) {
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  return cli::Registry().at(args[0]).fn(static_cast<int>(argv.size()), argv.data());
-}
+using ::dspark::test::RunCli;
 
 TEST(SoakCli, WritesSoakJson) {
   ASSERT_EQ(cli::Registry().count("soak"), 1u);
