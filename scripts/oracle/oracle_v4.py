@@ -36,20 +36,8 @@ class ReleaseSuiteV4(ReleaseSuite):
 
     def __init__(self, rel, device: str, capacity: int, max_reqs: int, max_width: int, consts: dict,
                  max_c128a_width: int = 128):
-        import torch
-        self.torch = torch
-        self.rel = rel
-        self.device = torch.device(device)
-        self.consts = dict(consts)
-        self.consts["mla_block_size"] = V4_BLOCK
-        self.consts["swa_block_size"] = V4_BLOCK
-        self.K = int(consts["spec_k"])
-        self.capacity = capacity
-        self.max_reqs = max_reqs
-        self.max_width = max_width
-        self.backend = rel.module("vllm.v1.attention.backend")
-        self.CM = self.backend.CommonAttentionMetadata
-        self.notes = []
+        self._setup(rel, device, capacity, max_reqs, max_width,
+                    dict(consts, mla_block_size=V4_BLOCK, swa_block_size=V4_BLOCK))
         if not rel.has("vllm.models.deepseek_v4.sparse_mla"):
             raise RuntimeError(f"vLLM {rel.version} has no DeepSeek-V4 (models/deepseek_v4)")
         self.swa_mod = rel.module("vllm.v1.attention.backends.mla.sparse_swa")

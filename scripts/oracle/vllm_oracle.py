@@ -268,18 +268,7 @@ class ReleaseSuite:
 
     def __init__(self, rel, device: str, capacity: int, max_reqs: int, max_width: int, consts: dict,
                  force_sm100: bool = True, builders=BUILDERS):
-        import torch
-        self.torch = torch
-        self.rel = rel
-        self.device = torch.device(device)
-        self.consts = consts
-        self.K = int(consts["spec_k"])
-        self.capacity = capacity
-        self.max_reqs = max_reqs
-        self.max_width = max_width
-        self.backend = rel.module("vllm.v1.attention.backend")
-        self.CM = self.backend.CommonAttentionMetadata
-        self.notes: list[str] = []
+        self._setup(rel, device, capacity, max_reqs, max_width, consts)
         self.builders = tuple(b for b in BUILDERS if b in builders)
         self.has_v41 = rel.has("vllm.models.deepseek_v41.sparse_mla")
         v41 = [b for b in ("swa", "mla_r2", "ring") if b in self.builders]
@@ -307,6 +296,22 @@ class ReleaseSuite:
         # Without the SWA builder (which maps tokens first in a V4.1 layer group) the token map is
         # the CommonAttentionMetadata's own method on this buffer.
         self.t2r_buffer = self._zeros(capacity)
+
+    def _setup(self, rel, device: str, capacity: int, max_reqs: int, max_width: int, consts: dict):
+        """What every model's suite holds: torch, the release, the sizes, the constants and the
+        release's CommonAttentionMetadata."""
+        import torch
+        self.torch = torch
+        self.rel = rel
+        self.device = torch.device(device)
+        self.consts = consts
+        self.K = int(consts["spec_k"])
+        self.capacity = capacity
+        self.max_reqs = max_reqs
+        self.max_width = max_width
+        self.backend = rel.module("vllm.v1.attention.backend")
+        self.CM = self.backend.CommonAttentionMetadata
+        self.notes: list[str] = []
 
     # The SM100 path: the builders consult current_platform for DeepGEMM's varlen paged MQA
     # logits (capability family 100). The oracle sets supports_varlen on the indexer builders
