@@ -33,6 +33,10 @@ struct ModelConsts {
   int32_t mla_block_size = 64;  // [tokens per block] MLA storage block size (ratio 1)
   int32_t spec_k = 5;           // [tokens] DSpark speculative length K
   int32_t prefill_segment = 1024;  // [tokens] FP8 prefill segment cap (PR #57207)
+  // A labelled what-if: the released vLLM states also build #57207's FP8 prefill segmentation,
+  // which no release up to 0.34.0 has (the fork's PR; the seed's Before and the fused suite build
+  // it always). Off, a release state's prefill steps launch what the release launches.
+  bool what_if_57207 = false;
   // split_indexer_prefill_chunks' budgets (vLLM's indexer.py). The KV-row workspace is
   // max_prefill_buffer_size = max_model_len * 40, with max_model_len 1M (DeepSeek-V4); the logits
   // budget is VLLM_SPARSE_INDEXER_MAX_LOGITS_MB's default, 512 MB of float32.

@@ -23,7 +23,7 @@ absl::Status RunVllm031(Backend& be, const SuiteStep& s) {
   DS_RETURN_IF_ERROR(MlaRatio2Build(be, s));
   DS_RETURN_IF_ERROR(RingBuild(be, s, t2r));
   for (int k = 0; k < 2; ++k) DS_RETURN_IF_ERROR(IndexerBuild(be, s, k, /*fused=*/true));
-  return suite_internal::SegmentsHostPlanned(be, s);
+  return suite_internal::SegmentsIfWhatIf(be, s);
 }
 
 }  // namespace
@@ -45,6 +45,7 @@ DSPARK_REGISTER_IMPL(vllm_0_31, ::dspark::RunVllm031, [] {
   // verification through 0.33.0), the prefill chunk plan and #57207's segment plan from qsl_cpu;
   // none of them per-request for decode rows.
   i.traits.reads_host_totals = true;
+  i.traits.builds_prefill_segments = false;  // no release has #57207
   i.host_decode_lens = ::dspark::HostDecodeLens::kFromHostSplit;
   // Seed 000, CUPTI GPU time of the five builders, CUDA-graph replay, cold L2, batch 16; eager
   // launches + copies counted by `dspark-sim calibrate` at batch 16 on the H200.

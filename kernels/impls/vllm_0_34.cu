@@ -54,7 +54,7 @@ absl::Status RecordedBuild(Backend& be, const SuiteStep& s) {
     DS_RETURN_IF_ERROR(IndexerBuild(be, s, k, /*fused=*/true));
   }
   be.Join();
-  return suite_internal::SegmentsHostPlanned(be, s);  // nothing: a recorded step has no prefill
+  return suite_internal::SegmentsIfWhatIf(be, s);  // nothing: a recorded step has no prefill
 }
 
 template <class Backend>
@@ -72,10 +72,10 @@ absl::Status RunVllm034(Backend& be, const SuiteStep& s) {
     // 0.32.0+: `if num_tokens == 0: return` after get_compressed_slot_mapping (ratio 2's
     // out.fill_(-1); its kernel has no token to map).
     FillI64MinusOne(be, s.out.indexer_r2_slots, z.capacity);
-    return suite_internal::SegmentsHostPlanned(be, s);
+    return suite_internal::SegmentsIfWhatIf(be, s);
   }
   for (int k = 0; k < 2; ++k) DS_RETURN_IF_ERROR(IndexerBuild(be, s, k, /*fused=*/true));
-  return suite_internal::SegmentsHostPlanned(be, s);
+  return suite_internal::SegmentsIfWhatIf(be, s);
 }
 
 }  // namespace
@@ -93,6 +93,7 @@ DSPARK_REGISTER_IMPL(vllm_0_34, ::dspark::RunVllm034, [] {
   i.style = {"#332288", "oo", "X"};
   i.rows_via_builder_memo = true;  // its SWA and indexer rows: SwaBuild / IndexerBuild only
   i.traits.reads_host_totals = true;
+  i.traits.builds_prefill_segments = false;  // no release has #57207
   i.execution = ::dspark::MetadataExecution::kRecordedUniformDecode;
   i.host_decode_lens = ::dspark::HostDecodeLens::kNextNUnderAv;
   return i;

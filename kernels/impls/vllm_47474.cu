@@ -14,7 +14,7 @@ absl::Status RunVllm47474(Backend& be, const SuiteStep& s) {
   DS_RETURN_IF_ERROR(MlaRatio2Build(be, s));
   DS_RETURN_IF_ERROR(RingBuild(be, s, t2r));
   for (int k = 0; k < 2; ++k) DS_RETURN_IF_ERROR(IndexerBuild(be, s, k, /*fused=*/false));
-  return suite_internal::SegmentsHostPlanned(be, s);
+  return suite_internal::SegmentsIfWhatIf(be, s);
 }
 
 }  // namespace
@@ -35,6 +35,7 @@ DSPARK_REGISTER_IMPL(vllm_47474, ::dspark::RunVllm47474, [] {
   i.released_with_adaptive_verification = false;
   i.traits.reads_host_boundaries = true;
   i.traits.reads_host_totals = true;
+  i.traits.builds_prefill_segments = false;  // no release has #57207
   i.traits.graph_capturable = false;
   i.traits.serializes_host = true;
   i.traits.old_indexer_chain = true;

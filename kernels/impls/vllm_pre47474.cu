@@ -27,7 +27,7 @@ absl::Status RunVllmPre47474(Backend& be, const SuiteStep& s) {
   DS_ASSIGN_OR_RETURN(const int32_t* ring_t2r, TokenMapFromHost(be, s, ring_map, /*zero_tail=*/false));
   DS_RETURN_IF_ERROR(RingBuild(be, s, ring_t2r));
   for (int k = 0; k < 2; ++k) DS_RETURN_IF_ERROR(IndexerBuild(be, s, k, /*fused=*/false));
-  return suite_internal::SegmentsHostPlanned(be, s);
+  return suite_internal::SegmentsIfWhatIf(be, s);
 }
 
 }  // namespace
@@ -48,6 +48,7 @@ DSPARK_REGISTER_IMPL(vllm_pre47474, ::dspark::RunVllmPre47474, [] {
   i.released_with_adaptive_verification = false;
   i.traits.reads_host_boundaries = true;
   i.traits.reads_host_totals = true;
+  i.traits.builds_prefill_segments = false;  // no release has #57207
   i.traits.graph_capturable = false;
   i.traits.serializes_host = true;
   i.traits.old_indexer_chain = true;

@@ -80,7 +80,7 @@ absl::StatusOr<std::unique_ptr<GpuRegionCheck>> GpuRegionCheck::Create(const Sui
   return c;
 }
 
-absl::Status GpuRegionCheck::StageCounts(Pending& p) {
+absl::Status GpuRegionCheck::StageCounts(Pending& p, const ModelConsts& consts) {
   const std::vector<SuiteRegion>& regions = p.regions;
   if (regions.size() > static_cast<size_t>(kMaxSuiteRegions))
     return absl::InternalError(absl::StrFormat("GpuRegionCheck: %d regions, at most %d", regions.size(),
@@ -97,7 +97,7 @@ absl::Status GpuRegionCheck::StageCounts(Pending& p) {
   auto* tasks = reinterpret_cast<RegionCompareTask*>(up);
   for (size_t i = 0; i < p.outs.size(); ++i) {
     const std::vector<RegionCompareTask> t =
-        PlanCompareTasks(regions, pack, device_.get() + tasks_bytes_, p.outs[i], p.impls[i].info().traits);
+        PlanCompareTasks(regions, pack, device_.get() + tasks_bytes_, p.outs[i], p.impls[i].info().traits, consts);
     std::copy(t.begin(), t.end(), tasks + i * per_impl);
     for (const RegionCompareTask& k : t) max_cells = std::max(max_cells, k.rows * k.cols);
   }
@@ -153,7 +153,7 @@ absl::Status GpuRegionCheck::Prepare(GpuSuite& suite, const std::vector<Impl>& i
     p.hint_want = hint_want;
     p.hint_in = hint_in;
     p.regions = SuiteRegions(*hint_want, *hint_in, layout_, suite.consts());
-    if (on_device_) DS_RETURN_IF_ERROR(StageCounts(p));
+    if (on_device_) DS_RETURN_IF_ERROR(StageCounts(p, suite.consts()));
   }
   p.suite = &suite;
   p.host_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
@@ -225,7 +225,7 @@ absl::StatusOr<std::vector<SuiteRunResult>> GpuRegionCheck::Finish() {
     ++stats_.references_computed;
     p.regions = SuiteRegions(*want, p.truth, layout_, consts);
     if (on_device_) {
-      DS_RETURN_IF_ERROR(StageCounts(p));
+      DS_RETURN_IF_ERROR(StageCounts(p, consts));
       DS_RETURN_IF_ERROR(EnqueueCounts(s, p));
       CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
       counts.assign(counts_host_.get(), counts_host_.get() + p.num_counts);

@@ -97,7 +97,7 @@ class GpuRegionCheck {
   };
   // Step 3's host part: the reference pack and every implementation's compare tasks for p's
   // regions, written into upload_ (no CUDA call).
-  absl::Status StageCounts(Pending& p);
+  absl::Status StageCounts(Pending& p, const ModelConsts& consts);
   // Step 3's device part on `s`: upload, zero the counts, compare, download the counts (no sync).
   absl::Status EnqueueCounts(cudaStream_t s, Pending& p);
 

@@ -53,11 +53,10 @@ inline int64_t ElemBytes(const SuiteRegion& r) { return r.int64_field ? 8 : 4; }
 
 // One task per region of `got` (an implementation's buffers, in the compare's memory), the
 // reference read at want_base + the region's pack offset. A region the implementation does not
-// write (the prefill metadata without ImplTraits::writes_prefill_metadata, which CompareSuite
-// skips too) gets a task of no cells.
+// write (WritesRegion false, which CompareSuite skips too) gets a task of no cells.
 std::vector<RegionCompareTask> PlanCompareTasks(const std::vector<SuiteRegion>& regions, const WantPack& pack,
                                                 const uint8_t* want_base, const SuiteOutputs& got,
-                                                const ImplTraits& traits);
+                                                const ImplTraits& traits, const ModelConsts& consts);
 
 // Copies of the regions' spans from `src` (an implementation's buffers) into a host arena at
 // `mirror` (at least MaxRegionCheckBytes), and the SuiteOutputs that CompareSuite reads there.

@@ -51,7 +51,17 @@ struct ImplTraits {
   // chunks), kernels/suite/suite.h. Every built-in does; a user's implementation that builds only
   // the decode metadata sets it false, and CompareSuite does not compare those regions then.
   bool writes_prefill_metadata = true;
+  // It builds #57207's FP8 prefill segments in every step with prefills (the seed's Before and
+  // the fused suite). The released vLLM states do not (no release has #57207): they build them
+  // only under ModelConsts::what_if_57207. See BuildsPrefillSegments.
+  bool builds_prefill_segments = true;
 };
+
+// Whether an implementation with `traits` writes the segment fields under `consts`, so that
+// they are compared (SuiteRegion::prefill_segments).
+inline bool BuildsPrefillSegments(const ImplTraits& traits, const ModelConsts& consts) {
+  return traits.builds_prefill_segments || consts.what_if_57207;
+}
 
 // The part an implementation plays when results compare implementations. Plots and tables take
 // it from the result files' meta (sim/results/result_meta.h), never from a list of names.

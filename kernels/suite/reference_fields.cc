@@ -35,10 +35,10 @@ std::vector<ReferenceField> ReferenceFields(const SuiteReference& ref, const Bat
 
 std::vector<ReferenceField> OutputFields(const SuiteOutputs& got, const SuiteReference& ref, const BatchInputs& in,
                                          const SuiteLayout& layout, const ModelConsts& consts,
-                                         bool writes_prefill_metadata) {
+                                         const ImplTraits& traits) {
   std::vector<ReferenceField> out;
   for (const SuiteRegion& r : SuiteRegions(ref, in, layout, consts)) {
-    if (r.prefill_metadata && !writes_prefill_metadata) continue;
+    if (!WritesRegion(traits, consts, r)) continue;
     ReferenceField f = FieldOf(r);
     const int64_t* g64 = r.int64_field ? got.*(r.got64) : nullptr;
     const int32_t* g32 = r.int64_field ? nullptr : r.k >= 0 ? got.indexer[r.k].*(r.got_indexer) : got.*(r.got32);

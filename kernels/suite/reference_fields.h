@@ -27,11 +27,10 @@ std::vector<ReferenceField> ReferenceFields(const SuiteReference& ref, const Bat
                                             const SuiteLayout& layout, const ModelConsts& consts);
 
 // An implementation's buffers `got` (host-readable) over the same regions, names and shapes, so
-// that they line up with ReferenceFields cell by cell. `writes_prefill_metadata` false (the
-// implementation's ImplTraits say so): the prefill metadata fields, which it does not write, are
-// not listed.
+// that they line up with ReferenceFields cell by cell. A field the implementation (`traits`) does
+// not write under `consts` (WritesRegion) is not listed.
 std::vector<ReferenceField> OutputFields(const SuiteOutputs& got, const SuiteReference& ref, const BatchInputs& in,
                                          const SuiteLayout& layout, const ModelConsts& consts,
-                                         bool writes_prefill_metadata = true);
+                                         const ImplTraits& traits);
 
 }  // namespace dspark

@@ -199,15 +199,19 @@ std::vector<SuiteRegion> SuiteRegions(const SuiteReference& ref, const BatchInpu
     out.push_back(I32("indexer_r2", "compressed_seq_lens", z.num_reqs, ref.indexer_r2_csl.data(),
                       &SuiteOutputs::indexer_r2_csl));
   if (z.num_decodes < z.num_reqs) {  // with no prefills the segment fields are absent (#57207)
-    out.push_back(I32("prefill_segments", "seg_qsl", int64_t{layout.max_segments} + 1, ref.segments.seg_qsl.data(),
-                      &SuiteOutputs::seg_qsl));
-    out.push_back(I32("prefill_segments", "seg_seq_lens", layout.max_segments, ref.segments.seg_seq_lens.data(),
-                      &SuiteOutputs::seg_seq_lens));
-    out.push_back(I32("prefill_segments", "seg_count", 1, ref.seg_count.data(), &SuiteOutputs::seg_count));
+    const auto seg = [&](SuiteRegion r) {
+      r.prefill_segments = true;
+      out.push_back(r);
+    };
+    seg(I32("prefill_segments", "seg_qsl", int64_t{layout.max_segments} + 1, ref.segments.seg_qsl.data(),
+            &SuiteOutputs::seg_qsl));
+    seg(I32("prefill_segments", "seg_seq_lens", layout.max_segments, ref.segments.seg_seq_lens.data(),
+            &SuiteOutputs::seg_seq_lens));
+    seg(I32("prefill_segments", "seg_count", 1, ref.seg_count.data(), &SuiteOutputs::seg_count));
     SuiteRegion max_q = I32("prefill_segments", "seg_max_query_len", 1, ref.seg_max_query_len.data(),
                             &SuiteOutputs::seg_count);
     max_q.got_offset = 1;  // seg_count's buffer holds {count, max query len}
-    out.push_back(max_q);
+    seg(max_q);
   }
   return out;
 }

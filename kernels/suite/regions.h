@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/batch.h"
+#include "kernels/suite/impl_registry.h"
 #include "kernels/suite/suite.h"
 
 namespace dspark {
@@ -44,6 +45,9 @@ struct SuiteRegion {
   // A prefill metadata field (SWA prefill_gather_lens, the indexer's prefill chunks): compared
   // only for implementations with ImplTraits::writes_prefill_metadata.
   bool prefill_metadata = false;
+  // A field of #57207's FP8 prefill segmentation: compared only for implementations that build
+  // it (BuildsPrefillSegments).
+  bool prefill_segments = false;
 
   int64_t Cells() const { return rows * cols; }
   int64_t GivenCells() const { return want_cells < 0 ? Cells() : std::min(want_cells, Cells()); }
@@ -52,6 +56,13 @@ struct SuiteRegion {
     return int64_field ? want64[cell] : want32[cell];
   }
 };
+
+// Whether an implementation with `traits` writes the region `r` under `consts` (else it is
+// neither compared nor listed among its outputs).
+inline bool WritesRegion(const ImplTraits& traits, const ModelConsts& consts, const SuiteRegion& r) {
+  if (r.prefill_metadata && !traits.writes_prefill_metadata) return false;
+  return !r.prefill_segments || BuildsPrefillSegments(traits, consts);
+}
 
 // Every field's region of the step `in` (layout: the persistent buffers' geometry), pointing
 // into `ref` (which must outlive the result).

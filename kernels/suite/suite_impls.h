@@ -208,6 +208,14 @@ absl::Status SegmentsHostPlanned(Backend& be, const SuiteStep& s) {
                   [&be](const SuiteStep& x) { return SegmentsHostPlannedOps(be, x); });
 }
 
+// A released vLLM state's #57207: no release up to 0.34.0 has it, so nothing, unless the
+// what-if asks for it (ModelConsts::what_if_57207); then the host-planned segmentation above.
+template <class Backend>
+absl::Status SegmentsIfWhatIf(Backend& be, const SuiteStep& s) {
+  if (!s.consts.what_if_57207) return be.status();
+  return SegmentsHostPlanned(be, s);
+}
+
 inline TokenMapArgs SuiteTokenMapArgs(const SuiteStep& s, int32_t* out, int32_t buffer_len) {
   const BatchInputs& in = *s.in;
   return TokenMapArgs{in.device.query_start_loc, in.host.query_start_loc, in.sizes.num_reqs, in.sizes.num_tokens,

@@ -40,6 +40,7 @@ struct VerifyConfig {
   std::string json_path;
   std::vector<std::string> argv;  // the command line, for the --json file's meta
   ModelKind model = ModelKind::kV41;  // the suite's model layout; its states only
+  bool what_if_57207 = false;  // --what-if-57207 (ModelConsts::what_if_57207)
 
   absl::Status Validate() const {
     if (seeds < 1) return absl::InvalidArgumentError(absl::StrFormat("--seeds must be >= 1, got %d", seeds));
@@ -92,6 +93,7 @@ po::options_description VerifyOptions() {
       ("seed", po::value<uint64_t>()->default_value(0), "first seed")
       ("model", po::value<std::string>()->default_value("v4.1"),
        "model layout: v4.1 (DeepSeek-V4.1) or v4 (DeepSeek-V4); only the states whose release shipped with it run")
+      ("what-if-57207", po::bool_switch(), "a labelled what-if: the released vLLM states also build #57207's FP8 prefill segmentation, which no release up to 0.34.0 has (10 more launches per prefill step)")
       ("progress", po::value<std::string>()->default_value("auto"), "stderr: batches checked, rate and ETA; auto (a bar on a terminal, a line every 10 s otherwise), bar, lines, none")
       ("json", po::value<std::string>(), "also write the counts to this JSON file, with each implementation's "
                                          "launches and differing cells per kind on every seed case (batch 16)");
@@ -114,6 +116,7 @@ absl::StatusOr<VerifyConfig> ParseVerifyArgs(int argc, char** argv, std::string*
   DS_ASSIGN_OR_RETURN(cfg.batches, ParseBatches(vm["batch"].as<std::string>()));
   cfg.seeds = vm["seeds"].as<int32_t>();
   cfg.seed = vm["seed"].as<uint64_t>();
+  cfg.what_if_57207 = vm["what-if-57207"].as<bool>();
   DS_ASSIGN_OR_RETURN(cfg.progress, sim::ParseProgressStyle(vm["progress"].as<std::string>()));
   if (vm.count("json")) cfg.json_path = vm["json"].as<std::string>();
   return cfg;
@@ -123,7 +126,8 @@ int VerifyMain(VerifyConfig& cfg) {
   // counts[impl][case] = {batches, stale_host, padding_residue, bug}
   std::map<Impl, std::map<SeedCase, std::array<int64_t, 4>>> counts;
   std::map<Impl, std::unique_ptr<CpuSuite>> suites;
-  const ModelConsts consts = ModelConstsFor(cfg.model);
+  ModelConsts consts = ModelConstsFor(cfg.model);
+  consts.what_if_57207 = cfg.what_if_57207;
   for (Impl impl : cfg.impls) suites[impl] = std::make_unique<CpuSuite>(consts);
   std::vector<std::string> bugs;
   sim::ProgressMeter progress(cfg.progress, stderr, "verify", "batches",
@@ -182,6 +186,9 @@ int VerifyMain(VerifyConfig& cfg) {
     j["meta"]["seeds"] = cfg.seeds;
     j["meta"]["first_seed"] = cfg.seed;
     if (cfg.model != ModelKind::kV41) j["meta"]["model"] = std::string(ModelName(cfg.model));
+    if (cfg.what_if_57207)
+      j["meta"]["what_if_57207"] =
+          "what-if: the released vLLM states also build #57207's FP8 prefill segmentation, which no release has";
   }
   int64_t total_bugs = 0;
   for (Impl impl : cfg.impls) {

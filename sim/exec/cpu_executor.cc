@@ -225,7 +225,7 @@ const RegisterExecutor kRegisterCpuExecutor(
       if (!request.check || request.impls.empty()) return std::unique_ptr<StepExecutor>();
       DS_RETURN_IF_ERROR(CheckCpuCheckMemory(request, AvailableHostMemory()));
       return std::unique_ptr<StepExecutor>(
-          std::make_unique<CpuExecutor>(request.impls, ModelConsts{}, request.jobs, request.dedup));
+          std::make_unique<CpuExecutor>(request.impls, request.consts, request.jobs, request.dedup));
     });
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "kernels/batch.h"
 #include "sim/engine/step_executor.h"
 #include "sim/model/scheduler.h"
 
@@ -28,6 +29,7 @@ struct ExecutorRequest {
   std::string dump_dir;       // run --dump-steps: the step dump's folder, empty for none
   int64_t dump_limit = 0;     // [steps] run --dump-steps-limit
   std::string what_if;        // run --what-if: "record-av-graphs", "record-av-graphs-at-first-step" or ""
+  ModelConsts consts;         // the model's constants and its what-ifs (run --what-if-57207)
   nlohmann::json meta;        // the run's meta block (argv, seed, git), for files executors write
 };
 

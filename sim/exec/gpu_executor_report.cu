@@ -235,6 +235,7 @@ GpuExecutorOptions GpuExecutorOptionsFor(const ExecutorRequest& request) {
   options.impls = request.impls;
   options.capacity = CapacityFor(request.scheduler);
   options.cold_l2 = request.gpu_cold_l2;
+  options.consts = request.consts;
   return options;
 }
 

@@ -122,7 +122,7 @@ const RegisterExecutor kRegisterStepDump(
     [](const ExecutorRequest& request) -> absl::StatusOr<std::unique_ptr<StepExecutor>> {
       if (request.dump_dir.empty()) return std::unique_ptr<StepExecutor>();
       return std::unique_ptr<StepExecutor>(
-          std::make_unique<StepDumpExecutor>(request.dump_dir, request.dump_limit, request.meta));
+          std::make_unique<StepDumpExecutor>(request.dump_dir, request.dump_limit, request.meta, request.consts));
     });
 
 }  // namespace

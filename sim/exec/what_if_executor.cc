@@ -152,7 +152,7 @@ const RegisterExecutor kRegisterWhatIf(
     [](const ExecutorRequest& request) -> absl::StatusOr<std::unique_ptr<StepExecutor>> {
       if (request.what_if.empty() || request.impls.empty()) return std::unique_ptr<StepExecutor>();
       return std::unique_ptr<StepExecutor>(std::make_unique<RecordAvGraphsWhatIf>(
-          request.impls, ModelConsts{}, request.what_if == "record-av-graphs-at-first-step",
+          request.impls, request.consts, request.what_if == "record-av-graphs-at-first-step",
           request.scheduler.max_model_len, request.scheduler.spec_k));
     });
 

@@ -252,6 +252,8 @@ nlohmann::json RunConfig::ToJson() const {
   // Only when not the defaults, so that a sweep point's id (a hash of this) stays the same.
   if (over_length != OverLength::kError) j["over_length"] = std::string(OverLengthName(over_length));
   if (time_scale != 1.0) j["time_scale"] = time_scale;
+  if (what_if_57207)
+    j["what_if_57207"] = "what-if: the released vLLM states also build #57207's FP8 prefill segmentation, which no release has";
   // Adaptive runs say whose adaptive verification they follow (other modes have none).
   if (scheduler.mode == SpecMode::kAdaptive) {
     j["av_release"] = AvReleaseName(scheduler.av_release);

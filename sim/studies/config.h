@@ -88,6 +88,9 @@ struct RunConfig {
   // way, so not in ToJson.
   bool dedup = true;
   std::string what_if;  // run --what-if: a labelled what-if executor (sim/exec/what_if_executor.h), "" for none
+  // --what-if-57207: the released vLLM states also build #57207's FP8 prefill segmentation, which
+  // no release has (ModelConsts::what_if_57207). A labelled what-if: summary.json's config says so.
+  bool what_if_57207 = false;
   bool check_invariants = false;   // sim/observe/invariants.h on every step (section "invariants")
   // Hold the advisory lock of out_dir (sim/results/out_folder.h) while the run writes there:
   // `dspark-sim run` sets it; a sweep point does not (the sweep holds its --out's). Not in ToJson.

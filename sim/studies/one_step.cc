@@ -31,7 +31,7 @@ ojson FieldsJson(const std::vector<ReferenceField>& fields) {
 std::vector<ReferenceField> ImageFields(const SuiteImage& img, const SuiteReference& want, const SuiteLayout& layout,
                                         const BatchInputs& in, const ModelConsts& consts, const ImplTraits& traits) {
   SuiteImage view_of = img;  // View() hands out mutable pointers
-  return OutputFields(view_of.View(), want, in, layout, consts, traits.writes_prefill_metadata);
+  return OutputFields(view_of.View(), want, in, layout, consts, traits);
 }
 
 ojson DifferencesJson(const std::vector<FieldMismatch>& mismatches, std::array<int64_t, 3>* fields_by_kind) {
@@ -55,7 +55,8 @@ ojson TraitsJson(const ImplTraits& t) {
           {"graph_capturable", t.graph_capturable},
           {"serializes_host", t.serializes_host},
           {"old_indexer_chain", t.old_indexer_chain},
-          {"writes_prefill_metadata", t.writes_prefill_metadata}};
+          {"writes_prefill_metadata", t.writes_prefill_metadata},
+          {"builds_prefill_segments", t.builds_prefill_segments}};
 }
 
 void AppendText(const ojson& v, int indent, std::string* out) {

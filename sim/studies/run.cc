@@ -179,6 +179,7 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& given_config) {
   request.dump_dir = config.dump_steps;
   request.dump_limit = config.dump_steps_limit;
   request.what_if = config.what_if;
+  request.consts.what_if_57207 = config.what_if_57207;
   // Read once (ReadGitRevision runs git twice): the step dumps' meta differs only in its tool.
   const nlohmann::ordered_json meta = ResultMeta({"dspark-sim run", "", kSchemaVersion, config.argv, config.seed});
   request.meta = meta;

@@ -106,6 +106,7 @@ po::options_description RunOptions() {
     ("progress", po::value<std::string>()->default_value("auto"), "stderr: requests finished, steps and steps/s with ETA; auto (a bar on a terminal, a line every 10 s otherwise), bar, lines, none")
     ("jobs", po::value<int32_t>()->default_value(0), "threads of the metadata check, each running implementations of the step (0: the machine's cores); results are identical for any value")
     ("what-if", po::value<std::string>(), "a labelled what-if no vLLM release runs: record-av-graphs (adaptive verification steps' metadata builds recorded and replayed under vLLM's recorded-graph key from its capture batch, as 0.33.0+ records uniform decode) or record-av-graphs-at-first-step (recorded from the first step of each key); reports which outputs and host values the replays freeze wrong, in summary.json's what_if_record_av_graphs")
+    ("what-if-57207", po::bool_switch(), "a labelled what-if: the released vLLM states (vllm-0.31, vllm-0.34, ...) also build #57207's FP8 prefill segmentation, which no release up to 0.34.0 has (its host plan, copies and fills: 10 more launches per prefill step); the seed's Before and the fused suite build it always")
     ("no-dedup", po::bool_switch(), "emulate and compare every builder of every implementation itself, not once per step for the implementations that run it on the same inputs (for auditing; results are identical)")
     ("check-invariants", po::bool_switch(), "independent invariant check of every step: budgets, graph padding, KV partition, each request finished once (sim/invariants.h; O(KV pool) per step)");
   // clang-format on
@@ -278,6 +279,7 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   DS_ASSIGN_OR_RETURN(c.progress, ParseProgressStyle(vm["progress"].as<std::string>()));
   c.jobs = vm["jobs"].as<int32_t>();
   c.dedup = !vm["no-dedup"].as<bool>();
+  c.what_if_57207 = vm["what-if-57207"].as<bool>();
   if (vm.count("what-if")) {
     c.what_if = vm["what-if"].as<std::string>();
     if (c.what_if != "record-av-graphs" && c.what_if != "record-av-graphs-at-first-step")

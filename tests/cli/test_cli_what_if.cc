@@ -1,5 +1,6 @@
 // `run --what-if record-av-graphs`: the labelled what-if's report is deterministic, names the
-// release and the pairing, and is absent without the option.
+// release and the pairing, and is absent without the option. `run --what-if-57207`: the released
+// states build #57207's segmentation too, exactly, at its launches, and the run says so.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -56,6 +57,31 @@ TEST(CliWhatIf, RecordAvGraphsReportIsDeterministicAndLabelled) {
   ASSERT_EQ(RunCli(Args(out, "")), 0);
   EXPECT_FALSE(Summary(out).contains("what_if_record_av_graphs"));
   EXPECT_EQ(RunCli(Args(out, "record-everything")), 2);
+}
+
+double Launches(const json& s, const std::string& impl, const std::string& step_case) {
+  return s["metadata_check"]["impls"][impl]["cases"][step_case]["launches_per_step"].get<double>();
+}
+
+TEST(CliWhatIf, Segmentation57207IsLabelledExactAndAddsItsLaunches) {
+  const std::string out = (std::filesystem::path(::testing::TempDir()) / "what_if_57207").string();
+  std::vector<std::string> args = Args(out, "");
+  ASSERT_EQ(RunCli(args), 0);
+  const json released = Summary(out);
+  EXPECT_FALSE(released["config"].contains("what_if_57207"));
+  args.push_back("--what-if-57207");
+  ASSERT_EQ(RunCli(args), 0);
+  const json what_if = Summary(out);
+  EXPECT_NE(what_if["config"]["what_if_57207"].get<std::string>().find("what-if"), std::string::npos);
+  for (const char* impl : {"vllm-47474", "vllm-0.31", "vllm-0.34", "fused-suite"}) {
+    EXPECT_EQ(what_if["metadata_check"]["impls"][impl]["bug"], 0) << impl;
+    // The host-planned segmentation is 10 ops on a step with prefills, none on a decode step;
+    // fused-suite builds it in its one launch either way.
+    const double added = std::string(impl) == "fused-suite" ? 0.0 : 10.0;
+    EXPECT_EQ(Launches(what_if, impl, "mixed"), Launches(released, impl, "mixed") + added) << impl;
+    EXPECT_EQ(Launches(what_if, impl, "dspark_adaptive_draft"), Launches(released, impl, "dspark_adaptive_draft"))
+        << impl;
+  }
 }
 
 }  // namespace

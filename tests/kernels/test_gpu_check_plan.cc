@@ -81,7 +81,7 @@ TEST_P(GpuCheckPlan, ReferenceCountsAndMirrorMatchCompareSuite) {
       ASSERT_LE(pack.bytes, MaxRegionCheckBytes(layout));
       std::vector<uint8_t> packed(pack.bytes + 1, 0xEE);
       WriteWantPack(regions, pack, packed.data());
-      const std::vector<RegionCompareTask> tasks = PlanCompareTasks(regions, pack, packed.data(), view, impl.info().traits);
+      const std::vector<RegionCompareTask> tasks = PlanCompareTasks(regions, pack, packed.data(), view, impl.info().traits, consts);
       const std::vector<int64_t> counts = ref::CountRegionMismatches(tasks);
       EXPECT_EQ(CountsByField(regions, counts.data()), CountsByField(cpu)) << DescribeMismatches(cpu);
       if (round > 0) EXPECT_FALSE(cpu.empty());
