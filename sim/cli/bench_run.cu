@@ -312,8 +312,10 @@ absl::StatusOr<BenchOutcome> RunBench(const BenchConfig& cfg) {
              "mean_acceptance_length", "steps", "host_us_per_step",
              "forward_standin_us_per_step", "launches_per_step", "impl_host_syncs_per_step",
              "staging_syncs_per_step", "late_captures"})));
-  absl::StrAppendFormat(&md, "wrote %s/bench.json%s%s\n", cfg.out_dir, cfg.metadata ? ", bench_metadata.csv" : "",
-                        cfg.tpot ? ", bench_tpot.csv" : "");
+  // bench.md: the tables exactly as printed (the one renderer of bench's tables; plots copy it).
+  DS_RETURN_IF_ERROR(WriteFileAtomically(out / "bench.md", md));
+  absl::StrAppendFormat(&md, "wrote %s/bench.json, bench.md%s%s\n", cfg.out_dir,
+                        cfg.metadata ? ", bench_metadata.csv" : "", cfg.tpot ? ", bench_tpot.csv" : "");
   return res;
 }
 
