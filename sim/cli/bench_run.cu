@@ -47,6 +47,20 @@ std::string Md(double v, int digits) { return absl::StrFormat("%.*f", digits, v)
 
 std::string ImplKeyStr(Impl impl) { return std::string(ImplName(impl)); }
 
+std::string ImplTableHead(absl::string_view first, const std::vector<Impl>& impls,
+                          const std::function<std::vector<std::string>(Impl)>& columns,
+                          const std::vector<std::string>& after) {
+  std::string head = absl::StrCat("| ", first, " |"), rule = "|---|";
+  const auto add = [&](const std::string& name) {
+    absl::StrAppend(&head, " ", name, " |");
+    absl::StrAppend(&rule, "---:|");
+  };
+  for (Impl impl : impls)
+    for (const std::string& name : columns(impl)) add(name);
+  for (const std::string& name : after) add(name);
+  return absl::StrCat(head, "\n", rule, "\n");
+}
+
 std::string CsvCell(const ojson& v) {
   if (v.is_null()) return "";
   if (v.is_string()) {
