@@ -16,8 +16,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import results_io as rio  # noqa: E402
-from plot_bench import (bench_tables, plot_bench_mismatches, plot_bench_tpot, plot_launches,  # noqa: E402
-                        plot_metadata_gpu_us)
+from plot_bench import plot_bench_mismatches, plot_bench_tpot, plot_launches, plot_metadata_gpu_us  # noqa: E402
 from plot_common import Output  # noqa: E402
 from plot_run import plot_acceptance, plot_run_mismatches, plot_steps_over_time  # noqa: E402
 from plot_serving import plot_serving, plot_serving_vs_baseline, serving_tables  # noqa: E402
@@ -50,7 +49,7 @@ def make_all(results_dir, out_dir, sweep_dir=None, run_dir=None, bench_dir=None)
         print(f"plot_all: {e}; implementations drawn without their registry", file=sys.stderr)
         reg = rio.ImplRegistry()
 
-    bench_plots = ["metadata_gpu_us", "launches_per_suite", "stale_host_divergence_bench", "tpot_by_mode"]
+    bench_plots = ["metadata_gpu_us", "launches_per_suite", "stale_host_divergence_bench", "tpot_by_mode", "bench.md"]
     if bench_dir is None:
         for p in bench_plots:
             out.skip(p, f"no bench.json under {results_dir}")
@@ -67,7 +66,11 @@ def make_all(results_dir, out_dir, sweep_dir=None, run_dir=None, bench_dir=None)
             plot_launches(bench, reg, out)
             plot_bench_mismatches(bench, reg, out)
             plot_bench_tpot(bench, reg, out)
-            out.text("metadata_tables.md", bench_tables(bench, reg))
+            # bench's own tables (bench.md, as bench printed them): copied, never rendered again here
+            try:
+                out.text("bench.md", rio.read_bench_tables(bench_dir))
+            except rio.InputError as e:
+                out.skip("bench.md", str(e))
 
     if sweep_dir is None:
         out.skip("serving_vs_concurrency", f"no sweep.jsonl under {results_dir}")

@@ -425,6 +425,18 @@ def metadata_check_by_case(summary, path="summary.json"):
 # ---- bench.json ----
 
 
+def read_bench_tables(folder):
+    """bench.md: the tables bench printed and wrote beside bench.json (its one renderer)."""
+    path = os.path.join(folder, "bench.md")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise InputError(f"{path}: cannot read ({e.strerror}); bench writes it beside bench.json") from e
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from e
+
+
 def read_bench(folder):
     """bench.json, checked against the schema in plots/README.md."""
     path = os.path.join(folder, "bench.json")

@@ -8,7 +8,8 @@ implementation (its points check every implementation), a run, and verify --json
 GPU, so its bench.json is made here: its meta is the run's (the binary's registry) and its rows
 are invented, one per implementation the registry names. Then plot_all.py makes the plots and
 the test checks that:
-  - every expected PNG and SVG (and Markdown table) exists and is what its extension says;
+  - every expected PNG and SVG (and Markdown table) exists and is what its extension says; bench's
+    tables are its bench.md, copied as they are;
   - every implementation has its own colour, and each plot draws each one in that colour;
   - the vs-baseline plot is drawn against the implementation whose role is baseline;
   - the one-run plots of a sweep come from its adaptive point of the seed's After at the
@@ -62,10 +63,17 @@ def setUpModule():
     os.makedirs(os.path.join(results, "bench"))
     with open(os.path.join(results, "bench", "bench.json"), "w", encoding="utf-8") as f:
         json.dump(synthetic_bench(meta), f)
+    with open(os.path.join(results, "bench", "bench.md"), "w", encoding="utf-8") as f:
+        f.write(SYNTHETIC_BENCH_MD)
 
 
 def tearDownModule():
     shutil.rmtree(WORK, ignore_errors=True)
+
+
+# bench's tables are bench's own (it prints them and writes bench.md); plot_all copies the file
+# as it is, so the test's stands in for it: not a table plot_all could have rendered.
+SYNTHETIC_BENCH_MD = "# dspark-sim bench\n\n| Case | x (µs) |\n|---|---:|\n| decode | 1.00 |\n\nsynthetic\n"
 
 
 def synthetic_bench(meta):
@@ -186,7 +194,7 @@ class AllPlotsTest(PlotTestCase):
         cls.figures = ["metadata_gpu_us", "launches_per_suite", "stale_host_divergence_bench", "tpot_by_mode",
                        f"serving_vs_concurrency_{cls.slug}", f"serving_vs_baseline_{cls.slug}", "steps_over_time",
                        "acceptance_length", "stale_host_divergence_run"]
-        cls.tables = ["metadata_tables.md", "serving_tables.md"]
+        cls.tables = ["bench.md", "serving_tables.md"]
 
     @classmethod
     def tearDownClass(cls):
@@ -228,8 +236,10 @@ class AllPlotsTest(PlotTestCase):
             if name != base:
                 self.assertIn(f"{name} reduction vs {base}", serving)
                 self.assertIn(f"{name} speedup vs {base}", serving)
-        with open(os.path.join(self.out, "metadata_tables.md"), encoding="utf-8") as f:
-            self.assertIn(f"speedup vs {base}, the baseline", f.read())
+
+    def test_bench_tables_are_benchs_own_file_copied(self):
+        with open(os.path.join(self.out, "bench.md"), encoding="utf-8") as f:
+            self.assertEqual(f.read(), SYNTHETIC_BENCH_MD)
 
     def test_tables_list_the_implementations_in_the_registrys_order(self):
         with open(os.path.join(self.out, "serving_tables.md"), encoding="utf-8") as f:
@@ -333,6 +343,17 @@ class InputsTest(PlotTestCase):
             json.dump({"metadata": [{"case": "decode", "impl": "x", "method": "graph"}]}, f)
         result = run_plot_all(bench, "--out", os.path.join(self.tmp, "plots"))
         self.assertIn("metadata[0] has no 'gpu_us_median'", result.stdout)
+
+    def test_a_bench_folder_without_bench_md_makes_its_plots_and_says_so(self):
+        bench = os.path.join(self.tmp, "bench")
+        shutil.copytree(os.path.join(WORK, "results", "bench"), bench)
+        os.remove(os.path.join(bench, "bench.md"))
+        out = os.path.join(self.tmp, "plots")
+        result = run_plot_all(bench, "--out", out)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assert_figure(out, "metadata_gpu_us")
+        self.assertIn(f"skipped bench.md: {bench}/bench.md: cannot read (No such file or directory)", result.stdout)
+        self.assertFalse(os.path.exists(os.path.join(out, "bench.md")))
 
     def test_a_malformed_registry_is_reported_by_field(self):
         reg = rio.ImplRegistry()

@@ -19,7 +19,7 @@ limit=${SANITIZE_TIMEOUT:-400}
 # instrumentation stretches; GpuFaultInjection.* issues a failing CUDA call on purpose;
 # GpuFaults.SizesBeyond* allocates ~42 GiB and GpuFaults.ACapacityBeyond* takes nearly all device
 # memory, which parallel instrumented shards cannot share.
-# Apart, below: the initcheck probe (tests/probes/, build-gpu/dspark_initcheck_probe), which
+# Apart, below: the initcheck probe (tools/, build-gpu/dspark_initcheck_probe), which
 # reproduces the tool's report on a graph's first replay; its error counts are printed as evidence.
 suites=$(grep -ohE '^(TEST|TEST_P|TEST_F)\((\w+),' tests/*/*.cu | sed -E 's/.*\((\w+),/\1/' | sort -u)
 positive=$(for s in $suites; do printf '*%s.*:' "$s"; done)

@@ -72,10 +72,6 @@ class MarkScope {
 // Whether this thread is in a MarkScope; its excluded range.
 bool Marking(uintptr_t* exclude_begin, uintptr_t* exclude_end);
 
-namespace internal {
-inline uintptr_t PageOf(const void* p) { return reinterpret_cast<uintptr_t>(p) & ~(uintptr_t{PageBytes()} - 1); }
-}  // namespace internal
-
 // Calls fn(begin, end) (element offsets into p) for the sub-ranges of [0, n) that are not
 // covered by a page clean with `value`: the cells a comparison with value must still read.
 template <typename T, typename F>

@@ -181,7 +181,6 @@ absl::Status GpuSuite::Synchronize() {
 
 cudaStream_t GpuSuite::stream() const { return d_->stream.get(); }
 const SuiteLayout& GpuSuite::layout() const { return d_->layout; }
-const BatchSizes& GpuSuite::staged_sizes() const { return d_->view.sizes; }
 const OpCounters& GpuSuite::last_counters(Impl impl) const { return d_->counters[impl.index()]; }
 
 uint64_t GpuSuite::device_bytes() const {

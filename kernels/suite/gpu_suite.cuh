@@ -94,7 +94,6 @@ class GpuSuite {
 
   cudaStream_t stream() const;
   const SuiteLayout& layout() const;
-  const BatchSizes& staged_sizes() const;
   // What the last Run / Capture / CaptureForTiming of `impl` issued (launches, copies, fills).
   const OpCounters& last_counters(Impl impl) const;
   // [bytes] held in device allocations now (outputs of the implementations run so far included);

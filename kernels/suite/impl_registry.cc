@@ -291,6 +291,5 @@ std::string_view MetadataExecutionName(MetadataExecution e) {
 bool ReadsHostBoundaries(Impl impl) { return impl.info().traits.reads_host_boundaries; }
 bool ReadsHostTotals(Impl impl) { return impl.info().traits.reads_host_totals; }
 bool GraphCapturable(Impl impl) { return impl.info().traits.graph_capturable; }
-bool SerializesHost(Impl impl) { return impl.info().traits.serializes_host; }
 
 }  // namespace dspark

@@ -236,6 +236,5 @@ absl::StatusOr<Impl> BaselineImpl();
 bool ReadsHostBoundaries(Impl impl);
 bool ReadsHostTotals(Impl impl);
 bool GraphCapturable(Impl impl);
-bool SerializesHost(Impl impl);
 
 }  // namespace dspark

@@ -3,12 +3,14 @@
 #pragma once
 
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
 #include "sim/cli/cmd_bench.cuh"
 #include "sim/exec/gpu_timing.cuh"
@@ -22,6 +24,11 @@ using ojson = nlohmann::ordered_json;
 // `v` with `digits` decimals, for the markdown tables.
 std::string Md(double v, int digits = 2);
 std::string ImplKeyStr(Impl impl);
+// The head and rule lines of bench's markdown tables: "| first |", then each implementation's
+// columns(impl) and the `after` columns, right-aligned ("|---|---:|...").
+std::string ImplTableHead(absl::string_view first, const std::vector<Impl>& impls,
+                          const std::function<std::vector<std::string>(Impl)>& columns,
+                          const std::vector<std::string>& after = {});
 // "# meta: {json}", the header of `columns`, then one CSV line per row of `rows`.
 std::string Csv(const ojson& meta, const ojson& rows, const std::vector<std::string>& columns);
 // The TPOT loop's time model: `calibration`, else the bundled file, else the built-in defaults;

@@ -101,12 +101,7 @@ template <typename Get>
 void SamplesMarkdown(const BenchConfig& cfg, const std::vector<std::string>& cases, const char* method,
                      const Get& get, std::string* md) {
   absl::StrAppendFormat(md, "\nSamples per row (why the row stopped; relative standard error of the mean):\n\n");
-  std::string head = "| Case |", rule = "|---|";
-  for (Impl impl : cfg.impls) {
-    absl::StrAppend(&head, " ", ImplKeyStr(impl), " |");
-    absl::StrAppend(&rule, "---:|");
-  }
-  absl::StrAppend(md, head, "\n", rule, "\n");
+  absl::StrAppend(md, ImplTableHead("Case", cfg.impls, [](Impl impl) { return std::vector<std::string>{ImplKeyStr(impl)}; }));
   for (const std::string& c : cases) {
     std::string line = absl::StrCat("| ", c, " |");
     for (Impl impl : cfg.impls) {
@@ -177,12 +172,13 @@ void MetadataMarkdown(const BenchConfig& cfg, const MetadataSection& m, std::str
     const bool graph = std::string(method) == "graph";
     absl::StrAppendFormat(md, "### %s method: median µs [p10-p90] (speedup vs chain)\n\n",
                           graph ? "Graph" : "Eager");
-    std::string head = "| Case |", rule = "|---|";
-    for (Impl impl : cfg.impls) {
-      absl::StrAppend(&head, " ", ImplKeyStr(impl), graph && !GraphCapturable(impl) ? " †" : "", " |");
-      absl::StrAppend(&rule, "---:|");
-    }
-    absl::StrAppend(md, head, " floor µs |\n", rule, "---:|\n");
+    absl::StrAppend(md, ImplTableHead(
+                            "Case", cfg.impls,
+                            [graph](Impl impl) {
+                              return std::vector<std::string>{
+                                  absl::StrCat(ImplKeyStr(impl), graph && !GraphCapturable(impl) ? " †" : "")};
+                            },
+                            {"floor µs"}));
     for (const std::string& c : cases) {
       std::string line = absl::StrCat("| ", c, " |");
       for (Impl impl : cfg.impls) {
@@ -242,12 +238,9 @@ void MetadataMarkdown(const BenchConfig& cfg, const MetadataSection& m, std::str
   }
 
   absl::StrAppend(md, "### Launches per builder suite (graph: nodes of the captured graph; eager: launches and copies issued)\n\n");
-  std::string head = "| Case |", rule = "|---|";
-  for (Impl impl : cfg.impls) {
-    absl::StrAppend(&head, " ", ImplKeyStr(impl), " graph | ", ImplKeyStr(impl), " eager |");
-    absl::StrAppend(&rule, "---:|---:|");
-  }
-  absl::StrAppend(md, head, "\n", rule, "\n");
+  absl::StrAppend(md, ImplTableHead("Case", cfg.impls, [](Impl impl) {
+    return std::vector<std::string>{ImplKeyStr(impl) + " graph", ImplKeyStr(impl) + " eager"};
+  }));
   for (const std::string& c : cases) {
     std::string line = absl::StrCat("| ", c, " |");
     for (Impl impl : cfg.impls) {
@@ -258,11 +251,7 @@ void MetadataMarkdown(const BenchConfig& cfg, const MetadataSection& m, std::str
     absl::StrAppend(md, line, "\n");
   }
   absl::StrAppend(md, "\n### Eager: host µs per suite call (median; host work, launches and any sync)\n\n");
-  absl::StrAppend(md, "| Case |");
-  for (Impl impl : cfg.impls) absl::StrAppend(md, " ", ImplKeyStr(impl), " |");
-  absl::StrAppend(md, "\n|---|");
-  for (size_t i = 0; i < cfg.impls.size(); ++i) absl::StrAppend(md, "---:|");
-  absl::StrAppend(md, "\n");
+  absl::StrAppend(md, ImplTableHead("Case", cfg.impls, [](Impl impl) { return std::vector<std::string>{ImplKeyStr(impl)}; }));
   for (const std::string& c : cases) {
     std::string line = absl::StrCat("| ", c, " |");
     for (Impl impl : cfg.impls) {

@@ -47,6 +47,20 @@ std::string Md(double v, int digits) { return absl::StrFormat("%.*f", digits, v)
 
 std::string ImplKeyStr(Impl impl) { return std::string(ImplName(impl)); }
 
+std::string ImplTableHead(absl::string_view first, const std::vector<Impl>& impls,
+                          const std::function<std::vector<std::string>(Impl)>& columns,
+                          const std::vector<std::string>& after) {
+  std::string head = absl::StrCat("| ", first, " |"), rule = "|---|";
+  const auto add = [&](const std::string& name) {
+    absl::StrAppend(&head, " ", name, " |");
+    absl::StrAppend(&rule, "---:|");
+  };
+  for (Impl impl : impls)
+    for (const std::string& name : columns(impl)) add(name);
+  for (const std::string& name : after) add(name);
+  return absl::StrCat(head, "\n", rule, "\n");
+}
+
 std::string CsvCell(const ojson& v) {
   if (v.is_null()) return "";
   if (v.is_string()) {
@@ -312,8 +326,10 @@ absl::StatusOr<BenchOutcome> RunBench(const BenchConfig& cfg) {
              "mean_acceptance_length", "steps", "host_us_per_step",
              "forward_standin_us_per_step", "launches_per_step", "impl_host_syncs_per_step",
              "staging_syncs_per_step", "late_captures"})));
-  absl::StrAppendFormat(&md, "wrote %s/bench.json%s%s\n", cfg.out_dir, cfg.metadata ? ", bench_metadata.csv" : "",
-                        cfg.tpot ? ", bench_tpot.csv" : "");
+  // bench.md: the tables exactly as printed (the one renderer of bench's tables; plots copy it).
+  DS_RETURN_IF_ERROR(WriteFileAtomically(out / "bench.md", md));
+  absl::StrAppendFormat(&md, "wrote %s/bench.json, bench.md%s%s\n", cfg.out_dir,
+                        cfg.metadata ? ", bench_metadata.csv" : "", cfg.tpot ? ", bench_tpot.csv" : "");
   return res;
 }
 

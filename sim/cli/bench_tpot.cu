@@ -199,12 +199,7 @@ absl::StatusOr<ojson> RunTpot(const BenchConfig& cfg, const ojson& metadata_rows
                         "schedules%s\n\nMetadata µs: %s.\n\n",
                         cfg.tpot_model_samples, has_before ? " (reduction vs vllm-pre56562, the seed's Before)" : "",
                         metadata_source);
-  std::string head = "| Mode |", rule = "|---|";
-  for (Impl impl : cfg.impls) {
-    absl::StrAppend(&head, " ", ImplKeyStr(impl), " |");
-    absl::StrAppend(&rule, "---:|");
-  }
-  absl::StrAppend(md, head, "\n", rule, "\n");
+  absl::StrAppend(md, ImplTableHead("Mode", cfg.impls, [](Impl impl) { return std::vector<std::string>{ImplKeyStr(impl)}; }));
   for (SpecMode mode : cfg.tpot_modes) {
     std::string line = absl::StrCat("| ", SpecModeName(mode), " |");
     for (const ojson& j : out) {

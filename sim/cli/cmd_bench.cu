@@ -52,7 +52,7 @@ po::options_description BenchOptions() {
   // clang-format off
   d.add_options()
     ("help,h", "print this help")
-    ("out", po::value<std::string>()->default_value("results/bench"), "output directory (bench.json, bench_metadata.csv, bench_tpot.csv)")
+    ("out", po::value<std::string>()->default_value("results/bench"), "output directory (bench.json, bench.md, bench_metadata.csv, bench_tpot.csv)")
     ("cold-l2", po::bool_switch(), "flush L2 (write max(2 x L2, 256 MiB)) before every sample, outside the timed region (default)")
     ("warm-l2", po::bool_switch(), "no flush")
     ("reps", po::value<int>()->default_value(1000), "the most timed samples per metadata row (with --max-noise 0 --max-time-s 0: exactly this many)")

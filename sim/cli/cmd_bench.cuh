@@ -18,7 +18,8 @@
 //  (c) --full-run: a speed-8k workload with adaptive verification through the GPU executor
 //      (`run --executor gpu`), reporting stale-host divergence, padding residue and bugs per
 //      implementation.
-// Output: markdown on stdout, DIR/bench.json (schema in plots/README.md and below),
+// Output: markdown on stdout and in DIR/bench.md (the tables; plots/plot_all.py copies them),
+// DIR/bench.json (schema in plots/README.md and below),
 // DIR/bench_metadata.csv and DIR/bench_tpot.csv (a "# meta: {json}" first line, then the rows),
 // DIR/full_run/ (run's files) with --full-run.
 //

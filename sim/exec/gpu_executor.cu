@@ -26,14 +26,6 @@ namespace dspark::sim {
 
 using namespace gpu_executor_internal;
 
-namespace {
-
-double MicrosSince(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
-
 // ---------------------------------------------------------------- capacity
 
 GpuSuiteCapacity CapacityFor(const SchedulerConfig& c) {

@@ -14,14 +14,6 @@ namespace dspark::sim {
 
 using namespace gpu_executor_internal;
 
-namespace {
-
-double MicrosSince(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
-
 absl::Status GpuExecutor::State::PrepareCheck(const BatchInputs& guess, const SuiteReference* want,
                                               StepDelta& delta) {
   if (check == nullptr) return absl::FailedPreconditionError("the executor was created without its check");

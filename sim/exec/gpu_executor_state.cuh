@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <set>
@@ -20,6 +21,11 @@
 namespace dspark::sim {
 
 namespace gpu_executor_internal {
+
+// [µs] of host wall time since t0.
+inline double MicrosSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+}
 
 struct StepRow {
   int64_t step = 0;

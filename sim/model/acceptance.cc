@@ -3,17 +3,13 @@
 #include <algorithm>
 #include <cmath>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#include <xmmintrin.h>
-#endif
-
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "sim/model/acceptance_simd.h"
 #include "sim/workload/input_file.h"
 
 namespace dspark::sim {
@@ -26,48 +22,6 @@ std::vector<double> Extend(std::vector<double> curve, int spec_k) {
   curve.resize(static_cast<size_t>(spec_k), curve.back());
   return curve;
 }
-
-#if defined(__SSE2__)
-// Four consecutive tabled positions from their engine words `bits` (16-byte aligned): writes
-// their confidences to conf[0, 4) and returns their outcomes as bits 0-3.
-inline uint32_t DrawTabledQuad(const float* const* nodes, const float* weight, const uint64_t* bits,
-                               float* conf) {
-  // BetaQuantileTable::SamplePair for four positions: each reads its cell's four interleaved
-  // nodes (r0[c], r1[c], r0[c + 1], r1[c + 1]) in one load; a transpose gives the four
-  // positions' r0[c] in one register, and so on.
-  constexpr int kFracBits = 32 - BetaQuantileTable::kCellsLog2;
-  __m128 n0 = _mm_loadu_ps(nodes[0] + 2 * (bits[0] >> (32 + kFracBits)));
-  __m128 n1 = _mm_loadu_ps(nodes[1] + 2 * (bits[1] >> (32 + kFracBits)));
-  __m128 n2 = _mm_loadu_ps(nodes[2] + 2 * (bits[2] >> (32 + kFracBits)));
-  __m128 n3 = _mm_loadu_ps(nodes[3] + 2 * (bits[3] >> (32 + kFracBits)));
-  _MM_TRANSPOSE4_PS(n0, n1, n2, n3);  // n0: r0[c], n1: r1[c], n2: r0[c + 1], n3: r1[c + 1]
-  // The engine words' high halves (the quantiles' uniforms) and low halves (the outcomes').
-  const __m128 w01 = _mm_castsi128_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(bits)));
-  const __m128 w23 = _mm_castsi128_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(bits + 2)));
-  const __m128i hi = _mm_castps_si128(_mm_shuffle_ps(w01, w23, _MM_SHUFFLE(3, 1, 3, 1)));
-  const __m128i lo = _mm_castps_si128(_mm_shuffle_ps(w01, w23, _MM_SHUFFLE(2, 0, 2, 0)));
-  // The fraction (22 bits: exact as an int32 and as a float), scaled by a power of two.
-  const __m128 t = _mm_mul_ps(_mm_cvtepi32_ps(_mm_and_si128(hi, _mm_set1_epi32((1 << kFracBits) - 1))),
-                              _mm_set1_ps(1.0f / (1u << kFracBits)));
-  const __m128 q0 = _mm_add_ps(n0, _mm_mul_ps(t, _mm_sub_ps(n2, n0)));
-  const __m128 q1 = _mm_add_ps(n1, _mm_mul_ps(t, _mm_sub_ps(n3, n1)));
-  __m128 q = _mm_add_ps(q0, _mm_mul_ps(_mm_loadu_ps(weight), _mm_sub_ps(q1, q0)));
-  // max(0, q) is (0 > q ? 0 : q) and min(1, x) is (1 < x ? 1 : x): SamplePair's clamp, NaN and
-  // signed zeros alike.
-  q = _mm_min_ps(_mm_set1_ps(1.0f), _mm_max_ps(_mm_setzero_ps(), q));
-  _mm_storeu_ps(conf, q);
-  // Outcome: double(low 32 bits) < double(q) * 2^32, with the unsigned halves made exact
-  // doubles as (x - 2^31) + 2^31 (both steps exact), in two halves of two.
-  const __m128i lo_signed = _mm_xor_si128(lo, _mm_set1_epi32(static_cast<int32_t>(0x80000000u)));
-  const __m128d two31 = _mm_set1_pd(0x1.0p31), two32 = _mm_set1_pd(0x1.0p32);
-  const __m128d u01 = _mm_add_pd(_mm_cvtepi32_pd(lo_signed), two31);
-  const __m128d u23 = _mm_add_pd(_mm_cvtepi32_pd(_mm_shuffle_epi32(lo_signed, _MM_SHUFFLE(3, 2, 3, 2))), two31);
-  const __m128d q01 = _mm_mul_pd(_mm_cvtps_pd(q), two32);
-  const __m128d q23 = _mm_mul_pd(_mm_cvtps_pd(_mm_movehl_ps(q, q)), two32);
-  return static_cast<uint32_t>(_mm_movemask_pd(_mm_cmplt_pd(u01, q01)) |
-                               (_mm_movemask_pd(_mm_cmplt_pd(u23, q23)) << 2));
-}
-#endif
 
 }  // namespace
 
@@ -180,13 +134,8 @@ int32_t AcceptanceModel::DrawWithConfidences(const float* p, int32_t num_drafts,
 
 uint32_t AcceptanceModel::DrawPosition(const float* p, const ConfidenceShapes& shapes, int32_t k,
                                        Rng& rng, float* conf) {
-  if (shapes.row[k] != ConfidenceShapes::kExact) {
-    const uint64_t bits = rng.NextU64();
-    const float qf = BetaQuantileTable::SamplePair(shapes.nodes[k], shapes.weight[k],
-                                                   static_cast<uint32_t>(bits >> 32));
-    conf[k] = qf;
-    return static_cast<double>(bits & 0xFFFFFFFFu) < static_cast<double>(qf) * 0x1.0p32;
-  }
+  if (shapes.row[k] != ConfidenceShapes::kExact)
+    return simd::DrawTabled(shapes.nodes[k], shapes.weight[k], rng.NextU64(), &conf[k]);
   const double pk = p[k];
   double q = pk;
   if (pk > 0.0 && pk < 1.0) {
@@ -205,19 +154,16 @@ int32_t AcceptanceModel::DrawWithConfidences(const float* p, const ConfidenceSha
                                              int32_t num_drafts, Rng& rng, float* conf) const {
   int32_t k = 0;
   uint32_t acc_mask = 0;  // bit k: position k's outcome
-#if defined(__SSE2__)
   // A request whose positions are all tabled (every request of a preset curve) draws four
-  // positions at a time: the same engine words in the same order and the same float32 and
-  // float64 operations as DrawPosition, so the same confidences and outcomes
+  // positions at a time: the same engine words in the same order as DrawPosition
   // (tests/model/test_sim_acceptance.cc compares it with DrawWithConfidencesOneByOne).
   if (num_drafts <= shapes.leading_tabled) {
     for (; k + 4 <= num_drafts; k += 4) {
       alignas(16) uint64_t bits[4];
       rng.NextU64s(bits, 4);
-      acc_mask |= DrawTabledQuad(&shapes.nodes[k], &shapes.weight[k], bits, conf + k) << k;
+      acc_mask |= simd::DrawTabledQuad(&shapes.nodes[k], &shapes.weight[k], bits, conf + k) << k;
     }
   }
-#endif
   for (; k < num_drafts; ++k) acc_mask |= DrawPosition(p, shapes, k, rng, conf) << k;
   // The accepted prefix: the outcomes' leading ones. Bit num_drafts of ~acc_mask is set
   // (num_drafts <= kMaxSpecK: the shapes hold no more positions).

@@ -5,12 +5,9 @@
 #include <cmath>
 #include <limits>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "sim/model/adaptive_simd.h"
 
 namespace dspark::sim {
 namespace {
@@ -44,6 +41,7 @@ int32_t TopBAllocator::Allocate(const float* scores, const int32_t* max_drafts,
                                 int32_t num_decodes, int32_t max_k, int32_t budget,
                                 int32_t* kept) {
   static_assert(kBucketCount == kBuckets, "one bucket count");
+  static_assert(kRowPad >= simd::kBucketRowPad, "the rows' scan reads a row 8 buckets at a time");
   int32_t eligible = 0;
   for (int32_t r = 0; r < num_decodes; ++r) eligible += max_drafts[r];
   if (budget >= eligible) {
@@ -79,42 +77,7 @@ int32_t TopBAllocator::Allocate(const float* scores, const int32_t* max_drafts,
   // slots listed (written for every slot, kept for its own); every count cleared for the next
   // call. Then the boundary bucket's keys, ordered exactly only up to the need-th.
   int32_t* in_boundary = boundary_slots_.data();
-  int32_t m = 0;
-  int32_t r = 0;
-#if defined(__SSE2__)
-  if (max_k <= 8) {
-    // A row's (up to) 8 buckets in one register, lanes past max_k masked off (the padding
-    // after the last row makes the load safe); its count above the boundary by a byte sum, its
-    // boundary slots (few) from a mask.
-    const __m128i bnd = _mm_set1_epi16(static_cast<int16_t>(boundary));
-    const __m128i lanes = _mm_cmplt_epi16(_mm_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7),
-                                          _mm_set1_epi16(static_cast<int16_t>(max_k)));
-    const __m128i ones = _mm_set1_epi16(1);
-    for (; r < num_decodes; ++r) {
-      const int32_t base = r * max_k;
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bucket + base));
-      const __m128i gt = _mm_and_si128(_mm_cmpgt_epi16(v, bnd), lanes);
-      const __m128i sums = _mm_sad_epu8(_mm_and_si128(gt, ones), _mm_setzero_si128());
-      kept[r] = _mm_cvtsi128_si32(sums) + _mm_extract_epi16(sums, 4);
-      const __m128i eq = _mm_and_si128(_mm_cmpeq_epi16(v, bnd), lanes);
-      uint32_t at = static_cast<uint32_t>(_mm_movemask_epi8(_mm_packs_epi16(eq, eq))) & 0xFFu;
-      for (; at != 0; at &= at - 1) in_boundary[m++] = base + __builtin_ctz(at);
-      for (int32_t k = 0; k < max_k; ++k) count[bucket[base + k] + 1] = 0;  // for the next call
-    }
-  }
-#endif
-  for (; r < num_decodes; ++r) {
-    const int32_t base = r * max_k;
-    int32_t n = 0;
-    for (int32_t k = 0; k < max_k; ++k) {
-      const int32_t b = bucket[base + k];
-      count[b + 1] = 0;
-      n += b > boundary;
-      in_boundary[m] = base + k;
-      m += b == boundary;
-    }
-    kept[r] = n;
-  }
+  const int32_t m = simd::ScanBoundaryRows(bucket, num_decodes, max_k, boundary, count, kept, in_boundary);
   uint64_t* keys = keys_.data();
   for (int32_t i = 0; i < m; ++i) keys[i] = SlotKey(scores[in_boundary[i]], in_boundary[i]);
   std::nth_element(keys, keys + (need - 1), keys + m);

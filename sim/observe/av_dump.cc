@@ -70,7 +70,6 @@ absl::Status AvDumpObserver::OnStep(const StepPlan& plan) {
   };
   text_ += line.dump();
   text_ += '\n';
-  ++steps_recorded_;
   return absl::OkStatus();
 }
 

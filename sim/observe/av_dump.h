@@ -29,14 +29,12 @@ class AvDumpObserver final : public StepObserver {
   void OnStart(const Engine& engine) override;
   absl::Status OnStep(const StepPlan& plan) override;
   const std::string& text() const { return text_; }
-  int64_t steps_recorded() const { return steps_recorded_; }
 
  private:
   int64_t max_steps_;
   const Scheduler* scheduler_ = nullptr;
   AvStepRecord record_;
   std::string text_;
-  int64_t steps_recorded_ = 0;
 };
 
 }  // namespace dspark::sim

@@ -73,24 +73,22 @@ GpuSuiteCapacity CapacityForBatches(const std::vector<CaseBatch>& batches) {
 
 namespace {
 
-struct Check {
-  int64_t stale_host = 0, padding_residue = 0, bug = 0;
-  std::string text = "ok";
-};
-
-absl::StatusOr<Check> CheckRow(GpuSuite& suite, Impl impl) {
+// The row's differing cells by kind and their description ("ok" when none), from `impl`'s
+// outputs on the staged step.
+absl::Status CheckRow(GpuSuite& suite, Impl impl, MetadataRow* row) {
   DS_ASSIGN_OR_RETURN(const SuiteRunResult result, suite.Download(impl));
-  Check c;
+  row->stale_host = row->padding_residue = row->bug = 0;
   for (const FieldMismatch& m : result.mismatches) {
-    if (m.kind == MismatchKind::kStaleHost) c.stale_host += m.count;
-    else if (m.kind == MismatchKind::kPaddingResidue) c.padding_residue += m.count;
-    else c.bug += m.count;
+    if (m.kind == MismatchKind::kStaleHost) row->stale_host += m.count;
+    else if (m.kind == MismatchKind::kPaddingResidue) row->padding_residue += m.count;
+    else row->bug += m.count;
   }
+  row->check = "ok";
   if (!result.mismatches.empty()) {
-    c.text = std::string(absl::StripTrailingAsciiWhitespace(DescribeMismatches(result.mismatches)));
-    absl::StrReplaceAll({{"\n", "; "}}, &c.text);
+    row->check = std::string(absl::StripTrailingAsciiWhitespace(DescribeMismatches(result.mismatches)));
+    absl::StrReplaceAll({{"\n", "; "}}, &row->check);
   }
-  return c;
+  return absl::OkStatus();
 }
 
 void SetStop(const timing::SamplingOutcome& outcome, MetadataRow* row) {
@@ -228,12 +226,7 @@ absl::StatusOr<std::vector<MetadataRow>> MeasureBatch(GpuSuite& suite, timing::L
     g.stats = timing::Summarize(*graph_samples);
     SetStop(graph_outcome, &g);
     g.floor_us = floors.graph.median_us;
-    auto gc = CheckRow(suite, impl);
-    if (!gc.ok()) return fail(impl, "graph", "download and compare", gc.status());
-    g.stale_host = gc->stale_host;
-    g.padding_residue = gc->padding_residue;
-    g.bug = gc->bug;
-    g.check = gc->text;
+    if (absl::Status s = CheckRow(suite, impl, &g); !s.ok()) return fail(impl, "graph", "download and compare", s);
     if (cupti != nullptr) {
       auto cs = CuptiSamples(
           *cupti, [&] { return GraphCapturable(impl) ? suite.Capture(impl) : suite.CaptureForTiming(impl); },
@@ -258,12 +251,7 @@ absl::StatusOr<std::vector<MetadataRow>> MeasureBatch(GpuSuite& suite, timing::L
     e.counters = suite.last_counters(impl);
     e.launches = e.counters.Launches();
     e.floor_us = floors.eager.median_us;
-    auto ec = CheckRow(suite, impl);
-    if (!ec.ok()) return fail(impl, "eager", "download and compare", ec.status());
-    e.stale_host = ec->stale_host;
-    e.padding_residue = ec->padding_residue;
-    e.bug = ec->bug;
-    e.check = ec->text;
+    if (absl::Status s = CheckRow(suite, impl, &e); !s.ok()) return fail(impl, "eager", "download and compare", s);
     rows.push_back(std::move(e));
   }
   return rows;

@@ -35,7 +35,7 @@ struct GpuEnv {
 // first replay of a freshly captured chain with zero-length requests, initcheck flags the
 // memcpy node's whole source as uninitialized although the kernel node before it wrote every
 // byte (the copy delivers exactly the gather's values); the same operations run eagerly are
-// clean. tests/probes/initcheck_probe.cu isolates it; kernels/PERF_NOTES.md has the runs.
+// clean. tools/initcheck_probe.cu isolates it; kernels/PERF_NOTES.md has the runs.
 template <class Issue>
 void WarmUpBeforeCapture(GpuEnv& env, GpuBackend& be, Issue&& issue) {
   const absl::Status s = std::forward<Issue>(issue)();
