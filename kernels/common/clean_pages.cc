@@ -166,6 +166,21 @@ bool IsClean(const void* page, int64_t value, int size) {
          s->pattern.load(std::memory_order_relaxed) == PatternOf(value, size);
 }
 
+namespace internal {
+int64_t PageRun(uintptr_t base, int64_t max_pages, int64_t value, int size, bool* clean) {
+  const uint64_t pattern = PatternOf(value, size);
+  const auto is_clean = [pattern](uintptr_t page) {
+    const Slot* s = Find(page);
+    return s != nullptr && s->clean.load(std::memory_order_acquire) != 0 &&
+           s->pattern.load(std::memory_order_relaxed) == pattern;
+  };
+  *clean = is_clean(base);
+  int64_t k = 1;
+  while (k < max_pages && is_clean(base + static_cast<uintptr_t>(k) * g_page) == *clean) ++k;
+  return k;
+}
+}  // namespace internal
+
 bool MarkClean(void* first, void* last, int64_t value, int size) {
   if (!Enabled()) return false;
   const uintptr_t lo = reinterpret_cast<uintptr_t>(first), hi = reinterpret_cast<uintptr_t>(last);
