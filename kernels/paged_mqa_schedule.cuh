@@ -93,18 +93,37 @@ struct PagedMqaScheduleKernel {
       return;
     }
     const uint32_t total = scanned[kThreads - 1];
+    for (uint32_t sm = static_cast<uint32_t>(c.thread); sm <= static_cast<uint32_t>(p.num_sms); sm += kThreads)
+      WriteSm(sm, n, total);
+  }
+
+  // SM `sm`'s (first token, segment offset), from the atoms' inclusive prefix sums.
+  DS_HD void WriteSm(uint32_t sm, int32_t n, uint32_t total) const {
     const uint32_t sms = static_cast<uint32_t>(p.num_sms);
     const uint32_t q = total / sms, r = total % sms, pivot = sms - r;
-    for (uint32_t sm = static_cast<uint32_t>(c.thread); sm <= sms; sm += kThreads) {
-      const uint32_t start = sm * q + (sm > pivot ? sm - pivot : 0u);
-      int32_t lo = 0, hi = n;  // first atom with prefix > start
-      while (lo < hi) {
-        const int32_t mid = (lo + hi) / 2;
-        if (Prefix()[mid] <= start) lo = mid + 1; else hi = mid;
-      }
-      p.out[2 * sm] = lo < n ? AtomStart()[lo] : p.num_tokens;
-      p.out[2 * sm + 1] = static_cast<int32_t>(lo == 0 ? start : start - Prefix()[lo - 1]);
+    const uint32_t start = sm * q + (sm > pivot ? sm - pivot : 0u);
+    int32_t lo = 0, hi = n;  // first atom with prefix > start
+    while (lo < hi) {
+      const int32_t mid = (lo + hi) / 2;
+      if (Prefix()[mid] <= start) lo = mid + 1; else hi = mid;
     }
+    p.out[2 * sm] = lo < n ? AtomStart()[lo] : p.num_tokens;
+    p.out[2 * sm + 1] = static_cast<int32_t>(lo == 0 ? start : start - Prefix()[lo - 1]);
+  }
+
+  // The emulator's path (grid.h): lane 0's walk, then the chunked scan as one running sum (the
+  // same uint32 sums: addition mod 2^32 does not depend on the grouping), then every SM's row.
+  // The same work / out bytes as the thread-by-thread emulation (tests/kernels/test_cpu_paths.cc).
+  void CpuRun(LaunchShape) const {
+    Shared s;
+    Phase(0, ThreadCtx{0, 0, kThreads, 1}, s);
+    const int32_t n = s.num_atoms;
+    uint32_t running = 0;
+    for (int32_t i = 0; i < n; ++i) {
+      running += Prefix()[i];
+      Prefix()[i] = running;
+    }
+    for (uint32_t sm = 0; sm <= static_cast<uint32_t>(p.num_sms); ++sm) WriteSm(sm, n, running);
   }
 };
 

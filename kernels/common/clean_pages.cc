@@ -48,13 +48,10 @@ std::atomic<int64_t> g_marked{0};
 size_t g_page = 4096;
 std::mutex g_mu;  // inserts and ForgetAll
 
-size_t Hash(uintptr_t page) {
-  uint64_t x = static_cast<uint64_t>(page / g_page);
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  return static_cast<size_t>(x) & (kSlots - 1);
-}
+// The page number's low bits: the pages of one buffer take consecutive slots, so a walk over a
+// buffer's pages (ForEachUnknown) reads the table in order instead of a cache miss per page.
+// Pages 2^16 apart share a home slot and probe on (a key is never moved, so Find still finds it).
+size_t Hash(uintptr_t page) { return static_cast<size_t>(page / g_page) & (kSlots - 1); }
 
 Slot* Find(uintptr_t page) {
   if (g_slots == nullptr) return nullptr;
@@ -168,6 +165,21 @@ bool IsClean(const void* page, int64_t value, int size) {
   return s != nullptr && s->clean.load(std::memory_order_acquire) != 0 &&
          s->pattern.load(std::memory_order_relaxed) == PatternOf(value, size);
 }
+
+namespace internal {
+int64_t PageRun(uintptr_t base, int64_t max_pages, int64_t value, int size, bool* clean) {
+  const uint64_t pattern = PatternOf(value, size);
+  const auto is_clean = [pattern](uintptr_t page) {
+    const Slot* s = Find(page);
+    return s != nullptr && s->clean.load(std::memory_order_acquire) != 0 &&
+           s->pattern.load(std::memory_order_relaxed) == pattern;
+  };
+  *clean = is_clean(base);
+  int64_t k = 1;
+  while (k < max_pages && is_clean(base + static_cast<uintptr_t>(k) * g_page) == *clean) ++k;
+  return k;
+}
+}  // namespace internal
 
 bool MarkClean(void* first, void* last, int64_t value, int size) {
   if (!Enabled()) return false;

@@ -72,8 +72,16 @@ class MarkScope {
 // Whether this thread is in a MarkScope; its excluded range.
 bool Marking(uintptr_t* exclude_begin, uintptr_t* exclude_end);
 
+namespace internal {
+// The pages [base, base + k * page) whose state is the page at `base`'s (clean with the
+// pattern of (value, size), or not): returns k in [1, max_pages] and that state. One call per
+// run of pages, not one per page.
+int64_t PageRun(uintptr_t base, int64_t max_pages, int64_t value, int size, bool* clean);
+}  // namespace internal
+
 // Calls fn(begin, end) (element offsets into p) for the sub-ranges of [0, n) that are not
 // covered by a page clean with `value`: the cells a comparison with value must still read.
+// Consecutive such pages give one range.
 template <typename T, typename F>
 void ForEachUnknown(const T* p, int64_t n, T value, F&& fn) {
   static_assert(std::is_integral<T>::value, "clean pages hold integer patterns");
@@ -82,20 +90,24 @@ void ForEachUnknown(const T* p, int64_t n, T value, F&& fn) {
     fn(int64_t{0}, n);
     return;
   }
-  const size_t page = PageBytes();
-  const int64_t per_page = static_cast<int64_t>(page / sizeof(T));
-  int64_t i = 0, run = 0;
-  // The first page may be partial: cells up to the next page boundary.
-  while (i < n) {
-    const uintptr_t at = reinterpret_cast<uintptr_t>(p + i);
-    const uintptr_t base = at & ~(uintptr_t{page} - 1);
-    const int64_t in_page = static_cast<int64_t>((base + page - at) / sizeof(T));
-    const int64_t end = std::min(n, i + std::min(in_page, per_page));
-    if (IsClean(reinterpret_cast<const void*>(base), static_cast<int64_t>(value), sizeof(T))) {
-      if (run < i) fn(run, i);
-      run = end;
+  const uintptr_t page = PageBytes();
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p), end = reinterpret_cast<uintptr_t>(p + n);
+  // The first and last pages may be partial: a clean one covers the cells of [p, p + n) on it.
+  uintptr_t base = begin & ~(page - 1);
+  int64_t run = 0;  // where the pending range of cells to read starts
+  while (base < end) {
+    bool clean = false;
+    const int64_t pages =
+        internal::PageRun(base, static_cast<int64_t>((end - base + page - 1) / page), static_cast<int64_t>(value),
+                          sizeof(T), &clean);
+    const uintptr_t stop = base + static_cast<uintptr_t>(pages) * page;
+    if (clean) {
+      const int64_t b = base <= begin ? 0 : static_cast<int64_t>((base - begin) / sizeof(T));
+      const int64_t e = stop >= end ? n : static_cast<int64_t>((stop - begin) / sizeof(T));
+      if (run < b) fn(run, b);
+      run = e;
     }
-    i = end;
+    base = stop;
   }
   if (run < n) fn(run, n);
 }

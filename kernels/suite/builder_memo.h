@@ -110,7 +110,8 @@ class BuilderMemo {
  private:
   struct Entry {
     SuiteOutputs out;          // where the group's outputs are
-    bool done = false;
+    bool done = false;         // (under mu_)
+    std::atomic<bool> ready{false};  // done, readable without mu_ (a follower polls it first)
     OpCounters counters;       // what the builder issued
     std::vector<size_t> takes; // [bytes] its scratch allocations, in order
     absl::Status status;

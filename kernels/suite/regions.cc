@@ -117,6 +117,7 @@ std::vector<SuiteRegion> SuiteRegions(const SuiteReference& ref, const BatchInpu
   const int64_t N = z.num_tokens, C = z.capacity, W = consts.swa_window;
   const int64_t nd = z.num_decodes, n_d = z.num_decode_tokens;
   std::vector<SuiteRegion> out;
+  out.reserve(48);  // every field of either model: one allocation per step, no regrowth
   out.push_back(I32("token_map", "token_to_req", N, ref.token_to_req.data(), &SuiteOutputs::token_to_req));
   out.push_back(I32("swa", "swa_lens", N, ref.swa.lens.data(), &SuiteOutputs::swa_lens));
   {

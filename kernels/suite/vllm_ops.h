@@ -134,14 +134,14 @@ absl::StatusOr<const int32_t*> TokenMapFromHost(Backend& be, const SuiteStep& s,
 //            prefill_gather_lens (q + min(prefix, W - 1); the persistent swa_gather_lens here,
 //            a torch.empty(num_prefills) per step in vLLM)
 // The token map `t2r` is the state's (host-built in (a) / (b)).
+// SwaBuildOps' first part: the validity mask, into scratch that no later op reads (the only
+// difference between the two mask variants).
 template <class Backend>
-absl::Status SwaBuildOps(Backend& be, const SuiteStep& s, const int32_t* t2r, bool one_launch_mask = false) {
+absl::Status SwaMaskOps(Backend& be, const SuiteStep& s, bool one_launch_mask) {
   const BatchInputs& in = *s.in;
-  const BatchSizes& z = in.sizes;
-  const int32_t N = z.num_tokens, ndt = z.num_decode_tokens, npt = N - ndt;
+  const int32_t N = in.sizes.num_tokens;
   int32_t* valid = be.template Scratch<int32_t>(static_cast<size_t>(MaxI(N, 1)));
   int32_t* is_valid = be.template Scratch<int32_t>(static_cast<size_t>(MaxI(N, 1)));
-  const int32_t num_prefills = z.num_reqs - z.num_decodes;
   DS_RETURN_IF_ERROR(be.status());
   if (one_launch_mask) {
     Issue(be, ops::GeInt64ScalarKernel{in.device.slot_mapping, 0, is_valid, N});
@@ -149,6 +149,17 @@ absl::Status SwaBuildOps(Backend& be, const SuiteStep& s, const int32_t* t2r, bo
     Issue(be, ops::GeInt64ScalarKernel{in.device.slot_mapping, 0, valid, N});
     CopyD2D(be, is_valid, valid, N);
   }
+  return be.status();
+}
+
+// SwaBuildOps' second part: every op that writes the builder's outputs, the same in both mask
+// variants (it takes no scratch and reads nothing the mask wrote).
+template <class Backend>
+absl::Status SwaIndexOps(Backend& be, const SuiteStep& s, const int32_t* t2r) {
+  const BatchInputs& in = *s.in;
+  const BatchSizes& z = in.sizes;
+  const int32_t N = z.num_tokens, ndt = z.num_decode_tokens, npt = N - ndt;
+  const int32_t num_prefills = z.num_reqs - z.num_decodes;
   SwaParams p = MakeSwaParams(z, in.device, s.consts, t2r, s.out.swa_lens, s.out.swa_indices);
   DS_RETURN_IF_ERROR(CanImplementSwa(p));
   if (ndt > 0) {
@@ -171,6 +182,12 @@ absl::Status SwaBuildOps(Backend& be, const SuiteStep& s, const int32_t* t2r, bo
     Issue(be, SwaPrefillMetadataKernel{in.device.query_start_loc, in.device.seq_lens, s.out.swa_gather_lens, z.num_decodes,
                                        num_prefills, s.consts.swa_window});
   return be.status();
+}
+
+template <class Backend>
+absl::Status SwaBuildOps(Backend& be, const SuiteStep& s, const int32_t* t2r, bool one_launch_mask = false) {
+  DS_RETURN_IF_ERROR(SwaMaskOps(be, s, one_launch_mask));
+  return SwaIndexOps(be, s, t2r);
 }
 
 // DeepseekV4SparseMLAMetadataBuilder.build, ratio 2: block_table_tensor.clamp_(min=0) [k] (in
@@ -203,12 +220,14 @@ absl::Status RingBuildOps(Backend& be, const SuiteStep& s, const int32_t* t2r) {
 }
 
 // The shared builders above, deduplicated across implementations in the CPU check
-// (kernels/suite/builder_memo.h); SWA and ring read the state's token map.
+// (kernels/suite/builder_memo.h); SWA and ring read the state's token map. SWA's mask is each
+// implementation's own (its two variants differ there, in scratch only); the ops that write
+// its outputs are one builder for both variants: the same ops on the same inputs.
 template <class Backend>
 absl::Status SwaBuild(Backend& be, const SuiteStep& s, const int32_t* t2r, bool one_launch_mask = false) {
-  return suite_internal::Memoized(be, s, BuilderGroup::kSwa, one_launch_mask ? 1 : 0, t2r, [&](const SuiteStep& x) {
-    return SwaBuildOps(be, x, t2r, one_launch_mask);
-  });
+  DS_RETURN_IF_ERROR(SwaMaskOps(be, s, one_launch_mask));
+  return suite_internal::Memoized(be, s, BuilderGroup::kSwa, 0, t2r,
+                                  [&](const SuiteStep& x) { return SwaIndexOps(be, x, t2r); });
 }
 template <class Backend>
 absl::Status MlaRatio2Build(Backend& be, const SuiteStep& s) {

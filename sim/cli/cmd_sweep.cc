@@ -96,7 +96,7 @@ po::options_description VisibleOptions() {
     ("resume", po::bool_switch(), "continue the sweep in --out, skipping points already recorded")
     ("shard", po::value<std::string>()->default_value("0/1"), "i/n: run only comparison groups g with g % n == i")
     ("merge", po::value<std::vector<std::string>>()->multitoken(), "merge these sweep folders into --out instead of running")
-    ("progress", po::value<std::string>()->default_value("auto"), "auto (a bar on a terminal, lines otherwise), bar, lines, none");
+    ("progress", po::value<std::string>()->default_value("auto"), "stderr: the points, metered by their tokens (prompt + output) with ETA, and a long point's own run meter; auto (a bar on a terminal, lines otherwise), bar, lines, none");
   // clang-format on
   return d;
 }

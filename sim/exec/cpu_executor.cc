@@ -91,8 +91,7 @@ absl::Status CpuExecutor::Execute(const StepPlan& plan, const StepArrays& arrays
     // the leader's builder has). Items are taken in index order, so a compare waits only on
     // items that running threads already hold. Item order (which thread takes what, never the
     // results): the first implementation leads most shared builders, so it goes first, with the
-    // reference next to it; the others, last first (in `all` fused-suite, which shares none,
-    // then those that mostly read the memo); the compares in the same order.
+    // reference next to it; then the leader of the rest (impl_of); the compares in the same order.
     token_map_ = ref::TokenToReq(inputs.device.query_start_loc, inputs.sizes.num_reqs, inputs.sizes.num_tokens);
     if (absl::Status s = suite_.BeginStep(inputs, token_map_); !s.ok()) return in_step(s);
     std::vector<absl::StatusOr<OpCounters>> counters(impls_.size(), absl::UnknownError("not run"));
@@ -105,7 +104,15 @@ absl::Status CpuExecutor::Execute(const StepPlan& plan, const StepArrays& arrays
         if ((spins & 63) == 63) std::this_thread::yield();
       }
     };
-    const auto impl_of = [n](int32_t j) { return j == 0 ? 0 : n - j; };  // 0, n - 1, n - 2, ..., 1
+    // 0, n - 2, n - 1, n - 3, ..., 1: the first implementation leads what most of the others
+    // share (in `all` vllm-pre47474: SWA, MLA, ring, the old indexer chain); the one next to the
+    // reference leads what it does not run (vllm-0.34: the fused indexer), so that neither thread
+    // waits on the other's builder; then fused-suite, which shares nothing.
+    const auto impl_of = [n](int32_t j) {
+      if (j == 0 || n < 3) return j;
+      if (j <= 2) return n - 3 + j;
+      return n - j;
+    };
     pool_.Run(2 * n + 1, [&](int32_t item) {
       if (item == 1) {
         want_made = OrOutOfMemory<bool>([&] {

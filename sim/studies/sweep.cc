@@ -8,7 +8,9 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <set>
+#include <tuple>
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
@@ -17,6 +19,7 @@
 #include "sim/exec/cuda_device.h"
 #include "sim/results/out_folder.h"
 #include "sim/results/result_files.h"
+#include "sim/studies/workload.h"
 
 namespace dspark::sim {
 namespace fs = std::filesystem;
@@ -39,41 +42,80 @@ std::string Describe(const SweepPoint& p) {
                          SpecModeName(p.mode), ImplKey(p.impl));
 }
 
-// Points of the sweep on the shared meter (sim/observe/progress.h): the bar names the point
-// running; lines mode writes one line per finished point (points take seconds or more).
-class Progress {
+// A point's expected cost: the tokens it replays, every request's prompt + output. A checked
+// step costs about its tokens (times the block table's width, the same for the points of one
+// sweep unless --max-model-len differs), and the steps follow the output tokens, so the tokens
+// are the points' relative cost where their request counts are not: a whole trace and a 50-request
+// preset are both one point. 0 when the workload cannot be built (the point will say why).
+// Points that replay the same workload (other modes, implementations, concurrencies) share one
+// build.
+class PointCosts {
  public:
-  Progress(ProgressStyle style, std::FILE* out, int64_t total)
-      : meter_(style, out, "sweep", "points", total), total_(total) {}
-
-  void Note(const std::string& line) { meter_.Note(line); }
-
-  void Starting(const SweepPoint& p) {
-    current_ = Describe(p);
-    if (meter_.style() == ProgressStyle::kBar) meter_.Update(done_, current_, /*force=*/true);
+  int64_t Of(const SweepPoint& p) {
+    const auto key = std::make_tuple(p.workload, p.trace, p.num_requests, p.config.seed,
+                                     p.config.scheduler.max_model_len);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+    int64_t tokens = 0;
+    if (absl::StatusOr<Workload> w = BuildWorkload(p.config); w.ok())
+      for (const RequestSpec& r : w->requests) tokens += int64_t{r.prompt_len} + r.output_len;
+    cache_.emplace(key, tokens);
+    return tokens;
   }
 
-  void Finished(const SweepPoint& p, const std::string& status, double seconds) {
+ private:
+  std::map<std::tuple<std::string, std::string, int64_t, uint64_t, int32_t>, int64_t> cache_;
+};
+
+// Points of the sweep on the shared meter (sim/observe/progress.h), which counts the points'
+// expected cost (PointCosts), not the points, so that its percentage and ETA follow the work: a
+// sweep of seven short points and one whole trace is not 7/8 done after the short ones. The bar
+// names the point running; lines mode writes one line per finished point. A point expected to
+// take longer than the meter's line interval (by the rate so far) shows its own `run` meter.
+class Progress {
+ public:
+  Progress(ProgressStyle style, std::FILE* out, int64_t points, int64_t total_cost)
+      : meter_(style, out, "sweep", "tokens", total_cost), points_(points) {}
+
+  void Note(const std::string& line) { meter_.Note(line); }
+  ProgressStyle style() const { return meter_.style(); }
+
+  // Whether point p (of `cost`) should show its own run meter: expected to take longer than a
+  // line interval at the rate of the points finished so far (unknown before the first one).
+  bool LongPoint(int64_t cost) const {
+    if (meter_.style() == ProgressStyle::kNone || done_cost_ <= 0) return false;
+    return meter_.Elapsed() / static_cast<double>(done_cost_) * static_cast<double>(cost) >
+           ProgressMeter::kLinesIntervalS;
+  }
+
+  void Starting(const SweepPoint& p) {
+    current_ = absl::StrFormat("point %lld/%lld %s", static_cast<long long>(done_ + 1),
+                               static_cast<long long>(points_), Describe(p).c_str());
+    if (meter_.style() == ProgressStyle::kBar) meter_.Update(done_cost_, current_, /*force=*/true);
+  }
+
+  void Finished(const SweepPoint& p, int64_t cost, const std::string& status, double seconds) {
     ++done_;
+    done_cost_ += cost;
     if (meter_.style() == ProgressStyle::kLines) {
       meter_.Note(absl::StrFormat("sweep: [%lld/%lld] %s %s (%s) in %s | elapsed %s, ETA %s",
-                                  static_cast<long long>(done_), static_cast<long long>(total_),
+                                  static_cast<long long>(done_), static_cast<long long>(points_),
                                   status.c_str(), p.id.c_str(), Describe(p).c_str(),
                                   FormatDuration(seconds).c_str(), FormatDuration(meter_.Elapsed()).c_str(),
-                                  meter_.Eta(done_).c_str()));
+                                  meter_.Eta(done_cost_).c_str()));
     } else if (meter_.style() == ProgressStyle::kBar) {
       if (status != "ok") Note(absl::StrCat("sweep: ", status, " ", p.id));
-      meter_.Update(done_, current_, /*force=*/true);
+      meter_.Update(done_cost_, current_, /*force=*/true);
     }
   }
 
   void End() {
-    if (meter_.style() == ProgressStyle::kBar && done_ > 0) meter_.End(done_, "done");
+    if (meter_.style() == ProgressStyle::kBar && done_ > 0) meter_.End(done_cost_, "done");
   }
 
  private:
   ProgressMeter meter_;
-  int64_t total_, done_ = 0;
+  int64_t points_, done_ = 0, done_cost_ = 0;
   std::string current_;
 };
 
@@ -137,7 +179,7 @@ absl::StatusOr<SweepOutcome> RunSweep(const SweepConfig& config, std::FILE* prog
           ". Its rows would mix with results of different inputs: start fresh with another --out (or "
           "remove that folder), or resume with the options, traces, calibration and code it was made with"));
   }
-  Progress progress(config.progress, progress_out, 0);
+  Progress progress(config.progress, progress_out, 0, 0);
   if (log.partial_tail) {
     DS_RETURN_IF_ERROR(TruncateFile(log_path, log.valid_bytes));
     progress.Note(absl::StrCat("sweep: dropped a cut-short last line of ", log_path.string(),
@@ -201,10 +243,16 @@ absl::StatusOr<SweepOutcome> RunSweep(const SweepConfig& config, std::FILE* prog
     progress.Note(absl::StrFormat("sweep: resuming: %d of this shard's %d points are already in %s",
                                   outcome.already_done, outcome.in_shard, log_path.string()));
 
-  Progress run_progress(config.progress, progress_out,
-                        config.max_points > 0 ? std::min<int64_t>(config.max_points, to_run.size())
-                                              : static_cast<int64_t>(to_run.size()));
-  for (const SweepPoint* p : to_run) {
+  const int64_t will_run = config.max_points > 0 ? std::min<int64_t>(config.max_points, to_run.size())
+                                                 : static_cast<int64_t>(to_run.size());
+  PointCosts costs;
+  std::vector<int64_t> cost(to_run.size(), 0);
+  int64_t total_cost = 0;
+  if (config.progress != ProgressStyle::kNone)
+    for (int64_t i = 0; i < will_run; ++i) total_cost += cost[i] = costs.Of(*to_run[i]);
+  Progress run_progress(config.progress, progress_out, will_run, total_cost);
+  for (size_t i = 0; i < to_run.size(); ++i) {
+    const SweepPoint* p = to_run[i];
     if (config.max_points > 0 && outcome.ran >= config.max_points) {
       outcome.stopped_early = true;
       break;
@@ -217,7 +265,11 @@ absl::StatusOr<SweepOutcome> RunSweep(const SweepConfig& config, std::FILE* prog
       return absl::Status(cleared.code(), absl::StrCat("cannot clear the folder of point ", p->id,
                                                        " before running it: ", cleared.message()));
     const auto t0 = std::chrono::steady_clock::now();
-    absl::StatusOr<RunResult> result = runner(p->config);
+    // Progress inside a long point: its own `run` meter (stderr only; the results do not
+    // depend on it).
+    RunConfig point_config = p->config;
+    if (run_progress.LongPoint(cost[i])) point_config.progress = run_progress.style();
+    absl::StatusOr<RunResult> result = runner(point_config);
     const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const ojson row = result.ok() ? MakeOkRow(*p, row_config, *result, wall_s)
                                   : MakeFailedRow(*p, row_config, result.status(), wall_s);
@@ -227,7 +279,7 @@ absl::StatusOr<SweepOutcome> RunSweep(const SweepConfig& config, std::FILE* prog
       ++outcome.failed;
       run_progress.Note(absl::StrCat("sweep: point ", p->id, " failed: ", result.status().ToString()));
     }
-    run_progress.Finished(*p, result.ok() ? "ok" : "FAILED", wall_s);
+    run_progress.Finished(*p, cost[i], result.ok() ? "ok" : "FAILED", wall_s);
     if (!result.ok() && IsInputError(result.status())) {
       run_progress.End();
       DS_RETURN_IF_ERROR(WriteCsvFromLog(out));

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/ops.cuh"
+#include "kernels/paged_mqa_schedule.cuh"
 #include "kernels/suite/cases.h"
 #include "kernels/suite/fused_suite.cuh"
 #include "kernels/suite/suite.h"
@@ -143,6 +144,37 @@ TEST(CpuPaths, ScanOfEveryLengthEqualsPerThreadEmulation) {
     EmulateGridPerThread(ks, ks.Shape());
     EXPECT_EQ(fast, slow) << "n=" << n;
   }
+}
+
+// DeepGEMM's scheduler: its scratch (atom starts, prefix sums) and its output, over batches with
+// and without paired tokens, SM counts around the segment count, and lengths whose segment sums
+// wrap around uint32 (the chunked scan and the running sum must agree modulo 2^32).
+TEST(CpuPaths, PagedMqaScheduleEqualsPerThreadEmulation) {
+  std::mt19937 rng(23);
+  int64_t cases = 0;
+  for (int32_t n : {0, 1, 2, 3, 31, 32, 33, 64, 65, 200, 1000}) {
+    for (int32_t sms : {1, 3, 32, 132, 133}) {
+      for (int wide = 0; wide < 2; ++wide) {
+        std::vector<int32_t> lens(static_cast<size_t>(n)), indices(static_cast<size_t>(n));
+        int32_t req = 0;
+        for (int32_t t = 0; t < n; ++t) {
+          if (t > 0 && rng() % 3 != 0) ++req;  // about a third of the tokens pair with the previous
+          indices[t] = req;
+          lens[t] = wide ? static_cast<int32_t>(rng() | 0x40000000u) : static_cast<int32_t>(rng() % 5000);
+        }
+        std::vector<int32_t> work_f(2 * static_cast<size_t>(n) + 3, -5), work_s = work_f;
+        std::vector<int32_t> out_f(2 * static_cast<size_t>(sms + 1) + 3, -6), out_s = out_f;
+        const PagedMqaScheduleParams pf{lens.data(), indices.data(), work_f.data(), out_f.data(), n, sms};
+        const PagedMqaScheduleParams ps{lens.data(), indices.data(), work_s.data(), out_s.data(), n, sms};
+        EmulateGrid(PagedMqaScheduleKernel{pf}, PagedMqaScheduleKernel::Shape(pf));
+        EmulateGridPerThread(PagedMqaScheduleKernel{ps}, PagedMqaScheduleKernel::Shape(ps));
+        EXPECT_EQ(work_f, work_s) << "n=" << n << " sms=" << sms << " wide=" << wide;
+        EXPECT_EQ(out_f, out_s) << "n=" << n << " sms=" << sms << " wide=" << wide;
+        ++cases;
+      }
+    }
+  }
+  EXPECT_EQ(cases, 11 * 5 * 2);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "sim/studies/sweep.h"
+#include "sim/studies/workload.h"
 #include "tests/common/sweep_test_util.h"
 #include "tests/common/temp_folders.h"
 
@@ -266,6 +267,45 @@ absl::StatusOr<RunResult> FakeRunner(const RunConfig& config) {
 }
 
 const RegisterPointRunner kFake("fake-for-tests", FakeRunner);
+
+// The sweep's meter counts the points' tokens (every request's prompt + output), not the points:
+// its bar's total is the sum over the points it runs, and each finished point adds its own.
+TEST(SweepProgress, TheMeterCountsThePointsTokens) {
+  const std::string out = TempDir("progress_tokens");
+  SweepConfig c = Tiny(out);
+  c.concurrency = {1};
+  c.batch_sizes = {2};
+  c.modes = {SpecMode::kNone};
+  c.impls = {Impl::kFused};
+  c.num_requests = {2, 6};
+  c.progress = ProgressStyle::kBar;
+  auto points = PlanSweep(c);
+  ASSERT_TRUE(points.ok()) << points.status();
+  ASSERT_EQ(points->size(), 2u);
+  std::vector<int64_t> tokens;
+  for (const SweepPoint& p : *points) {
+    auto w = BuildWorkload(p.config);
+    ASSERT_TRUE(w.ok()) << w.status();
+    int64_t t = 0;
+    for (const RequestSpec& r : w->requests) t += int64_t{r.prompt_len} + r.output_len;
+    tokens.push_back(t);
+  }
+  ASSERT_LT(tokens[0], tokens[1]);
+  std::FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  auto outcome = RunSweep(c, f);
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  std::fflush(f);
+  std::rewind(f);
+  std::string text;
+  for (int ch; (ch = std::fgetc(f)) != EOF;) text.push_back(static_cast<char>(ch));
+  std::fclose(f);
+  const int64_t total = tokens[0] + tokens[1];
+  for (int64_t done : {int64_t{0}, tokens[0], total})
+    EXPECT_NE(text.find(absl::StrFormat(" %d/%d tokens ", done, total)), std::string::npos)
+        << "no bar at " << done << " of " << total << " tokens in:\n" << text;
+  EXPECT_NE(text.find("point 2/2 "), std::string::npos) << text;
+}
 
 TEST(SweepExecutor, FailedPointsAreRecordedThenRetriedOnResume) {
   const std::string dir = TempDir("fake");
