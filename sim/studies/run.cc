@@ -56,6 +56,23 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The key path of the first NaN or infinite number in `j`, or "" when every number is finite.
+std::string FirstNonFinite(const nlohmann::json& j, const std::string& path) {
+  if (j.is_number_float()) return std::isfinite(j.get<double>()) ? "" : (path.empty() ? "(value)" : path);
+  if (j.is_object()) {
+    for (const auto& [key, value] : j.items()) {
+      std::string bad = FirstNonFinite(value, path.empty() ? key : absl::StrCat(path, ".", key));
+      if (!bad.empty()) return bad;
+    }
+  } else if (j.is_array()) {
+    for (size_t i = 0; i < j.size(); ++i) {
+      std::string bad = FirstNonFinite(j[i], absl::StrCat(path, "[", i, "]"));
+      if (!bad.empty()) return bad;
+    }
+  }
+  return "";
+}
+
 constexpr int kSchemaVersion = 1;
 
 }  // namespace
@@ -338,6 +355,12 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& given_config) {
     result.executors.push_back(std::move(report));
   }
 
+  // A result is never "ok" with a number that is not one: JSON would write NaN or inf as null.
+  if (const std::string bad = FirstNonFinite(s, ""); run_status.ok() && !bad.empty())
+    return failed(absl::OutOfRangeError(absl::StrCat(
+                      "summary.json: ", bad, " is not a finite number; a cost of the time model (--calibration, "
+                      "or its defaults) or an option gives times beyond what a double holds")),
+                  engine.steps());
   // Each file appears whole or not at all; summary.json goes last, replacing "running", so a
   // folder whose summary has a final status holds the other files of the same run.
   const auto written = [&]() -> absl::Status {
