@@ -96,7 +96,7 @@ absl::StatusOr<json> StepObject(const po::variables_map& vm, StepInputSource* so
   source->origin = "options";
   if (vm.count("json")) {
     source->origin = vm["json"].as<std::string>();
-    DS_ASSIGN_OR_RETURN(j, ReadStepFile(source->origin));
+    DS_ASSIGN_OR_RETURN(j, ReadStepFile(source->origin, &source->lines));
   } else if (vm.count("case")) {
     DS_ASSIGN_OR_RETURN(const SeedCase c, ParseSeedCase(vm["case"].as<std::string>()));
     CaseOptions o;
