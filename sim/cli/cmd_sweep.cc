@@ -351,6 +351,23 @@ int SweepMain(SweepConfig& config) {
                    merged->missing.size(), absl::StrJoin(merged->missing, " ").c_str());
     return 0;
   }
+  // A pass-through option that every point's run refuses (--spec-k 0) leaves a sweep of skipped
+  // rows only: that is the command line's error, not a result, refused before anything is written.
+  if (auto plan = PlanSweep(config); plan.ok()) {
+    int64_t in_shard = 0, skipped = 0;
+    std::string reason;
+    for (const SweepPoint& p : *plan) {
+      if (!InShard(p, config)) continue;
+      ++in_shard;
+      if (p.skip_reason.empty()) continue;
+      ++skipped;
+      if (reason.empty()) reason = p.skip_reason;
+    }
+    if (in_shard > 0 && skipped == in_shard)
+      return cli::CommandError(
+          "sweep", absl::InvalidArgumentError(absl::StrCat("every point is an invalid combination, none ran: ", reason)),
+          2);
+  }
   auto outcome = RunSweep(config, stderr);
   if (!outcome.ok())
     return cli::CommandError("sweep", outcome.status(), absl::IsInvalidArgument(outcome.status()) ? 2 : 1);
@@ -362,19 +379,6 @@ int SweepMain(SweepConfig& config) {
               static_cast<long long>(outcome->skipped_invalid),
               outcome->stopped_early ? "; stopped early (--max-points)" : "");
   std::printf("  wrote %s/{sweep.jsonl,sweep.csv,sweep_meta.json,points/}\n", config.out_dir.c_str());
-  // A pass-through option that every point's run refuses (--spec-k 0) leaves a sweep of skipped
-  // rows only: that is the command line's error, not a result.
-  if (outcome->in_shard > 0 && outcome->skipped_invalid == outcome->in_shard) {
-    std::string reason = "see the rows' reason";
-    if (auto plan = PlanSweep(config); plan.ok())
-      for (const SweepPoint& p : *plan)
-        if (InShard(p, config) && !p.skip_reason.empty()) {
-          reason = p.skip_reason;
-          break;
-        }
-    return cli::CommandError(
-        "sweep", absl::InvalidArgumentError(absl::StrCat("every point is an invalid combination, none ran: ", reason)), 2);
-  }
   return outcome->failed > 0 ? 1 : 0;
 }
 

@@ -98,13 +98,15 @@ namespace {
 // indices), and the run says what it chose and what it holds before it starts.
 absl::Status MaxModelLenFromTrace(RunConfig* config) {
   if (config->max_model_len_given || config->trace_path.empty()) return absl::OkStatus();
-  RunConfig probe = *config;
-  probe.scheduler.max_model_len = kMaxTraceTokens;
-  probe.max_model_len_given = true;
-  probe.num_requests = -1;  // every row is held to max_model_len, not only those replayed
-  DS_ASSIGN_OR_RETURN(Workload w, BuildWorkload(probe));
-  int64_t longest = 0;
-  for (const RequestSpec& r : w.requests) longest = std::max<int64_t>(longest, int64_t{r.prompt_len} + r.output_len);
+  // Every row is held to max_model_len, not only those replayed; the rows are scanned, not kept.
+  TraceOptions scan;
+  scan.format = config->trace_format;
+  scan.skip_bad_rows = config->skip_bad_rows;
+  scan.max_model_len = kMaxTraceTokens;
+  scan.over_length = config->over_length;
+  scan.keep_requests = false;
+  DS_ASSIGN_OR_RETURN(const Trace trace, LoadTrace(config->trace_path, scan));
+  const int64_t longest = trace.longest_request;
   const int32_t was = config->scheduler.max_model_len;
   if (longest <= was) return absl::OkStatus();
   config->scheduler.max_model_len = static_cast<int32_t>(longest);
