@@ -11,6 +11,7 @@
 
 #include "nlohmann/json.hpp"
 #include "sim/studies/run.h"
+#include "sim/workload/trace.h"
 #include "sim/workload/json_keys.h"
 #include "tests/common/cli_run.h"
 #include "tests/common/temp_folders.h"
@@ -89,6 +90,30 @@ TEST(Numbers, MinusZeroTimeScaleIsZero) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->time_scale, 0.0);
   EXPECT_FALSE(std::signbit(c->time_scale));
+}
+
+TEST(TraceMemory, MaxRequestsStopsTheReadAfterTheRequestsItNeeds) {
+  // Row 3 arrives with row 2 (read: equal times go by id), row 5 is malformed and never read.
+  const std::string text =
+      "arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,10,2\n1.0,20,3\n1.0,30,4\n2.0,40,5\n3.0,zz,1\n";
+  TraceOptions options;
+  options.max_requests = 2;
+  const absl::StatusOr<Trace> t = ParseTrace(text, "t.csv", options);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_FALSE(t->read_whole_file);
+  ASSERT_EQ(t->requests.size(), 3u);
+  EXPECT_EQ(t->requests[2].prompt_len, 30);
+  EXPECT_EQ(t->data_rows, 4);
+  options.max_requests = 0;
+  EXPECT_FALSE(ParseTrace(text, "t.csv", options).ok()) << "the whole file reaches the bad row";
+  // A scan that keeps no request measures them.
+  options.keep_requests = false;
+  const std::string good = text.substr(0, text.rfind("3.0,"));
+  const absl::StatusOr<Trace> scan = ParseTrace(good, "t.csv", options);
+  ASSERT_TRUE(scan.ok()) << scan.status();
+  EXPECT_TRUE(scan->requests.empty());
+  EXPECT_EQ(scan->accepted_requests, 4);
+  EXPECT_EQ(scan->longest_request, 45);
 }
 
 TEST(JsonLines, EveryValueIsAtItsKeysOrElementsLine) {
