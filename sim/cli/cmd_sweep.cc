@@ -279,8 +279,14 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
     for (absl::string_view w : absl::StrSplit(vm["workload"].as<std::string>(), ',', absl::SkipWhitespace()))
       c.workloads.emplace_back(absl::StripAsciiWhitespace(w));
   if (vm.count("trace"))
-    for (const std::string& t : vm["trace"].as<std::vector<std::string>>())
+    for (const std::string& t : vm["trace"].as<std::vector<std::string>>()) {
+      // --trace takes several words, so a stray '-' after it would become a trace named '-' (and
+      // the command's meaning would depend on where the word stands): '-' is no file here.
+      if (t == "-")
+        return absl::InvalidArgumentError(
+            "--trace: '-' is no trace file (standard input is not read); give the path of a trace");
       c.traces.push_back(cli_trace ? t : ResolveAgainst(t, c.config_file));
+    }
   if (c.workloads.empty() && c.traces.empty()) c.workloads = {"speed-8k"};
   for (const std::string& w : c.workloads)
     if (auto preset = FindWorkloadPreset(w); !preset.ok())

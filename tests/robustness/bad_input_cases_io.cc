@@ -219,6 +219,9 @@ std::vector<Case> InputCases() {
                         {"--config", "<file>"},
                         "<file>: --seed: expected an integer in [0, 18446744073709551615], got '-1'"));
   v.back().text = "seed = -1\n";
+  v.push_back(SweepArgs("SweepTraceDash", "`sweep --trace <file> -` (a stray `-` after the multi-word `--trace`)",
+                        {"--trace", "<file>", "-"},
+                        "--trace: '-' is no trace file (standard input is not read); give the path of a trace"));
   v.push_back(Command("DumpWorkloadOverTheTrace", "`--trace <file> --dump-workload <file>`",
                       kJsonlLf, {"--trace", "<file>", "--dump-workload", "<file>"}, 2,
                       "dspark-sim run: --dump-workload: '<file>' is the --trace input; expected a "
