@@ -17,6 +17,10 @@
 # `dspark_tests --gtest_filter=FuzzLayouts.*`; the GPU form `FuzzLayoutsGpu.*` (CUDA build).
 #   scripts/fuzz.sh 300 batch_layout
 #
+# The command lines themselves have their own fuzz target, scripts/fuzz-cli.py (every command,
+# random option sets, run against a built dspark-sim; no clang needed):
+#   scripts/fuzz-cli.py --minutes 10        # 10 minutes per command
+#
 # Environment: DSPARK_FUZZ_BUILD_DIR (build-fuzz), DSPARK_FUZZ_OUT ($build/fuzz-out),
 # DSPARK_FUZZ_JOBS (build parallelism, 1), DSPARK_FUZZ_RSS_MB (2048), DSPARK_FUZZ_TIMEOUT_S (10,
 # a single input running longer is a hang).

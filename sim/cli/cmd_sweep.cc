@@ -279,8 +279,14 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
     for (absl::string_view w : absl::StrSplit(vm["workload"].as<std::string>(), ',', absl::SkipWhitespace()))
       c.workloads.emplace_back(absl::StripAsciiWhitespace(w));
   if (vm.count("trace"))
-    for (const std::string& t : vm["trace"].as<std::vector<std::string>>())
+    for (const std::string& t : vm["trace"].as<std::vector<std::string>>()) {
+      // --trace takes several words, so a stray '-' after it would become a trace named '-' (and
+      // the command's meaning would depend on where the word stands): '-' is no file here.
+      if (t == "-")
+        return absl::InvalidArgumentError(
+            "--trace: '-' is no trace file (standard input is not read); give the path of a trace");
       c.traces.push_back(cli_trace ? t : ResolveAgainst(t, c.config_file));
+    }
   if (c.workloads.empty() && c.traces.empty()) c.workloads = {"speed-8k"};
   for (const std::string& w : c.workloads)
     if (auto preset = FindWorkloadPreset(w); !preset.ok())
@@ -351,6 +357,23 @@ int SweepMain(SweepConfig& config) {
                    merged->missing.size(), absl::StrJoin(merged->missing, " ").c_str());
     return 0;
   }
+  // A pass-through option that every point's run refuses (--spec-k 0) leaves a sweep of skipped
+  // rows only: that is the command line's error, not a result, refused before anything is written.
+  if (auto plan = PlanSweep(config); plan.ok()) {
+    int64_t in_shard = 0, skipped = 0;
+    std::string reason;
+    for (const SweepPoint& p : *plan) {
+      if (!InShard(p, config)) continue;
+      ++in_shard;
+      if (p.skip_reason.empty()) continue;
+      ++skipped;
+      if (reason.empty()) reason = p.skip_reason;
+    }
+    if (in_shard > 0 && skipped == in_shard)
+      return cli::CommandError(
+          "sweep", absl::InvalidArgumentError(absl::StrCat("every point is an invalid combination, none ran: ", reason)),
+          2);
+  }
   auto outcome = RunSweep(config, stderr);
   if (!outcome.ok())
     return cli::CommandError("sweep", outcome.status(), absl::IsInvalidArgument(outcome.status()) ? 2 : 1);
@@ -362,19 +385,6 @@ int SweepMain(SweepConfig& config) {
               static_cast<long long>(outcome->skipped_invalid),
               outcome->stopped_early ? "; stopped early (--max-points)" : "");
   std::printf("  wrote %s/{sweep.jsonl,sweep.csv,sweep_meta.json,points/}\n", config.out_dir.c_str());
-  // A pass-through option that every point's run refuses (--spec-k 0) leaves a sweep of skipped
-  // rows only: that is the command line's error, not a result.
-  if (outcome->in_shard > 0 && outcome->skipped_invalid == outcome->in_shard) {
-    std::string reason = "see the rows' reason";
-    if (auto plan = PlanSweep(config); plan.ok())
-      for (const SweepPoint& p : *plan)
-        if (InShard(p, config) && !p.skip_reason.empty()) {
-          reason = p.skip_reason;
-          break;
-        }
-    return cli::CommandError(
-        "sweep", absl::InvalidArgumentError(absl::StrCat("every point is an invalid combination, none ran: ", reason)), 2);
-  }
   return outcome->failed > 0 ? 1 : 0;
 }
 

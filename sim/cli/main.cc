@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <new>
 #include <string>
 
 #include "sim/cli/cli_registry.h"
@@ -38,6 +39,21 @@ void PrintVersion() {
               rev.known && rev.dirty ? ", dirty" : "", cuda);
 }
 
+// The options that set how much memory a command takes, for an allocation that fails.
+const char* MemoryHint(const char* command) {
+  const std::string c = command;
+  if (c == "run")
+    return "its memory grows with --num-requests (or the trace's rows), --max-num-batched-tokens, --max-model-len "
+           "and --max-num-seqs, and the implementations checked (--impl; --no-check checks none); lower them";
+  if (c == "sweep")
+    return "each point is a run: lower --num-requests, --batch-size or --concurrency, check fewer implementations "
+           "(--check-impl), or pass a smaller run option through";
+  if (c == "step") return "its memory grows with the step's capacity, bt_stride and rows; lower them, or --impl fewer";
+  if (c == "verify") return "its memory grows with --batch and the implementations (--impl); lower them";
+  if (c == "soak") return "its memory grows with --batch-requests and --max-num-batched-tokens; lower them";
+  return "lower the sizes its options give";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -64,6 +80,13 @@ int main(int argc, char** argv) {
   }
   try {
     return it->second.fn(argc - 1, argv + 1);
+  } catch (const std::bad_alloc&) {
+    // Every command bounds what it allocates before it starts where it can (run's metadata
+    // check, step's pre-flight); this is what is left: the machine's memory, or a ulimit, ran
+    // out underneath. Name the sizes that drive the command's memory.
+    std::fprintf(stderr, "dspark-sim %s: out of host memory (an allocation failed); %s\n", argv[1],
+                 MemoryHint(argv[1]));
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dspark-sim %s: error: %s\n", argv[1], e.what());
     return 1;

@@ -2,10 +2,12 @@
 #include "sim/engine/stop_signal.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_format.h"
 #include "kernels/common/status_macros.h"
 #include "sim/model/engine_clock.h"
+#include "sim/workload/trace.h"
 
 namespace dspark::sim {
 
@@ -68,6 +70,17 @@ absl::Status Engine::Run() {
     DS_RETURN_IF_ERROR(scheduler_.Plan(now_s_, &plan));
     const StepWork work = time_model_.Work(plan, options_.time_impl, spec);
     const StepTimes t = clock.Step(work, idle_until_s * 1e6);
+    // A finite but huge (or tiny divisor) cost in the time model can put a step's end at inf,
+    // NaN or past where a double still resolves 1 us; every time after it would be meaningless,
+    // so the run stops here instead of reporting such latencies as a result.
+    if (!(t.end_us >= 0.0 && t.end_us * 1e-6 < kMaxArrivalS) || !(t.start_us >= 0.0) ||
+        !std::isfinite(t.host_us))
+      return absl::OutOfRangeError(absl::StrFormat(
+          "step %d (%s): the time model puts its end at %g s (forward %g us, metadata %g us, host %g us, "
+          "%d launches); expected a finite time below 2^33 s = %.0f s, where a double still resolves 1 us: "
+          "a cost of the time model (--calibration, or its defaults) is too large or not a number",
+          plan.index, StepCaseName(plan.step_case), t.end_us * 1e-6, work.forward_us,
+          work.meta_gpu_us + work.extra_gpu_us, t.host_us, work.launches + work.extra_launches, kMaxArrivalS));
     plan.start_s = t.start_us * 1e-6;
     plan.end_s = std::max(t.end_us * 1e-6, now_s_);
     plan.gpu_us = work.meta_gpu_us + work.extra_gpu_us + work.forward_us;

@@ -5,6 +5,8 @@
 #include <sstream>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -149,6 +151,11 @@ TimeModelParams DefaultTimeModelParams() {
 
 namespace {
 
+// A cost of more than 1000 s (per step, token, launch or request) is no GPU's; larger finite
+// values would carry the simulated clock past where a double resolves 1 us, or to inf.
+constexpr double kMaxCalibrationUs = 1e9;
+constexpr const char* kCostExpected = "expected a number of us in [0, 1e9]";
+
 absl::Status Bad(const std::string& path, absl::string_view key, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(path, ": key '", key, "': ", what));
 }
@@ -157,15 +164,18 @@ absl::Status ReadNumber(const std::string& path, const nlohmann::json& obj, absl
                         const std::string& where, double* out) {
   const auto it = obj.find(std::string(key));
   if (it == obj.end()) return absl::OkStatus();
-  if (!it->is_number() || it->get<double>() < 0)
-    return Bad(path, absl::StrCat(where, key), "expected a number >= 0");
+  if (!it->is_number() || !(it->get<double>() >= 0 && it->get<double>() <= kMaxCalibrationUs))
+    return Bad(path, absl::StrCat(where, key), kCostExpected);
   *out = it->get<double>();
   return absl::OkStatus();
 }
 
 absl::Status CheckKeys(const std::string& path, const nlohmann::json& obj,
                        std::initializer_list<absl::string_view> allowed, const std::string& where) {
-  if (!obj.is_object()) return Bad(path, where, "expected an object");
+  if (!obj.is_object()) {
+    if (where.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": expected a JSON object, got ", Abbreviate(obj.dump())));
+    return Bad(path, absl::StripSuffix(where, "."), "expected an object");
+  }
   for (const auto& [key, value] : obj.items())
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
       return Bad(path, absl::StrCat(where, key), "unknown key");
@@ -214,6 +224,8 @@ absl::Status ReadCurve(const std::string& path, const nlohmann::json& v, const s
   for (const auto& pt : v) {
     if (!pt.is_array() || pt.size() != 2 || !pt[0].is_number() || !pt[1].is_number())
       return Bad(path, key, absl::StrCat("expected [size, ms] pairs, got ", pt.dump()));
+    if (!(pt[1].get<double>() <= kMaxCalibrationUs * 1e-3))
+      return Bad(path, key, absl::StrCat("expected costs of at most 1e6 ms, got ", pt.dump()));
     curve.push_back({pt[0].get<double>(), pt[1].get<double>()});
   }
   if (auto s = CheckCostCurve(curve, key); !s.ok()) return Bad(path, key, s.message());
@@ -238,6 +250,44 @@ absl::Status ReadLaunches(const std::string& path, const nlohmann::json& v, cons
 
 }  // namespace
 
+namespace {
+
+// The value at a key path of Bad's ("metadata.vllm-0.31.gpu_us.decode", "a.b[2]"); keys may hold
+// dots, so each step takes the longest key of the object that the path continues with.
+const nlohmann::json* ValueAt(const nlohmann::json& doc, absl::string_view key_path) {
+  const nlohmann::json* node = &doc;
+  while (!key_path.empty()) {
+    if (key_path[0] == '.') key_path.remove_prefix(1);
+    if (!key_path.empty() && key_path[0] == '[') {
+      const size_t close = key_path.find(']');
+      size_t i = 0;
+      if (close == absl::string_view::npos || !node->is_array() ||
+          !absl::SimpleAtoi(key_path.substr(1, close - 1), &i) || i >= node->size())
+        return nullptr;
+      node = &(*node)[i];
+      key_path.remove_prefix(close + 1);
+      continue;
+    }
+    if (!node->is_object()) return nullptr;
+    const nlohmann::json* next = nullptr;
+    size_t taken = 0;
+    for (const auto& [key, value] : node->items()) {
+      if (key.size() <= taken || !absl::StartsWith(key_path, key)) continue;
+      if (key.size() < key_path.size() && key_path[key.size()] != '.' && key_path[key.size()] != '[') continue;
+      next = &value;
+      taken = key.size();
+    }
+    if (next == nullptr) return nullptr;
+    node = next;
+    key_path.remove_prefix(taken);
+  }
+  return node;
+}
+
+absl::StatusOr<TimeModelParams> ReadCalibration(const std::string& path, const nlohmann::json& doc);
+
+}  // namespace
+
 absl::StatusOr<TimeModelParams> LoadCalibration(const std::string& path) {
   absl::StatusOr<std::string> text = ReadInputFile(path, "--calibration", CalibrationReadLimits());
   if (!text.ok()) return text.status();
@@ -245,9 +295,33 @@ absl::StatusOr<TimeModelParams> LoadCalibration(const std::string& path) {
   try {
     doc = nlohmann::json::parse(*text);
   } catch (const nlohmann::json::parse_error& e) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not valid JSON: ", e.what()));
+    // e.byte is 1-based and points just past the bad character.
+    const size_t at = std::min<size_t>(e.byte == 0 ? 0 : e.byte - 1, text->size());
+    const int64_t line = 1 + std::count(text->begin(), text->begin() + static_cast<std::ptrdiff_t>(at), '\n');
+    const size_t line_start = text->rfind('\n', at == 0 ? 0 : at - 1);
+    const int64_t column = static_cast<int64_t>(at - (line_start == std::string::npos ? 0 : line_start + 1)) + 1;
+    return absl::InvalidArgumentError(absl::StrCat(path, ":", line, ":", column, ": not valid JSON: ", e.what()));
   }
   if (absl::Status once = CheckJsonKeysOnce(*text, path); !once.ok()) return once;
+  absl::StatusOr<TimeModelParams> p = ReadCalibration(path, doc);
+  if (p.ok()) return p;
+  // Bad's "<path>: key '<key path>': <what>" gets the key's line and the value it found.
+  const std::string message(p.status().message());
+  const std::string lead = absl::StrCat(path, ": key '");
+  const size_t key_end = message.find("': ", lead.size());
+  if (!absl::StartsWith(message, lead) || key_end == std::string::npos) return p;
+  const std::string key = message.substr(lead.size(), key_end - lead.size());
+  std::string what = message.substr(key_end + 3);
+  const nlohmann::json* got = ValueAt(doc, key);
+  if (got != nullptr && absl::StartsWith(what, "expected") && !absl::StrContains(what, ", got "))
+    absl::StrAppend(&what, ", got ", Abbreviate(got->dump()));
+  return absl::Status(p.status().code(),
+                      absl::StrCat(JsonLines::Of(*text).Where(path, key), ": key '", key, "': ", what));
+}
+
+namespace {
+
+absl::StatusOr<TimeModelParams> ReadCalibration(const std::string& path, const nlohmann::json& doc) {
   TimeModelParams p = DefaultTimeModelParams();
   p.source = path;
   if (auto s = CheckKeys(path, doc, {"meta", "forward", "host", "metadata", "engine", "adaptive_costs"}, ""); !s.ok()) return s;
@@ -305,8 +379,8 @@ absl::StatusOr<TimeModelParams> LoadCalibration(const std::string& path) {
       if (entry.contains("launches"))
         if (auto s = ReadLaunches(path, entry["launches"], absl::StrCat(where, "launches"), &cost.launches); !s.ok()) return s;
       if (entry.contains("host_syncs")) {
-        if (!entry["host_syncs"].is_number_unsigned())
-          return Bad(path, absl::StrCat(where, "host_syncs"), "expected an integer >= 0");
+        if (!entry["host_syncs"].is_number_unsigned() || entry["host_syncs"].get<uint64_t>() > 100000)
+          return Bad(path, absl::StrCat(where, "host_syncs"), "expected an integer in [0, 100000]");
         cost.host_syncs = entry["host_syncs"].get<int32_t>();
       }
       if (entry.contains("gpu_us")) {
@@ -317,8 +391,8 @@ absl::StatusOr<TimeModelParams> LoadCalibration(const std::string& path) {
           for (int c = 0; c < kNumStepCases; ++c)
             if (case_name == StepCaseName(static_cast<StepCase>(c))) found = c;
           if (found < 0) return Bad(path, absl::StrCat(where, "gpu_us.", case_name), "unknown case");
-          if (!v.is_number() || v.get<double>() < 0)
-            return Bad(path, absl::StrCat(where, "gpu_us.", case_name), "expected a number >= 0");
+          if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= kMaxCalibrationUs))
+            return Bad(path, absl::StrCat(where, "gpu_us.", case_name), kCostExpected);
           cost.gpu_us[found] = v.get<double>();
         }
         cost.estimated = false;
@@ -336,6 +410,8 @@ absl::StatusOr<TimeModelParams> LoadCalibration(const std::string& path) {
   }
   return p;
 }
+
+}  // namespace
 
 namespace {
 

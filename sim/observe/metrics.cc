@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <iterator>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -92,9 +94,11 @@ void MetricsObserver::OnVerification(int32_t req, int32_t proposed, int32_t veri
 
 void MetricsObserver::CountChunks(double time_s, size_t n) {
   if (first_submit_s_ < 0 || time_s < first_submit_s_) return;
-  const size_t bucket = static_cast<size_t>(time_s - first_submit_s_);
-  if (chunks_per_s_.size() <= bucket) chunks_per_s_.resize(bucket + 1, 0);
-  chunks_per_s_[bucket] += static_cast<int64_t>(n);
+  // The engine stops a run whose clock passes 2^33 s (sim/engine/engine.cc), so the bucket fits.
+  const auto bucket = static_cast<int64_t>(time_s - first_submit_s_);
+  auto last = chunks_per_s_.empty() ? chunks_per_s_.end() : std::prev(chunks_per_s_.end());
+  if (last == chunks_per_s_.end() || last->first != bucket) last = chunks_per_s_.try_emplace(bucket, 0).first;
+  last->second += static_cast<int64_t>(n);
 }
 
 void MetricsObserver::OnOutcomes(double time_s, const RequestOutcome* outcomes, size_t n) {
@@ -200,20 +204,26 @@ absl::Status MetricsObserver::Finish(nlohmann::json* section) {
   // vllm/benchmarks/serve.py calculate_metrics(): the most chunks delivered in one second, and
   // the most requests in flight in one second (a request counts in every second from its
   // submission's to its finish's, both included), seconds from the first submission.
-  std::vector<int64_t> in_flight(chunks_per_s_.size(), 0);
+  // The most in flight in one second, as a sweep over the requests' first and last seconds
+  // (memory and time by requests, not by simulated seconds).
+  std::vector<std::pair<int64_t, int32_t>> edges;  // (second, +1 from it on / -1 after it)
   nlohmann::json latencies = nlohmann::json::array(), queue_times = nlohmann::json::array();
   for (size_t i = 0; i < requests_.size(); ++i) {
     const RequestRecord& r = requests_[i];
     if (r.finish_s < 0 || first_submit < 0) continue;
-    const auto from = static_cast<size_t>(r.submit_s - first_submit), to = static_cast<size_t>(r.finish_s - first_submit);
-    if (in_flight.size() <= to) in_flight.resize(to + 1, 0);
-    for (size_t b = from; b <= to; ++b) ++in_flight[b];
+    const auto from = static_cast<int64_t>(r.submit_s - first_submit), to = static_cast<int64_t>(r.finish_s - first_submit);
+    edges.push_back({from, +1});
+    edges.push_back({to + 1, -1});
     latencies.push_back(r.finish_s - r.submit_s);
     queue_times.push_back(r.submit_s - workload_[i].arrival_s);
   }
-  serving_.max_output_tokens_per_s =
-      chunks_per_s_.empty() ? 0.0 : static_cast<double>(*std::max_element(chunks_per_s_.begin(), chunks_per_s_.end()));
-  serving_.max_concurrent_requests = in_flight.empty() ? 0 : *std::max_element(in_flight.begin(), in_flight.end());
+  std::sort(edges.begin(), edges.end());  // at one second, -1 (the previous second's last) first
+  int64_t in_flight = 0, max_in_flight = 0;
+  for (const auto& [second, delta] : edges) max_in_flight = std::max(max_in_flight, in_flight += delta);
+  int64_t max_chunks = 0;
+  for (const auto& [second, chunks] : chunks_per_s_) max_chunks = std::max(max_chunks, chunks);
+  serving_.max_output_tokens_per_s = static_cast<double>(max_chunks);
+  serving_.max_concurrent_requests = max_in_flight;
   serving_.rtfx = 0.0;  // audio only
   serving_lists_ = {{"latencies", std::move(latencies)}, {"queue_times", std::move(queue_times)}};
   // vLLM's spec-decode keys (serve.py benchmark(), from the server's spec-decode counters), when

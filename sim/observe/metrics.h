@@ -13,6 +13,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -124,8 +125,10 @@ class MetricsObserver final : public StepObserver {
   double all_reqs_ = 0, all_tokens_ = 0;
   std::vector<float> itl_s_;  // [s] float halves the memory of the largest series
   // Delivered chunks per one-second bucket from the first submission (vLLM's
-  // max_output_tokens_per_s counts a streamed chunk once, however many tokens it holds).
-  std::vector<int64_t> chunks_per_s_;
+  // max_output_tokens_per_s counts a streamed chunk once, however many tokens it holds): only
+  // the seconds that have any, so memory follows the steps, not the simulated time (which a slow
+  // time model can make huge); events arrive in time order, so the last bucket is the one hit.
+  std::map<int64_t, int64_t> chunks_per_s_;
   void CountChunks(double time_s, size_t n);
   double first_submit_s_ = -1;
   int64_t preemptions_ = 0;

@@ -56,6 +56,23 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The key path of the first NaN or infinite number in `j`, or "" when every number is finite.
+std::string FirstNonFinite(const nlohmann::json& j, const std::string& path) {
+  if (j.is_number_float()) return std::isfinite(j.get<double>()) ? "" : (path.empty() ? "(value)" : path);
+  if (j.is_object()) {
+    for (const auto& [key, value] : j.items()) {
+      std::string bad = FirstNonFinite(value, path.empty() ? key : absl::StrCat(path, ".", key));
+      if (!bad.empty()) return bad;
+    }
+  } else if (j.is_array()) {
+    for (size_t i = 0; i < j.size(); ++i) {
+      std::string bad = FirstNonFinite(j[i], absl::StrCat(path, "[", i, "]"));
+      if (!bad.empty()) return bad;
+    }
+  }
+  return "";
+}
+
 constexpr int kSchemaVersion = 1;
 
 }  // namespace
@@ -81,13 +98,15 @@ namespace {
 // indices), and the run says what it chose and what it holds before it starts.
 absl::Status MaxModelLenFromTrace(RunConfig* config) {
   if (config->max_model_len_given || config->trace_path.empty()) return absl::OkStatus();
-  RunConfig probe = *config;
-  probe.scheduler.max_model_len = kMaxTraceTokens;
-  probe.max_model_len_given = true;
-  probe.num_requests = -1;  // every row is held to max_model_len, not only those replayed
-  DS_ASSIGN_OR_RETURN(Workload w, BuildWorkload(probe));
-  int64_t longest = 0;
-  for (const RequestSpec& r : w.requests) longest = std::max<int64_t>(longest, int64_t{r.prompt_len} + r.output_len);
+  // Every row is held to max_model_len, not only those replayed; the rows are scanned, not kept.
+  TraceOptions scan;
+  scan.format = config->trace_format;
+  scan.skip_bad_rows = config->skip_bad_rows;
+  scan.max_model_len = kMaxTraceTokens;
+  scan.over_length = config->over_length;
+  scan.keep_requests = false;
+  DS_ASSIGN_OR_RETURN(const Trace trace, LoadTrace(config->trace_path, scan));
+  const int64_t longest = trace.longest_request;
   const int32_t was = config->scheduler.max_model_len;
   if (longest <= was) return absl::OkStatus();
   config->scheduler.max_model_len = static_cast<int32_t>(longest);
@@ -339,6 +358,12 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& given_config) {
     result.executors.push_back(std::move(report));
   }
 
+  // A result is never "ok" with a number that is not one: JSON would write NaN or inf as null.
+  if (const std::string bad = FirstNonFinite(s, ""); run_status.ok() && !bad.empty())
+    return failed(absl::OutOfRangeError(absl::StrCat(
+                      "summary.json: ", bad, " is not a finite number; a cost of the time model (--calibration, "
+                      "or its defaults) or an option gives times beyond what a double holds")),
+                  engine.steps());
   // Each file appears whole or not at all; summary.json goes last, replacing "running", so a
   // folder whose summary has a final status holds the other files of the same run.
   const auto written = [&]() -> absl::Status {

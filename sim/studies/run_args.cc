@@ -189,7 +189,8 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   c.trace_format = *format;
   c.skip_bad_rows = vm["skip-bad-rows"].as<bool>();
   DS_ASSIGN_OR_RETURN(c.over_length, ParseOverLength(vm["over-length"].as<std::string>()));
-  c.time_scale = vm["time-scale"].as<double>();
+  // -0 is 0: a negative zero would scale every arrival to -0 s and be written as -0.0.
+  c.time_scale = vm["time-scale"].as<double>() + 0.0;
   c.concurrency = vm["concurrency"].as<int32_t>();
   // vLLM's names are aliases: either spelling, not both.
   if (vm.count("max-concurrency")) {

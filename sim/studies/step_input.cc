@@ -38,7 +38,7 @@ class Fields {
 
   std::string Label(const std::string& field) const {
     if (source_.from_options.count(field)) return StepFieldOption(field);
-    return absl::StrCat(source_.origin, ": field '", field, "'");
+    return absl::StrCat(source_.lines.Where(source_.origin, field), ": field '", field, "'");
   }
 
   absl::Status Error(const std::string& field, const std::string& expected, const json* got) const {
@@ -99,17 +99,17 @@ class Fields {
 absl::Status CheckKeys(const json& j, const StepInputSource& source) {
   for (const auto& [key, value] : j.items()) {
     if (std::find(std::begin(kFields), std::end(kFields), key) == std::end(kFields))
-      return absl::InvalidArgumentError(absl::StrCat(source.origin, ": unknown field '", key, "'; expected one of ",
+      return absl::InvalidArgumentError(absl::StrCat(source.lines.Where(source.origin, key), ": unknown field '", key, "'; expected one of ",
                                                      absl::StrJoin(kFields, ", ")));
   }
   auto host = j.find("host");
   if (host == j.end()) return absl::OkStatus();
   if (!host->is_object())
-    return absl::InvalidArgumentError(absl::StrCat(source.origin, ": field 'host': expected an object with ",
+    return absl::InvalidArgumentError(absl::StrCat(source.lines.Where(source.origin, "host"), ": field 'host': expected an object with ",
                                                    "query_start_loc and seq_lens, got ", Abbreviate(host->dump())));
   for (const auto& [key, value] : host->items())
     if (std::find(std::begin(kHostFields), std::end(kHostFields), key) == std::end(kHostFields))
-      return absl::InvalidArgumentError(absl::StrCat(source.origin, ": unknown field 'host.", key,
+      return absl::InvalidArgumentError(absl::StrCat(source.lines.Where(source.origin, absl::StrCat("host.", key)), ": unknown field 'host.", key,
                                                      "'; expected query_start_loc, seq_lens"));
   return absl::OkStatus();
 }
@@ -151,11 +151,12 @@ std::string StepFieldOption(const std::string& field) {
   return absl::StrCat("--", absl::StrReplaceAll(field, {{"_", "-"}, {".", "-"}}));
 }
 
-absl::StatusOr<json> ReadStepFile(const std::string& path) {
+absl::StatusOr<json> ReadStepFile(const std::string& path, JsonLines* lines) {
   DS_ASSIGN_OR_RETURN(const std::string text, ReadInputFile(path, "--json", ConfigReadLimits()));
   try {
     json j = json::parse(text);
     DS_RETURN_IF_ERROR(CheckJsonKeysOnce(text, path));
+    if (lines != nullptr) *lines = JsonLines::Of(text);
     if (!j.is_object())
       return absl::InvalidArgumentError(absl::StrCat(path, ": expected a JSON object (workloads/STEP.md), got ",
                                                      Abbreviate(j.dump())));

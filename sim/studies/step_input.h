@@ -19,6 +19,7 @@
 #include "kernels/batch.h"
 #include "kernels/suite/cases.h"
 #include "nlohmann/json.hpp"
+#include "sim/workload/json_keys.h"
 
 namespace dspark::sim {
 
@@ -34,6 +35,7 @@ struct StepInput {
 struct StepInputSource {
   std::string origin;
   std::set<std::string> from_options;
+  JsonLines lines;  // the file's lines by field (ReadStepFile), for "<file>:<line>: field ..."
 };
 
 // The option that sets `field` ("seq_lens" -> "--seq-lens"; "host.seq_lens" -> "--host-seq-lens").
@@ -44,7 +46,7 @@ std::string StepFieldOption(const std::string& field);
 absl::StatusOr<StepInput> ParseStepInput(const nlohmann::json& j, const StepInputSource& source);
 
 // The JSON object of `path` (bounded read; a syntax error names the file, line and column).
-absl::StatusOr<nlohmann::json> ReadStepFile(const std::string& path);
+absl::StatusOr<nlohmann::json> ReadStepFile(const std::string& path, JsonLines* lines = nullptr);
 
 // `input` as a STEP.json object that ParseStepInput reads back to the same arrays.
 nlohmann::ordered_json StepInputJson(const StepInput& input);

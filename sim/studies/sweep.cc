@@ -283,8 +283,9 @@ absl::StatusOr<SweepOutcome> RunSweep(const SweepConfig& config, std::FILE* prog
     if (!result.ok() && IsInputError(result.status())) {
       run_progress.End();
       DS_RETURN_IF_ERROR(WriteCsvFromLog(out));
-      return absl::Status(result.status().code(),
-                          absl::StrCat("stopping the sweep: point ", p->id, " failed on its input, which "
+      // Aborted, not the point's own code: the sweep has written its row, so this is a failed
+      // sweep (exit 1), not a command line refused before any work (exit 2).
+      return absl::AbortedError(absl::StrCat("stopping the sweep: point ", p->id, " failed on its input, which "
                                        "would fail the other points too: ", result.status().message()));
     }
   }

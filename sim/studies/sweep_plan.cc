@@ -113,6 +113,11 @@ absl::StatusOr<PointRunner> FindPointRunner(const std::string& executor) {
 absl::Status SweepConfig::Validate() const {
   if (out_dir.empty()) return absl::InvalidArgumentError("--out: expected a directory");
   if (!merge_inputs.empty()) return absl::OkStatus();
+  // A name that is no point runner is the command line's error (exit 2), as in run; gpu without
+  // a device or a CUDA build is found when the points run (exit 1).
+  if (executor != "gpu")
+    if (absl::StatusOr<PointRunner> runner = FindPointRunner(executor); !runner.ok())
+      return absl::InvalidArgumentError(runner.status().message());
   if (workloads.empty() && traces.empty())
     return absl::InvalidArgumentError("give at least one --workload or --trace");
   if (concurrency.empty()) return absl::InvalidArgumentError("--concurrency: expected at least one value");

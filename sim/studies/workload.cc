@@ -41,6 +41,8 @@ absl::StatusOr<Workload> BuildWorkload(const RunConfig& config) {
     options.skip_bad_rows = config.skip_bad_rows;
     options.max_model_len = config.scheduler.max_model_len;
     options.over_length = config.over_length;
+    // Only the requests replayed are parsed: memory follows --num-requests, not the file.
+    if (config.num_requests > 0) options.max_requests = config.num_requests;
     auto trace = LoadTrace(config.trace_path, options);
     if (!trace.ok()) return trace.status();
     w.requests = std::move(trace->requests);
@@ -50,7 +52,8 @@ absl::StatusOr<Workload> BuildWorkload(const RunConfig& config) {
               {"data_rows", trace->data_rows},
               {"skipped_bad_rows", trace->skipped_rows},
               {"skipped_examples", trace->skipped_examples},
-              {"failed_requests_excluded", trace->failed_requests}};
+              {"failed_requests_excluded", trace->failed_requests},
+              {"read_whole_file", trace->read_whole_file}};
     if (trace->format == TraceFormat::kBurstGptLengths)
       w.info["other_models_excluded"] = trace->other_models_excluded;
     if (config.num_requests > 0 && static_cast<size_t>(config.num_requests) < w.requests.size())

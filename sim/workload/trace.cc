@@ -135,32 +135,46 @@ absl::StatusOr<Trace> ParseTrace(absl::string_view text, absl::string_view sourc
   Trace trace;
   trace.source = std::string(source);
   if (auto s = CheckEncoding(text, source); !s.ok()) return s;
-  const std::vector<Line> lines = SplitLines(text);
-  // No format quotes fields and JSON escapes control characters, so a CR left inside a line
-  // means the file ends its lines in bare CR: read as one line it would mislead every message.
-  for (const Line& line : lines)
-    if (const size_t cr = line.text.find('\r'); cr != absl::string_view::npos)
-      return RowError({source, line.number}, static_cast<int64_t>(cr + 1), "(line)",
-                      "expected lines ending in LF or CRLF, got a bare CR (carriage return) "
-                      "inside the line");
-  size_t first = 0;
-  while (first < lines.size() && IsBlank(lines[first].text)) ++first;
-  if (first == lines.size()) {
+  // The lines one at a time (no table of them: the parse holds the text, the accepted rows and
+  // one line). No format quotes fields and JSON escapes control characters, so a CR left inside
+  // a line means the file ends its lines in bare CR: read as one line it would mislead every
+  // message.
+  LineCursor cursor(text);
+  absl::Status bare_cr = absl::OkStatus();
+  const auto next_line = [&](Line* line) -> bool {
+    if (!cursor.Next(line)) return false;
+    if (const size_t cr = line->text.find('\r'); cr != absl::string_view::npos)
+      bare_cr = RowError({source, line->number}, static_cast<int64_t>(cr + 1), "(line)",
+                         "expected lines ending in LF or CRLF, got a bare CR (carriage return) "
+                         "inside the line");
+    return true;
+  };
+  Line first_line;
+  bool any_line = false, found_first = false;
+  while (next_line(&first_line)) {
+    any_line = true;
+    if (!bare_cr.ok()) return bare_cr;
+    if (!IsBlank(first_line.text)) {
+      found_first = true;
+      break;
+    }
+  }
+  if (!found_first) {
     const char* expected = options.format == TraceFormat::kAuto ? "a CSV header or a JSON object"
                            : IsCsvFormat(options.format)        ? "a CSV header"
                                                                 : "a JSON object";
     return RowError({source, 1}, 1, "(file)",
                     absl::StrCat("expected ", expected, " on the first non-blank line, got ",
-                                 lines.empty() ? "an empty file" : "only blank lines"));
+                                 !any_line ? "an empty file" : "only blank lines"));
   }
-  const Location first_loc{source, lines[first].number};
-  const bool looks_json = absl::StripLeadingAsciiWhitespace(lines[first].text).substr(0, 1) == "{";
+  const Location first_loc{source, first_line.number};
+  const bool looks_json = absl::StripLeadingAsciiWhitespace(first_line.text).substr(0, 1) == "{";
 
   TraceFormat format = options.format;
   if (format == TraceFormat::kAuto) {
     absl::StatusOr<TraceFormat> detected =
-        looks_json ? DetectJson(first_loc, lines[first].text)
-                   : DetectCsv(first_loc, lines[first].text, SplitCsv(lines[first].text));
+        looks_json ? DetectJson(first_loc, first_line.text)
+                   : DetectCsv(first_loc, first_line.text, SplitCsv(first_line.text));
     if (!detected.ok()) return detected.status();
     format = *detected;
   }
@@ -170,9 +184,8 @@ absl::StatusOr<Trace> ParseTrace(absl::string_view text, absl::string_view sourc
   // CSV: map required column names to positions in the header.
   std::vector<int> col;
   size_t header_fields = 0;
-  size_t data_begin = first;
   if (IsCsvFormat(format)) {
-    const std::vector<CsvField> header = SplitCsv(lines[first].text);
+    const std::vector<CsvField> header = SplitCsv(first_line.text);
     header_fields = header.size();
     for (const auto& name : LayoutOf(format).required) {
       int at = -1;
@@ -199,22 +212,34 @@ absl::StatusOr<Trace> ParseTrace(absl::string_view text, absl::string_view sourc
                                      absl::StrJoin(LayoutOf(format).required, ",")));
       col.push_back(at);
     }
-    data_begin = first + 1;
   } else if (!looks_json) {
     return RowError(first_loc, 1, "(format)",
                     absl::StrCat("expected JSON objects for a ", TraceFormatName(format),
-                                 " trace, got ", Quote(lines[first].text)));
+                                 " trace, got ", Quote(first_line.text)));
   }
 
   std::optional<Arrival> last, first_time;
-  std::vector<RawRow> rows;
-  rows.reserve(lines.size());
+  int64_t trace_last_whole = 0;
+  double trace_last_frac = 0.0;
   absl::flat_hash_map<int64_t, int64_t> id_line;  // jsonl: explicit id -> line, for duplicates
   std::optional<bool> ids_given;  // jsonl: whether the first accepted row carried an id
   int64_t ids_decided_line = 0;
   int64_t next_index = 0;
-  for (size_t i = data_begin; i < lines.size(); ++i) {
-    const Line& line = lines[i];
+  // A JSON format's first line is its first row; a CSV's is the header.
+  bool pending_first = !IsCsvFormat(format);
+  // Rows are in arrival order (a row before the previous one is refused), so the first accepted
+  // row is the earliest and every request is converted as soon as it is accepted.
+  int64_t base_whole = 0;
+  double base_frac = 0.0;
+  while (true) {
+    Line line;
+    if (pending_first) {
+      line = first_line;
+      pending_first = false;
+    } else {
+      if (!next_line(&line)) break;
+      if (!bare_cr.ok()) return bare_cr;
+    }
     if (IsBlank(line.text)) continue;
     ++trace.data_rows;
     const Location loc{source, line.number};
@@ -302,13 +327,35 @@ absl::StatusOr<Trace> ParseTrace(absl::string_view text, absl::string_view sourc
       ++trace.other_models_excluded;
       continue;
     }
-    rows.push_back(std::move(row));
+    // Enough requests read (options.max_requests): the rows after the last one kept that arrive
+    // at its time are still read, as the order of equal times is by id.
+    if (options.max_requests > 0 && trace.accepted_requests >= options.max_requests &&
+        (row.whole_s != trace_last_whole || row.frac_s != trace_last_frac)) {
+      trace.read_whole_file = false;
+      break;
+    }
+    if (trace.accepted_requests == 0) {
+      base_whole = row.whole_s;
+      base_frac = row.frac_s;
+    }
+    trace_last_whole = row.whole_s;
+    trace_last_frac = row.frac_s;
+    ++trace.accepted_requests;
+    trace.longest_request = std::max<int64_t>(trace.longest_request, int64_t{row.prompt_len} + row.output_len);
+    if (!options.keep_requests) continue;
+    RequestSpec spec;
+    spec.id = row.id;
+    spec.arrival_s = static_cast<double>(row.whole_s - base_whole) + (row.frac_s - base_frac);
+    spec.prompt_len = row.prompt_len;
+    spec.output_len = row.output_len;
+    spec.acceptance = std::move(row.acceptance);
+    trace.requests.push_back(std::move(spec));
   }
 
   if (trace.data_rows == 0)
-    return RowError({source, lines[first].number + 1}, 1, "(rows)",
+    return RowError({source, first_line.number + 1}, 1, "(rows)",
                     "expected at least one data row after the header, got none");
-  if (rows.empty())
+  if (trace.accepted_requests == 0)
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s: expected at least one request, got none (data rows: %d, skipped as bad: %d, failed "
         "requests with 0 response tokens: %d%s)",
@@ -317,23 +364,6 @@ absl::StatusOr<Trace> ParseTrace(absl::string_view text, absl::string_view sourc
             ? absl::StrCat(", rows of a model other than GPT-4: ", trace.other_models_excluded)
             : ""));
 
-  int64_t base_whole = rows.front().whole_s;
-  double base_frac = rows.front().frac_s;
-  for (const auto& r : rows)
-    if (r.whole_s < base_whole || (r.whole_s == base_whole && r.frac_s < base_frac)) {
-      base_whole = r.whole_s;
-      base_frac = r.frac_s;
-    }
-  trace.requests.reserve(rows.size());
-  for (auto& r : rows) {
-    RequestSpec spec;
-    spec.id = r.id;
-    spec.arrival_s = static_cast<double>(r.whole_s - base_whole) + (r.frac_s - base_frac);
-    spec.prompt_len = r.prompt_len;
-    spec.output_len = r.output_len;
-    spec.acceptance = std::move(r.acceptance);
-    trace.requests.push_back(std::move(spec));
-  }
   // Arrivals are non-decreasing already; the sort orders equal times by id.
   std::stable_sort(trace.requests.begin(), trace.requests.end(),
                    [](const RequestSpec& a, const RequestSpec& b) {

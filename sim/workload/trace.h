@@ -64,6 +64,13 @@ struct TraceOptions {
   int32_t max_model_len = 0;
   OverLength over_length = OverLength::kError;
   ReadLimits read_limits = TraceReadLimits();  // LoadTrace: file size, line length, timeout
+  // Stop after this many requests (0: read every row): the rows after them are not parsed nor
+  // checked, so memory follows the requests kept (run --num-requests). Rows arriving at the
+  // same time as the last one kept are still read (equal times are ordered by id).
+  int64_t max_requests = 0;
+  // False: the rows are parsed and checked, but only counted and measured (Trace::
+  // longest_request), not kept: a scan of the whole file in the memory of its text.
+  bool keep_requests = true;
 };
 
 struct Trace {
@@ -80,6 +87,9 @@ struct Trace {
   bool has_arrivals = true;
   int64_t other_models_excluded = 0;  // burstgpt-lengths: rows of a Model other than GPT-4
   bool has_hash_ids = false;  // Mooncake rows with hash_ids (prefix-cache blocks, not modelled)
+  int64_t longest_request = 0;  // [tokens] the longest prompt + output accepted
+  int64_t accepted_requests = 0;  // requests accepted (kept or not: keep_requests)
+  bool read_whole_file = true;  // false: stopped at TraceOptions::max_requests (data_rows: those read)
 };
 
 // Reads and parses `path`.

@@ -51,6 +51,18 @@ struct Line {
 
 // The lines of `text` (a UTF-8 byte-order mark dropped, CRLF ends cut).
 std::vector<Line> SplitLines(absl::string_view text);
+
+// The same lines one at a time, without a table of them.
+class LineCursor {
+ public:
+  explicit LineCursor(absl::string_view text);
+  bool Next(Line* line);  // false after the last line
+
+ private:
+  absl::string_view text_;
+  size_t pos_ = 0;
+  int64_t number_ = 0;
+};
 bool IsBlank(absl::string_view s);
 // Faults of the file as a whole, before any line is read (UTF-16/32, gzip).
 absl::Status CheckEncoding(absl::string_view text, absl::string_view source);

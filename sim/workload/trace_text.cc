@@ -59,6 +59,21 @@ std::vector<Line> SplitLines(absl::string_view text) {
   return lines;
 }
 
+LineCursor::LineCursor(absl::string_view text) : text_(text) {
+  if (text_.size() >= 3 && text_.substr(0, 3) == "\xEF\xBB\xBF") text_.remove_prefix(3);
+}
+
+bool LineCursor::Next(Line* line) {
+  if (pos_ >= text_.size()) return false;
+  size_t end = text_.find('\n', pos_);
+  if (end == absl::string_view::npos) end = text_.size();
+  absl::string_view text = text_.substr(pos_, end - pos_);
+  if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+  *line = {text, ++number_};
+  pos_ = end + 1;
+  return true;
+}
+
 bool IsBlank(absl::string_view s) { return absl::StripAsciiWhitespace(s).empty(); }
 
 absl::Status CheckEncoding(absl::string_view text, absl::string_view source) {

@@ -219,6 +219,9 @@ std::vector<Case> InputCases() {
                         {"--config", "<file>"},
                         "<file>: --seed: expected an integer in [0, 18446744073709551615], got '-1'"));
   v.back().text = "seed = -1\n";
+  v.push_back(SweepArgs("SweepTraceDash", "`sweep --trace <file> -` (a stray `-` after the multi-word `--trace`)",
+                        {"--trace", "<file>", "-"},
+                        "--trace: '-' is no trace file (standard input is not read); give the path of a trace"));
   v.push_back(Command("DumpWorkloadOverTheTrace", "`--trace <file> --dump-workload <file>`",
                       kJsonlLf, {"--trace", "<file>", "--dump-workload", "<file>"}, 2,
                       "dspark-sim run: --dump-workload: '<file>' is the --trace input; expected a "
@@ -227,6 +230,38 @@ std::vector<Case> InputCases() {
                       "{}\n", {"--workload", "chat", "--calibration", "<file>", "--step-log", "<file>"}, 2,
                       "dspark-sim run: --step-log: '<file>' is the --calibration input; expected a "
                       "file that is none of the run's inputs or other outputs"));
+
+  // ---- numbers in a calibration: finite but huge, of the wrong type, beyond 32 bits; the line
+  const std::vector<std::string> with_calibration = {"--workload", "chat", "--num-requests", "2", "--calibration",
+                                                     "<file>"};
+  v.push_back(Command("CalibrationHugeCost", "calibration `\"sched_us\": 1e300` (finite, gives inf latencies)",
+                      "{\"host\": {\n  \"sched_us\": 1e300}}\n", with_calibration, 1,
+                      "dspark-sim run: <file>:2: key 'host.sched_us': expected a number of us in [0, 1e9], "
+                      "got 1e+300"));
+  v.push_back(Command("CalibrationCostOfTheWrongType", "calibration `\"spec_host_us\": \"5\"` (a string)",
+                      "{\"host\": {\n  \"sched_us\": 5,\n  \"spec_host_us\": \"5\"}}\n", with_calibration, 1,
+                      "dspark-sim run: <file>:3: key 'host.spec_host_us': expected a number of us in [0, 1e9], "
+                      "got \"5\""));
+  v.push_back(Command("CalibrationCaseCostHuge", "calibration `gpu_us.decode` = `1e12`",
+                      "{\"metadata\": {\"vllm-0.31\": {\"gpu_us\": {\n \"decode\": 1e12}}}}\n", with_calibration, 1,
+                      "dspark-sim run: <file>:2: key 'metadata.vllm-0.31.gpu_us.decode': expected a number of us "
+                      "in [0, 1e9], got 1000000000000.0"));
+  v.push_back(Command("CalibrationHostSyncsBeyond32Bits", "calibration `\"host_syncs\": 4294967297` (2^32 + 1)",
+                      "{\"metadata\": {\"fused\": {\n \"host_syncs\": 4294967297}}}\n", with_calibration, 1,
+                      "dspark-sim run: <file>:2: key 'metadata.fused.host_syncs': expected an integer in "
+                      "[0, 100000], got 4294967297"));
+  v.push_back(Command("CalibrationLaunchesNegative", "calibration `launches.decode` = `-1`",
+                      "{\"metadata\": {\"fused\": {\"launches\": {\n \"decode\": -1}}}}\n", with_calibration, 1,
+                      "dspark-sim run: <file>:2: key 'metadata.fused.launches.decode': expected an integer in "
+                      "[0, 100000], got -1"));
+  v.push_back(Command("CalibrationEngineObjectIsAList", "calibration `\"engine\": [1]`",
+                      "{\n\"engine\": [1]}\n", with_calibration, 1,
+                      "dspark-sim run: <file>:2: key 'engine': expected an object, got [1]"));
+  v.push_back(Command("CalibrationNotJson", "calibration with a missing `}`",
+                      "{\"host\": {\"sched_us\": 5}\n", with_calibration, 1,
+                      "dspark-sim run: <file>:2:1: not valid JSON: [json.exception.parse_error.101] parse error "
+                      "at line 2, column 1: syntax error while parsing object - unexpected end of input; expected "
+                      "'}'"));
   return v;
 }
 

@@ -356,6 +356,8 @@ TEST(SweepExecutor, AnInputErrorStopsTheSweepAfterRecordingIt) {
   auto outcome = RunSweep(c, nullptr);
   ASSERT_FALSE(outcome.ok());
   EXPECT_NE(std::string(outcome.status().message()).find("stopping the sweep"), std::string::npos) << outcome.status();
+  // The sweep has done work (its row is written): a failed sweep, exit 1, not a refused command line.
+  EXPECT_TRUE(absl::IsAborted(outcome.status())) << outcome.status();
   const std::vector<ojson> rows = RawRows(dir);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0]["status"], "failed");

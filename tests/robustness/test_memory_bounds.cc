@@ -1,0 +1,62 @@
+// Memory bounded before it is taken: `step` refuses a step whose pre-flight bound is above the
+// memory it may use (the machine's available memory or the address-space limit), naming the
+// bound, the limit and the sizes to lower; and without --out its report goes to a file, the
+// console getting a summary and where the report went.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "tests/common/cli_run.h"
+#include "tests/common/temp_folders.h"
+
+namespace dspark::sim {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(StepMemory, AStepAboveTheAddressSpaceLimitIsRefusedBeforeItAllocates) {
+  rlimit before{};
+  ASSERT_EQ(getrlimit(RLIMIT_AS, &before), 0);
+  rlimit low = before;
+  low.rlim_cur = rlim_t{3} << 30;  // 3 GiB: a capacity of 1M tokens needs about 5 GB
+  if (before.rlim_cur != RLIM_INFINITY && before.rlim_cur < low.rlim_cur) low.rlim_cur = before.rlim_cur;
+  const std::string out = (fs::path(testing_util::ProcessTempDir("memory", "step", true)) / "r.json").string();
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &low), 0);
+  ::testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStdout();
+  const int code = test::RunCli({"step", "--qsl", "0,1", "--seq-lens", "10", "--block-table", "1", "--num-decodes", "1",
+                                 "--capacity", "1000000", "--out", out});
+  ::testing::internal::GetCapturedStdout();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &before), 0);
+  EXPECT_EQ(code, 2) << err;
+  EXPECT_NE(err.find("dspark-sim step: this step needs up to "), std::string::npos) << err;
+  EXPECT_NE(err.find("GB of host memory (capacity 1000000 tokens"), std::string::npos) << err;
+  EXPECT_NE(err.find("allowed by the address-space limit (ulimit -v); lower capacity or bt_stride"),
+            std::string::npos)
+      << err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(StepOutput, WithoutOutTheReportGoesToAFileAndTheConsoleSaysWhere) {
+  const fs::path dir = testing_util::ProcessTempDir("memory", "step_default_out", true);
+  const fs::path was = fs::current_path();
+  fs::current_path(dir);
+  ::testing::internal::CaptureStdout();
+  const int code = test::RunCli({"step", "--case", "decode", "--batch", "2"});
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  fs::current_path(was);
+  EXPECT_EQ(code, 0);
+  EXPECT_NE(out.find("wrote the full report ("), std::string::npos) << out;
+  EXPECT_NE(out.find(") to results/step/report.json (--out FILE to choose, --out - for stdout)"), std::string::npos)
+      << out;
+  EXPECT_LT(out.size(), 2000u) << "the console gets a summary, not the report";
+  EXPECT_GT(fs::file_size(dir / "results" / "step" / "report.json"), 10000u);
+}
+
+}  // namespace
+}  // namespace dspark::sim
