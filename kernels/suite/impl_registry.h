@@ -51,6 +51,11 @@ struct ImplTraits {
   // chunks), kernels/suite/suite.h. Every built-in does; a user's implementation that builds only
   // the decode metadata sets it false, and CompareSuite does not compare those regions then.
   bool writes_prefill_metadata = true;
+  // Its DeepSeek-V4 indexer takes the native decode path of vLLM 0.20.0-0.27.1 (states (a), (b);
+  // docs/states.md s.3): its own uniform decode split, per-request decode lengths and [nd, L]
+  // lengths, the runner's block table handed out. It is held to that path's regions
+  // (kernels/suite/regions.h, SuiteRegion::IndexerPath), not the per-token ones.
+  bool native_indexer_decode = false;
 };
 
 // The part an implementation plays when results compare implementations. Plots and tables take

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/batch.h"
+#include "kernels/suite/impl_registry.h"
 #include "kernels/suite/suite.h"
 
 namespace dspark {
@@ -26,12 +27,13 @@ struct ReferenceField {
 std::vector<ReferenceField> ReferenceFields(const SuiteReference& ref, const BatchInputs& in,
                                             const SuiteLayout& layout, const ModelConsts& consts);
 
-// An implementation's buffers `got` (host-readable) over the same regions, names and shapes, so
-// that they line up with ReferenceFields cell by cell. `writes_prefill_metadata` false (the
-// implementation's ImplTraits say so): the prefill metadata fields, which it does not write, are
-// not listed.
+// An implementation's buffers `got` (host-readable) over the regions it defines (RegionApplies:
+// its ImplTraits), so that they line up with ReferenceFields cell by cell; the prefill metadata
+// fields of an implementation that does not write them are not listed. An implementation on the
+// native indexer path (states (a), (b) on DeepSeek-V4) lists that path's indexer fields, under the
+// same names with their own shapes.
 std::vector<ReferenceField> OutputFields(const SuiteOutputs& got, const SuiteReference& ref, const BatchInputs& in,
                                          const SuiteLayout& layout, const ModelConsts& consts,
-                                         bool writes_prefill_metadata = true);
+                                         const ImplTraits& traits);
 
 }  // namespace dspark

@@ -44,6 +44,12 @@ struct SuiteRegion {
   // A prefill metadata field (SWA prefill_gather_lens, the indexer's prefill chunks): compared
   // only for implementations with ImplTraits::writes_prefill_metadata.
   bool prefill_metadata = false;
+  // Which indexer decode path defines the field (DeepSeek-V4's indexer): kAny, or only the
+  // varlen chain / #56562 kernel (the step's split, per-token rows) or only the native path of
+  // states (a) and (b) (ImplTraits::native_indexer_decode: the indexer's own uniform split,
+  // per-request rows). Both share the field names; an implementation is held to its path's.
+  enum class IndexerPath : int8_t { kAny, kPerToken, kNative };
+  IndexerPath indexer_path = IndexerPath::kAny;
 
   int64_t Cells() const { return rows * cols; }
   int64_t GivenCells() const { return want_cells < 0 ? Cells() : std::min(want_cells, Cells()); }
@@ -52,6 +58,13 @@ struct SuiteRegion {
     return int64_field ? want64[cell] : want32[cell];
   }
 };
+
+// Whether an implementation with `traits` defines region `r` (its prefill metadata, its indexer path).
+inline bool RegionApplies(const SuiteRegion& r, const ImplTraits& traits) {
+  if (r.prefill_metadata && !traits.writes_prefill_metadata) return false;
+  if (r.indexer_path == SuiteRegion::IndexerPath::kAny) return true;
+  return (r.indexer_path == SuiteRegion::IndexerPath::kNative) == traits.native_indexer_decode;
+}
 
 // Every field's region of the step `in` (layout: the persistent buffers' geometry), pointing
 // into `ref` (which must outlive the result).

@@ -31,7 +31,7 @@ ojson FieldsJson(const std::vector<ReferenceField>& fields) {
 std::vector<ReferenceField> ImageFields(const SuiteImage& img, const SuiteReference& want, const SuiteLayout& layout,
                                         const BatchInputs& in, const ModelConsts& consts, const ImplTraits& traits) {
   SuiteImage view_of = img;  // View() hands out mutable pointers
-  return OutputFields(view_of.View(), want, in, layout, consts, traits.writes_prefill_metadata);
+  return OutputFields(view_of.View(), want, in, layout, consts, traits);
 }
 
 ojson DifferencesJson(const std::vector<FieldMismatch>& mismatches, std::array<int64_t, 3>* fields_by_kind) {
