@@ -228,6 +228,7 @@ def step_json(step: Step, entry: dict) -> dict:
         "fp8_prefill": bool(entry.get("fp8_prefill", True)),
         "spec_k": int(step.consts.get("spec_k", 5)),
         **({"model": "v4"} if step.consts.get("model") == "v4" else {}),
+        **({} if step.causal else {"causal": False}),  # a DSpark draft step
     }
 
 
@@ -617,10 +618,11 @@ def compare(step: Step, got: dict) -> list[dict]:
             b = b[:a.size]
         n = min(a.size, b.size)
         if a.size != b.size:
-            # On a step whose host view is stale, a field whose extent the builder takes from the
-            # host (the native indexer's uniform split and L, states (a) / (b)) has the host's
-            # extent in the release and the device truth's in ours: stale-host.
-            kind = "stale-host" if step.host_view_stale else "bug"
+            # On a step whose host split is stale, an indexer field whose extent the builder takes
+            # from the host (the native path's uniform split and L, states (a) / (b)) has the
+            # host's extent in the release and the device truth's in ours: stale-host.
+            host_split_stale = not np.array_equal(step.host["query_start_loc"], step.device["query_start_loc"])
+            kind = "stale-host" if key.startswith("indexer_") and host_split_stale else "bug"
             diffs.append({"step": step.name, "field": key, "kind": kind, "cells": abs(a.size - b.size),
                           "note": f"shape: ours {list(np.shape(mine))}, release {list(np.shape(theirs))}"})
         bad = np.nonzero(a[:n].astype(np.int64) != b[:n].astype(np.int64))[0]
