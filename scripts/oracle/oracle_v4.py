@@ -57,6 +57,12 @@ class ReleaseSuiteV4(ReleaseSuite):
         self.cached_map = hasattr(self.CM, "token_to_req_indices")
         # 0.28.0 on: a token without a KV slot has its SWA row cleared to -1.
         self.swa_clears_rows = tuple(int(x) for x in rel.version.split(".")[:2]) >= (0, 28)
+        # DSpark arrives in 0.25.0: before it, SWA has no non-causal (draft step) path, and a
+        # draft step is a pairing the release never had (its SWA fields are not compared there).
+        self.dspark_swa = "noncausal" in inspect.getsource(self.swa_mod)
+        if not self.dspark_swa:
+            self.notes.append(f"vLLM {rel.version} has no DSpark (0.25.0 on): on a draft step (non-causal) its SWA "
+                              "builds causal rows; ours are a what-if there and SWA is not compared (swa-no-dspark)")
         if self.varlen:
             self.notes.append("SM100 path forced: DeepseekV32IndexerMetadataBuilder.supports_varlen = True")
         else:
@@ -158,6 +164,9 @@ class ReleaseSuiteV4(ReleaseSuite):
         if self.cached_map:
             out["token_map.token_to_req"] = cm._token_to_req_indices_cache[:N].cpu().numpy().astype(np.int32)
         self._swa_outputs(cm, swa_md, out, N, ndt)  # the SWA fields and the split, as on V4.1
+        if not self.dspark_swa and not step.causal:
+            for k in [k for k in out if k.startswith("swa.")]:
+                del out[k]
         if not self.swa_clears_rows and "swa.swa_lens" in out:
             # <= 0.27.1 leaves the row of a length-0 token as it was (kept: swa-rows-uncleared)
             out["swa._rows_uncleared"] = np.nonzero(out["swa.swa_lens"].reshape(-1)[:N] == 0)[0]
