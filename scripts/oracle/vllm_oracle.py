@@ -78,9 +78,10 @@ KEPT = {
         "positions[t] of a padding row is whatever the runner's persistent buffer held (0 here). "
         "Ours give padding rows -1 (kernels/ring_slots.cuh). Counted as padding-residue."),
     "swa-rows-uncleared": (
-        "swa.swa_indices",
-        "Up to 0.27.1 _compute_swa_indices_and_lens_kernel gives a token without a KV slot "
-        "(slot_mapping -1) length 0 and leaves its row as the buffer held it; 0.28.0 clears it "
+        "swa.swa_indices, swa.swa_indices_noncausal",
+        "Up to 0.27.1 _compute_swa_indices_and_lens_kernel (and the DSpark non-causal kernel) gives a "
+        "token without a KV slot (slot_mapping -1, graph padding included) length 0 and leaves its row "
+        "as the buffer held it; 0.28.0 clears it "
         "to -1, as ours (the suite's one reference) does. Rows of length 0 in such a release are "
         "counted as padding-residue."),
     "swa-no-dspark": (
@@ -586,7 +587,7 @@ class ReleaseSuite:
 # ----------------------------------------------------------------------------- compare
 
 
-def classify(step: Step, key: str, i: int, got, ours_v, rows_uncleared=None) -> str:
+def classify(step: Step, key: str, i: int, got, ours_v, rows_uncleared=None, row_width=None) -> str:
     """One differing cell: stale-host, padding-residue, or bug (the project's three kinds)."""
     if key in step.hostref:
         h = step.hostref[key].reshape(-1)
@@ -601,9 +602,10 @@ def classify(step: Step, key: str, i: int, got, ours_v, rows_uncleared=None) -> 
             return "padding-residue"
     if key == "mla_r2.ring_slots" and i >= int(step.device["query_start_loc"][z["num_reqs"]]):
         return "padding-residue"  # graph padding rows: vLLM maps them to request 0's ring slot
-    if key == "swa.swa_indices" and rows_uncleared is not None:
-        W = int(step.consts.get("swa_window", 128))
-        first = 0 if step.causal else z["num_decode_tokens"]  # a draft step's causal rows start at N_d
+    if key in ("swa.swa_indices", "swa.swa_indices_noncausal") and rows_uncleared is not None:
+        W = row_width or int(step.consts.get("swa_window", 128))
+        # a draft step's causal rows start at N_d; its non-causal rows are the decode rows from 0
+        first = 0 if step.causal or key.endswith("_noncausal") else z["num_decode_tokens"]
         if first + i // W in rows_uncleared:
             return "padding-residue"  # kept: swa-rows-uncleared
     return "bug"
@@ -637,7 +639,8 @@ def compare(step: Step, got: dict) -> list[dict]:
         uncleared = got.get("swa._rows_uncleared")
         uncleared = set(int(r) for r in uncleared) if uncleared is not None else None
         for i in bad:
-            k = classify(step, key, int(i), b[i], a[i], uncleared)
+            k = classify(step, key, int(i), b[i], a[i], uncleared,
+                         np.shape(mine)[1] if np.ndim(mine) == 2 else None)
             kinds.setdefault(k, []).append(int(i))
         for k, cells in kinds.items():
             i = cells[0]
@@ -645,7 +648,7 @@ def compare(step: Step, got: dict) -> list[dict]:
                  "first_index": i, "ours": int(a[i]), "release": int(b[i])}
             if key == "mla_r2.ring_slots" and k == "padding-residue":
                 d["kept"] = "ring-padding-rows"
-            if key == "swa.swa_indices" and k == "padding-residue":
+            if key.startswith("swa.swa_indices") and k == "padding-residue":
                 d["kept"] = "swa-rows-uncleared"
             diffs.append(d)
     return diffs
