@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# On the GPU machine: the vLLM oracle (docs/oracle.md) on DeepSeek-V4 (docs/states.md s.8): the
-# seed cases and the steps of a dumped run, each built by vLLM 0.29.0's own DeepSeek-V4 builders
-# and compared field by field, launch by launch, with vllm-0.29. Reports go to $OUT (default
-# results-oracle-v4/).
+# On the GPU machine: the vLLM oracle (docs/oracle.md) on DeepSeek-V4 (docs/states.md s.3, s.9):
+# the seed cases and the steps of a dumped run, each built by a release's own DeepSeek-V4 builders
+# and compared field by field, launch by launch, with our state of that release: vllm-0.24 against
+# vLLM 0.24.0 (state (a)), vllm-0.27 against 0.27.1 (b), vllm-0.29 against 0.29.0 (c). Reports go
+# to $OUT (default results-oracle-v4/), one oracle-v4-VERSION.json per release.
 #
 # Prepare here (no GPU):   scripts/gpu-build.sh            (build-gpu/)
-#                          scripts/fetch-vllm.sh 0.29.0
-#                          mkdir -p .vllm-packs && cp .vllm-cache/0.29.0.tar.gz .vllm-packs/
+#                          scripts/fetch-vllm.sh 0.24.0 0.27.1 0.29.0
+#                          scripts/oracle/pack-vllm.sh .vllm-packs 0.24.0 0.27.1 0.29.0
 # Carry:                   ["build-gpu", ".vllm-packs"]
 # Run there:               scripts/gpu-oracle-v4.sh
 #
@@ -22,7 +23,7 @@ PACKS="${DSPARK_VLLM_PACKS:-.vllm-packs}"
 DATA="${DSPARK_DATA_DIR:-workloads/traces}"
 STEPS="${DSPARK_ORACLE_STEPS:-1000}"
 # release=implementation pairs: each V4 state against the release it names.
-PAIRS=(${DSPARK_ORACLE_V4_PAIRS:-0.29.0=vllm-0.29})
+PAIRS=(${DSPARK_ORACLE_V4_PAIRS:-0.24.0=vllm-0.24 0.27.1=vllm-0.27 0.29.0=vllm-0.29})
 
 fail() { echo "gpu-oracle-v4: $*" >&2; exit 2; }
 [ -x "$SIM" ] || fail "$SIM: not found (build it with scripts/gpu-build.sh and carry build-gpu)"

@@ -96,7 +96,7 @@ std::vector<RegionCompareTask> PlanCompareTasks(const std::vector<SuiteRegion>& 
     RegionCompareTask t;
     t.want = want_base + pack.regions[i].offset;
     t.got = static_cast<const uint8_t*>(RegionBuffer(r, got)) + r.got_offset * ElemBytes(r);
-    t.rows = r.cols > 0 && WritesRegion(traits, consts, r) ? r.rows : 0;
+    t.rows = r.cols > 0 && RegionApplies(r, traits, consts) ? r.rows : 0;
     t.cols = r.cols;
     t.got_stride = r.got_stride;
     t.padding_rows_from = r.padding_rows_from;

@@ -53,7 +53,7 @@ inline int64_t ElemBytes(const SuiteRegion& r) { return r.int64_field ? 8 : 4; }
 
 // One task per region of `got` (an implementation's buffers, in the compare's memory), the
 // reference read at want_base + the region's pack offset. A region the implementation does not
-// write (WritesRegion false, which CompareSuite skips too) gets a task of no cells.
+// write (RegionApplies false, which CompareSuite skips too) gets a task of no cells.
 std::vector<RegionCompareTask> PlanCompareTasks(const std::vector<SuiteRegion>& regions, const WantPack& pack,
                                                 const uint8_t* want_base, const SuiteOutputs& got,
                                                 const ImplTraits& traits, const ModelConsts& consts);

@@ -45,6 +45,8 @@ struct Outputs {
   DeviceBuffer<int32_t> seq_out[2], bt_out[2], decode_lens[2], indices[2], per_req[2];
   DeviceBuffer<int32_t> pf_cu[2], pf_rows[2], pf_ks[2], pf_ke[2];  // the indexer prefill chunks
   DeviceBuffer<int32_t> seg_qsl, seg_seq_lens, seg_count;
+  // DeepSeek-V4 only (layout c128a_stride > 0): C128A's top-k rows and lengths.
+  DeviceBuffer<int32_t> c128a_decode, c128a_decode_lens, c128a_prefill;
   SuiteOutputs view;
 
   explicit Outputs(const SuiteLayout& l) {
@@ -73,6 +75,14 @@ struct Outputs {
     seg_qsl = DeviceBuffer<int32_t>(static_cast<size_t>(l.max_segments) + 1);
     seg_seq_lens = DeviceBuffer<int32_t>(std::max<size_t>(static_cast<size_t>(l.max_segments), 1));
     seg_count = DeviceBuffer<int32_t>(2);  // count, prefill_segment_max_query_len
+    if (l.c128a_stride > 0) {
+      c128a_decode = DeviceBuffer<int32_t>(cap * static_cast<size_t>(l.c128a_stride));
+      c128a_decode_lens = DeviceBuffer<int32_t>(cap);
+      c128a_prefill = DeviceBuffer<int32_t>(cap * static_cast<size_t>(l.c128a_stride));
+      view.c128a_decode = c128a_decode.get();
+      view.c128a_decode_lens = c128a_decode_lens.get();
+      view.c128a_prefill = c128a_prefill.get();
+    }
     view.token_to_req = token_to_req.get();
     view.swa_lens = swa_lens.get();
     view.swa_indices = swa_indices.get();
@@ -97,7 +107,7 @@ struct Outputs {
                  mla_r1.bytes() +
                  mla_r2.bytes() +
                  ring.bytes() + r2_slots.bytes() + r2_csl.bytes() + seg_qsl.bytes() + seg_seq_lens.bytes() +
-                 seg_count.bytes();
+                 seg_count.bytes() + c128a_decode.bytes() + c128a_decode_lens.bytes() + c128a_prefill.bytes();
     for (int k = 0; k < 2; ++k)
       b += seq_out[k].bytes() + bt_out[k].bytes() + decode_lens[k].bytes() + indices[k].bytes() + per_req[k].bytes() +
            pf_cu[k].bytes() + pf_rows[k].bytes() + pf_ks[k].bytes() + pf_ke[k].bytes();
@@ -108,6 +118,8 @@ struct Outputs {
     for (DeviceBuffer<int32_t>* b :
          {&token_to_req, &swa_lens, &swa_indices, &swa_nc, &swa_gather, &r2_csl, &seg_qsl, &seg_seq_lens, &seg_count})
       CUDA_RETURN_IF_ERROR(FillI32(*b, s));
+    for (DeviceBuffer<int32_t>* b : {&c128a_decode, &c128a_decode_lens, &c128a_prefill})
+      if (b->size() > 0) CUDA_RETURN_IF_ERROR(FillI32(*b, s));
     for (int k = 0; k < 2; ++k)
       for (DeviceBuffer<int32_t>* b : {&seq_out[k], &bt_out[k], &decode_lens[k], &indices[k], &per_req[k], &pf_cu[k],
                                        &pf_rows[k], &pf_ks[k], &pf_ke[k]})
@@ -154,6 +166,11 @@ struct Outputs {
     DS_RETURN_IF_ERROR(Get(seg_seq_lens, im.seg_seq_lens));
     im.seg_seq_lens.resize(static_cast<size_t>(l.max_segments));  // the buffer holds at least one cell
     DS_RETURN_IF_ERROR(Get(seg_count, im.seg_count));
+    if (l.c128a_stride > 0) {
+      DS_RETURN_IF_ERROR(Get(c128a_decode, im.c128a_decode));
+      DS_RETURN_IF_ERROR(Get(c128a_decode_lens, im.c128a_decode_lens));
+      DS_RETURN_IF_ERROR(Get(c128a_prefill, im.c128a_prefill));
+    }
     return absl::OkStatus();
   }
 };

@@ -55,6 +55,11 @@ struct ImplTraits {
   // the fused suite). The released vLLM states do not (no release has #57207): they build them
   // only under ModelConsts::what_if_57207. See BuildsPrefillSegments.
   bool builds_prefill_segments = true;
+  // Its DeepSeek-V4 indexer takes the native decode path of vLLM 0.20.0-0.27.1 (states (a), (b);
+  // docs/states.md s.3): its own uniform decode split, per-request decode lengths and [nd, L]
+  // lengths, the runner's block table handed out. It is held to that path's regions
+  // (kernels/suite/regions.h, SuiteRegion::IndexerPath), not the per-token ones.
+  bool native_indexer_decode = false;
 };
 
 // Whether an implementation with `traits` writes the segment fields under `consts`, so that

@@ -20,6 +20,9 @@ std::vector<ReferenceField> ReferenceFields(const SuiteReference& ref, const Bat
                                             const SuiteLayout& layout, const ModelConsts& consts) {
   std::vector<ReferenceField> out;
   for (const SuiteRegion& r : SuiteRegions(ref, in, layout, consts)) {
+    // One reference per field name: the per-token indexer path's (the native path of states (a)
+    // and (b) shares the names; their own fields are in their outputs, OutputFields).
+    if (r.indexer_path == SuiteRegion::IndexerPath::kNative) continue;
     ReferenceField f = FieldOf(r);
     if (r.int64_field) {
       f.i64.assign(r.want64, r.want64 + r.GivenCells());
@@ -38,7 +41,7 @@ std::vector<ReferenceField> OutputFields(const SuiteOutputs& got, const SuiteRef
                                          const ImplTraits& traits) {
   std::vector<ReferenceField> out;
   for (const SuiteRegion& r : SuiteRegions(ref, in, layout, consts)) {
-    if (!WritesRegion(traits, consts, r)) continue;
+    if (!RegionApplies(r, traits, consts)) continue;
     ReferenceField f = FieldOf(r);
     const int64_t* g64 = r.int64_field ? got.*(r.got64) : nullptr;
     const int32_t* g32 = r.int64_field ? nullptr : r.k >= 0 ? got.indexer[r.k].*(r.got_indexer) : got.*(r.got32);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/batch.h"
+#include "kernels/suite/impl_registry.h"
 #include "kernels/suite/suite.h"
 
 namespace dspark {
@@ -26,9 +27,12 @@ struct ReferenceField {
 std::vector<ReferenceField> ReferenceFields(const SuiteReference& ref, const BatchInputs& in,
                                             const SuiteLayout& layout, const ModelConsts& consts);
 
-// An implementation's buffers `got` (host-readable) over the same regions, names and shapes, so
-// that they line up with ReferenceFields cell by cell. A field the implementation (`traits`) does
-// not write under `consts` (WritesRegion) is not listed.
+// An implementation's buffers `got` (host-readable) over the regions it defines under `consts`
+// (RegionApplies: its ImplTraits), so that they line up with ReferenceFields cell by cell; the
+// prefill metadata fields of an implementation that does not write them are not listed, nor
+// #57207's segments of one that does not build them. An implementation on the native indexer
+// path (states (a), (b) on DeepSeek-V4) lists that path's indexer fields, under the same names
+// with their own shapes.
 std::vector<ReferenceField> OutputFields(const SuiteOutputs& got, const SuiteReference& ref, const BatchInputs& in,
                                          const SuiteLayout& layout, const ModelConsts& consts,
                                          const ImplTraits& traits);

@@ -79,28 +79,52 @@ void AppendV4Regions(const SuiteReference& ref, const BatchInputs& in, const Sui
   }
   const char* b = "indexer_c4";
   const int k = 1;
-  if (nd > 0) {
-    out->push_back(Indexer(b, "seq_out", k, n_d, ref.indexer_r2_seq_out.data(), &IndexerOutputs::seq_out));
+  using Path = SuiteRegion::IndexerPath;
+  const auto on = [](SuiteRegion r, Path p) {
+    r.indexer_path = p;
+    return r;
+  };
+  if (nd > 0) {  // the varlen chain (c): per-token rows on the step's split
+    out->push_back(on(Indexer(b, "seq_out", k, n_d, ref.indexer_r2_seq_out.data(), &IndexerOutputs::seq_out),
+                      Path::kPerToken));
     SuiteRegion bt = Indexer(b, "bt_out", k, n_d, ref.indexer.bt_rows.data(), &IndexerOutputs::bt_out);
     bt.cols = z.bt_width;
     bt.got_stride = layout.bt_out_stride;
     bt.matrix = true;
     bt.padding_rows_from = in.device.query_start_loc[z.num_decodes];
-    out->push_back(bt);
-    out->push_back(Indexer(b, "decode_lens", k, n_d, ref.indexer.decode_lens.data(), &IndexerOutputs::decode_lens));
-    out->push_back(Indexer(b, "indices", k, n_d, ref.indexer.indices.data(), &IndexerOutputs::indices));
+    out->push_back(on(bt, Path::kPerToken));
+    out->push_back(on(Indexer(b, "decode_lens", k, n_d, ref.indexer.decode_lens.data(), &IndexerOutputs::decode_lens),
+                      Path::kPerToken));
+    out->push_back(
+        on(Indexer(b, "indices", k, n_d, ref.indexer.indices.data(), &IndexerOutputs::indices), Path::kPerToken));
   }
-  if (z.num_decodes < z.num_reqs) {
-    const ref::IndexerPrefillChunks& c = ref.prefill[k];
+  // The native path (a), (b): per-request lengths and [nd, L] compressed lengths on the
+  // indexer's own uniform split; the block table it hands out is the runner's (no output).
+  const ref::IndexerNativeDecode& nat = ref.indexer_native;
+  if (nat.split.num_decodes > 0) {
+    out->push_back(on(Indexer(b, "seq_out", k, static_cast<int64_t>(nat.seq_lens.size()), nat.seq_lens.data(),
+                              &IndexerOutputs::seq_out),
+                      Path::kNative));
+    out->push_back(on(Indexer(b, "decode_lens", k, nat.split.num_decodes, nat.decode_lens.data(),
+                              &IndexerOutputs::decode_lens),
+                      Path::kNative));
+  }
+  const auto add_prefill = [&](const ref::IndexerPrefillChunks& c, Path p) {
     const auto add = [&](const char* field, const std::vector<int32_t>& want, int32_t* IndexerOutputs::*got) {
       SuiteRegion r = Indexer(b, field, k, static_cast<int64_t>(want.size()), want.data(), got);
       r.prefill_metadata = true;
-      out->push_back(r);
+      out->push_back(on(r, p));
     };
     add("prefill_cu_seq_lens", c.cu_seq_lens, &IndexerOutputs::prefill_cu_seq_lens);
     add("prefill_token_to_seq", c.token_to_seq, &IndexerOutputs::prefill_token_to_seq);
     add("prefill_ks", c.ks, &IndexerOutputs::prefill_ks);
     add("prefill_ke", c.ke, &IndexerOutputs::prefill_ke);
+  };
+  if (!ref.prefill_native_own) {  // one split for both paths
+    if (z.num_decodes < z.num_reqs) add_prefill(ref.prefill[k], Path::kAny);
+  } else {
+    if (z.num_decodes < z.num_reqs) add_prefill(ref.prefill[k], Path::kPerToken);
+    if (nat.split.num_decodes < z.num_reqs) add_prefill(ref.prefill_native, Path::kNative);
   }
   out->push_back(WithTail(
       I64(b, "compressed_slots", C, ref.indexer_r2_slots.data(), &SuiteOutputs::indexer_r2_slots),

@@ -48,6 +48,12 @@ struct SuiteRegion {
   // A field of #57207's FP8 prefill segmentation: compared only for implementations that build
   // it (BuildsPrefillSegments).
   bool prefill_segments = false;
+  // Which indexer decode path defines the field (DeepSeek-V4's indexer): kAny, or only the
+  // varlen chain / #56562 kernel (the step's split, per-token rows) or only the native path of
+  // states (a) and (b) (ImplTraits::native_indexer_decode: the indexer's own uniform split,
+  // per-request rows). Both share the field names; an implementation is held to its path's.
+  enum class IndexerPath : int8_t { kAny, kPerToken, kNative };
+  IndexerPath indexer_path = IndexerPath::kAny;
 
   int64_t Cells() const { return rows * cols; }
   int64_t GivenCells() const { return want_cells < 0 ? Cells() : std::min(want_cells, Cells()); }
@@ -57,11 +63,14 @@ struct SuiteRegion {
   }
 };
 
-// Whether an implementation with `traits` writes the region `r` under `consts` (else it is
-// neither compared nor listed among its outputs).
-inline bool WritesRegion(const ImplTraits& traits, const ModelConsts& consts, const SuiteRegion& r) {
+// Whether an implementation with `traits` defines region `r` under `consts` (its prefill
+// metadata, #57207's segments, its indexer path); else the region is neither compared nor
+// listed among its outputs.
+inline bool RegionApplies(const SuiteRegion& r, const ImplTraits& traits, const ModelConsts& consts) {
   if (r.prefill_metadata && !traits.writes_prefill_metadata) return false;
-  return !r.prefill_segments || BuildsPrefillSegments(traits, consts);
+  if (r.prefill_segments && !BuildsPrefillSegments(traits, consts)) return false;
+  if (r.indexer_path == SuiteRegion::IndexerPath::kAny) return true;
+  return (r.indexer_path == SuiteRegion::IndexerPath::kNative) == traits.native_indexer_decode;
 }
 
 // Every field's region of the step `in` (layout: the persistent buffers' geometry), pointing

@@ -89,6 +89,7 @@
 #include "kernels/batch.h"
 #include "kernels/common/backend.h"
 #include "kernels/reference/c128a.h"
+#include "kernels/reference/indexer_native.h"
 #include "kernels/reference/indexer_decode.h"
 #include "kernels/reference/indexer_prefill_step.h"
 #include "kernels/reference/prefill_segments.h"
@@ -263,6 +264,12 @@ struct SuiteReference {
   // DeepSeek-V4 only (empty on V4.1): the ratio-4 / ratio-128 compressed slots [M] and C128A.
   std::vector<int64_t> mla_c4_slots, mla_c128_slots;
   ref::C128aTopk c128a;
+  // DeepSeek-V4 only: the indexer's native decode path of states (a) and (b) (its own uniform
+  // split, per-request lengths, [nd, L] compressed lengths) and its prefill chunks on that split
+  // (filled only when the split differs from the step's; prefill[1] otherwise).
+  ref::IndexerNativeDecode indexer_native;
+  ref::IndexerPrefillChunks prefill_native;
+  bool prefill_native_own = false;
 };
 SuiteReference ComputeSuiteReference(const BatchInputs& in, const SuiteLayout& layout, const ModelConsts& consts);
 

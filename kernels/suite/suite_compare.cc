@@ -215,7 +215,7 @@ std::vector<FieldMismatch> CompareSuite(Impl impl, const BatchInputs& in, const 
   const std::vector<SuiteRegion>& regions = memo != nullptr ? memo->Regions(make) : own;
   for (size_t i = 0; i < regions.size(); ++i) {
     const SuiteRegion& r = regions[i];
-    if (!WritesRegion(traits, consts, r)) continue;
+    if (!RegionApplies(r, traits, consts)) continue;
     FieldDiff diff(r.builder, r.field), pad(r.builder, r.field, "_padding");
     if (r.int64_field)
       CompareRegion(r, r.want64, got.*(r.got64), diff, pad, memo, i);

@@ -5,6 +5,8 @@
 
 #include "kernels/reference/c128a.h"
 #include "kernels/reference/compressed_slots.h"
+#include "kernels/reference/indexer_native.h"
+#include "kernels/reference/indexer_prefill_step.h"
 #include "kernels/suite/regions.h"
 
 namespace dspark {
@@ -36,6 +38,18 @@ void FillSuiteReferenceV4(const BatchInputs& in, const SuiteLayout& layout, cons
   r->indexer_r2_slots = ref::CompressedSlots(mapped, d, ratio, bs, /*read_slot_mapping=*/false);
   r->indexer_r2_csl.resize(static_cast<size_t>(std::max(z.num_reqs, 0)));
   for (size_t i = 0; i < r->indexer_r2_csl.size(); ++i) r->indexer_r2_csl[i] = d.seq_lens[i] / ratio;
+  // States (a) and (b): the native decode path on the indexer's own uniform split, and the
+  // prefill chunks of that split where it differs from the step's.
+  r->indexer_native = ref::IndexerNativeDecodeRef(d.query_start_loc, d.seq_lens, z.num_reqs, z.num_tokens,
+                                                  1 + consts.spec_k, ratio);
+  const ref::UniformDecodeSplit& u = r->indexer_native.split;
+  r->prefill_native_own = u.num_decodes != z.num_decodes;
+  if (r->prefill_native_own) {
+    BatchSizes split = z;
+    split.num_decodes = u.num_decodes;
+    split.num_decode_tokens = u.num_decode_tokens;
+    r->prefill_native = ref::IndexerPrefillStep(split, d, ratio, consts, layout.prefill_rows);
+  }
 }
 
 }  // namespace dspark

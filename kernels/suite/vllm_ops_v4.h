@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -55,8 +56,11 @@ inline absl::Status RequireV4(const SuiteStep& s, const char* who) {
 //     C128aWidth(max_seq_len), reading req_id_per_token (`t2r`) and cm.block_table_tensor (the
 //     clamped table when the clamp was in place).
 // Ratio 4 writes s.out.mla_r2_slots, ratio 128 s.out.mla_r1_slots (kernels/suite/suite.h).
+// `c128a_width` 0: the active width of the host's longest sequence (0.26.0 on); 0.24.0 passes the
+// buffer's whole width (c128a_max_compressed): the layout's c128a_stride here.
 template <class Backend>
-absl::Status MlaV4BuildOps(Backend& be, const SuiteStep& s, int k, const int32_t* t2r, bool clamp_in_place) {
+absl::Status MlaV4BuildOps(Backend& be, const SuiteStep& s, int k, const int32_t* t2r, bool clamp_in_place,
+                           int32_t c128a_width = 0) {
   DS_RETURN_IF_ERROR(RequireV4(s, "MLA (DeepSeek-V4)"));
   const BatchInputs& in = *s.in;
   const BatchSizes& z = in.sizes;
@@ -86,7 +90,8 @@ absl::Status MlaV4BuildOps(Backend& be, const SuiteStep& s, int k, const int32_t
     const C128aParams p{in.device.query_start_loc, in.device.seq_lens, t2r, in.device.block_table,
                         in.device.slot_mapping, s.out.c128a_decode, s.out.c128a_decode_lens, s.out.c128a_prefill,
                         R, z.num_tokens, z.num_decode_tokens, z.bt_stride, ratio, s.consts.mla_block_size,
-                        C128aWidth(s.consts, HostMaxSeqLen(in)), s.layout.c128a_stride};
+                        c128a_width > 0 ? c128a_width : C128aWidth(s.consts, HostMaxSeqLen(in)),
+                        s.layout.c128a_stride};
     DS_RETURN_IF_ERROR(CanImplementC128a(p));
     be.Launch(C128aKernel{p}, C128aKernel::Shape(p));
   }
@@ -138,6 +143,93 @@ absl::Status IndexerV4VarlenOps(Backend& be, const SuiteStep& s) {
   DS_RETURN_IF_ERROR(IndexerDecodeChain(be, s, o, /*per_req_copy=*/false));
   Issue(be, Vec(V(o.seq_out), S(IndexerRatio(s.consts, 1)), o.seq_out, z.num_decode_tokens, ops::BinaryOp::kFloorDiv));
   return IndexerSchedule(be, o.seq_out, o.indices, z.num_decode_tokens);
+}
+
+// split_decodes_and_prefills(cm, decode_threshold, require_uniform=True) on the HOST
+// query_start_loc_cpu, as the indexer of 0.20.0-0.27.1 calls it on SM100 (the varlen path did not
+// exist; require_uniform = not use_flattening): every request a decode when every host length
+// equals the first or is 0, else the requests before the first whose length differs from the
+// first's; none when the first exceeds the threshold. Returns (num_decodes, num_decode_tokens).
+inline std::pair<int32_t, int32_t> HostUniformDecodeSplit(const BatchInputs& in, int32_t threshold) {
+  const int32_t R = in.sizes.num_reqs, N = in.sizes.num_tokens;
+  const int32_t* hq = in.host.query_start_loc;
+  if (R <= 0) return {0, 0};
+  int32_t max_q = 0;
+  for (int32_t r = 0; r < R; ++r) max_q = MaxI(max_q, hq[r + 1] - hq[r]);
+  if (max_q <= threshold && threshold <= 1) return {R, N};
+  const int32_t first = hq[1] - hq[0];
+  if (first > threshold) return {0, 0};
+  bool uniform = true;
+  for (int32_t r = 0; r < R && uniform; ++r) uniform = hq[r + 1] - hq[r] == first || hq[r + 1] == hq[r];
+  if (uniform) return {R, N};
+  int32_t nd = 0;
+  while (nd < R && hq[nd + 1] - hq[nd] == first) ++nd;
+  return {nd, hq[nd]};
+}
+
+// DeepseekV32IndexerMetadataBuilder.build, ratio 4, as 0.20.0-0.27.1 run it on SM100 (states (a)
+// and (b), docs/states.md s.3): the native decode path, on the indexer's own uniform split.
+//   get_compressed_slot_mapping: out.fill_(-1) [f] + kernel [k]; compressed_seq_lens = seq // 4 [k]
+//   prefill chunks on the uniform split (kernels/suite/vllm_indexer_ops.h)
+//   decodes: torch.diff(qsl[:nd + 1], out=decode_lens_buffer[:nd]) [k]; decode_lens_cpu from the
+//     host, L = its max (use_native: L <= next_n, always with the uniform split)
+//     next_n > 1: decode_seq_lens_buffer[:nd * L].view(nd, L)[:] =
+//                   seq[:nd].unsqueeze(1) - L [k] + 1 [k] + offsets[:L] [k], the assignment [c];
+//                 seq_lens //= 4 in place (a buffer view) [k]
+//     next_n = 1: expanded_seq_lens_buffer[:nd] = seq[:nd] // 4 [k][c]; [nd:ndt] = 0 [f]
+//     get_paged_mqa_logits_metadata(seq_lens, ...) [k] + schedule_metadata[:] = ... [c] (DeepGEMM's
+//       non-varlen scheduler; its output is not compared: here one atom per request)
+//   The block table handed out is cm.block_table_tensor[:nd]: no op.
+template <class Backend>
+absl::Status IndexerV4NativeOps(Backend& be, const SuiteStep& s) {
+  DS_RETURN_IF_ERROR(RequireV4(s, "indexer (DeepSeek-V4)"));
+  const BatchInputs& in = *s.in;
+  const BatchSizes& z = in.sizes;
+  const int32_t ratio = IndexerRatio(s.consts, 1), next_n = 1 + s.consts.spec_k;
+  const IndexerOutputs& o = s.out.indexer[1];
+  int32_t* csl = s.out.indexer_r2_csl;
+  CompressedSlotParams c = MakeCompressedSlotParams(z, in.device, s.consts, ratio, nullptr, s.out.indexer_r2_slots);
+  c.ignore_slot_mapping = 1;
+  FillI64MinusOneOverwritten(be, s.out.indexer_r2_slots, z.capacity, c);
+  DS_RETURN_IF_ERROR(CanImplementCompressedSlots(c));
+  if (CompressedSlotKernel::Shape(c).grid > 0) be.Launch(CompressedSlotKernel{c}, CompressedSlotKernel::Shape(c));
+  Issue(be, Vec(V(in.device.seq_lens), S(ratio), csl, z.num_reqs, ops::BinaryOp::kFloorDiv));
+  // The indexer's own split (the host's uniform one) for its prefill and decode rows.
+  be.NoteHostArrayOp();
+  const auto [nd, ndt] = HostUniformDecodeSplit(in, next_n);
+  BatchInputs split_in = in;
+  split_in.sizes.num_decodes = nd;
+  split_in.sizes.num_decode_tokens = ndt;
+  SuiteStep split = s;
+  split.in = &split_in;
+  DS_RETURN_IF_ERROR(IndexerPrefill(be, split, o, ratio, csl));
+  if (nd == 0) return be.status();
+  Issue(be, ops::DiffKernel{in.device.query_start_loc, o.decode_lens, nd});
+  be.NoteHostArrayOp();  // decode_lens_cpu = diff(qsl_cpu[:nd + 1]), .max(), .min()
+  int32_t L = 0;
+  for (int32_t r = 0; r < nd; ++r) L = MaxI(L, in.host.query_start_loc[r + 1] - in.host.query_start_loc[r]);
+  int32_t rows = ndt;
+  if (next_n > 1) {
+    rows = nd * L;
+    int32_t* a = be.template Scratch<int32_t>(static_cast<size_t>(nd));
+    int32_t* b = be.template Scratch<int32_t>(static_cast<size_t>(MaxI(rows, 1)));
+    DS_RETURN_IF_ERROR(be.status());
+    if (L > 0) {
+      // offsets_buffer[:L]: the persistent arange(next_n), the suite's arange here.
+      Issue(be, Vec(V(in.device.seq_lens), S(L), a, nd, ops::BinaryOp::kSub));
+      Issue(be, ops::AddScalarKernel{a, a, nd, 1});
+      Issue(be, ops::Binary2DKernel{ops::View2D::Column(a), ops::View2D::Row(s.arange), b, nd, L, ops::BinaryOp::kAdd});
+      CopyD2D(be, o.seq_out, b, rows);
+      Issue(be, Vec(V(o.seq_out), S(ratio), o.seq_out, rows, ops::BinaryOp::kFloorDiv));
+    }
+  } else {
+    int32_t* tmp = be.template Scratch<int32_t>(static_cast<size_t>(nd));
+    DS_RETURN_IF_ERROR(be.status());
+    Issue(be, Vec(V(in.device.seq_lens), S(ratio), tmp, nd, ops::BinaryOp::kFloorDiv));
+    CopyD2D(be, o.seq_out, tmp, nd);
+    FillI32(be, o.seq_out + nd, 0, ndt - nd);
+  }
+  return IndexerSchedule(be, o.seq_out, s.arange, MinI(nd, rows));
 }
 
 }  // namespace dspark::vllm_ops

@@ -2,6 +2,7 @@
 # Slim packs of fetched vLLM releases for the GPU machine's carry (64 MiB in all, with the build).
 #
 #   scripts/oracle/pack-vllm.sh OUTDIR VERSION...      e.g. .vllm-packs 0.29.0 0.30.0 0.31.0 0.34.0
+#   scripts/oracle/pack-vllm.sh .vllm-packs 0.24.0 0.27.1 0.29.0   (DeepSeek-V4's (a)-(c): scripts/gpu-oracle-v4.sh)
 #
 # A whole release tree packs to 6-12 MB; six of them beside build-gpu/ do not fit one carry. The
 # oracle (vllm_oracle.py) and the adaptive-verification check (check_av.py) import modules from

@@ -56,6 +56,12 @@ SCHEMA_VERSION = 1
 # Differences we keep on purpose, by name: (builder.field, why). A differing cell that one of
 # these explains is counted under its name, not as a bug.
 KEPT = {
+    "c128a-full-width": (
+        "mla_c128.c128a_*_indices",
+        "vLLM 0.24.0/0.25.0 run _build_c128a_topk_metadata_kernel over the buffer's whole width "
+        "(c128a_max_compressed); ours, like 0.26.0 on, over the active width of the longest "
+        "sequence. The columns past it are checked to be -1 (otherwise the shapes differ, a bug) "
+        "and compared over the active width."),
     "ring-tail-unwritten": (
         "mla_r2.ring_slots",
         "CompressorMetadataBuilder writes slot_mapping_buffer[:num_tokens] only; entries past N "
@@ -71,6 +77,18 @@ KEPT = {
         "valid: a graph-padding token gets request 0's ring slot at positions[t] % CAP, and "
         "positions[t] of a padding row is whatever the runner's persistent buffer held (0 here). "
         "Ours give padding rows -1 (kernels/ring_slots.cuh). Counted as padding-residue."),
+    "swa-rows-uncleared": (
+        "swa.swa_indices, swa.swa_indices_noncausal",
+        "Up to 0.27.1 _compute_swa_indices_and_lens_kernel (and the DSpark non-causal kernel) gives a "
+        "token without a KV slot (slot_mapping -1, graph padding included) length 0 and leaves its row "
+        "as the buffer held it; 0.28.0 clears it "
+        "to -1, as ours (the suite's one reference) does. Rows of length 0 in such a release are "
+        "counted as padding-residue."),
+    "swa-no-dspark": (
+        "swa.*",
+        "DSpark arrives in 0.25.0: vLLM 0.24.0's SWA builder has no non-causal path for a draft step, so a "
+        "draft step with vllm-0.24 is a what-if (a pairing no release had) and its SWA fields are not "
+        "compared there (the report's notes say so)."),
     "deepgemm-schedule": (
         "indexer_r*.schedule_metadata",
         "get_paged_mqa_logits_metadata is DeepGEMM's compiled kernel, not importable without "
@@ -216,6 +234,7 @@ def step_json(step: Step, entry: dict) -> dict:
         "fp8_prefill": bool(entry.get("fp8_prefill", True)),
         "spec_k": int(step.consts.get("spec_k", 5)),
         **({"model": "v4"} if step.consts.get("model") == "v4" else {}),
+        **({} if step.causal else {"causal": False}),  # a DSpark draft step
     }
 
 
@@ -360,7 +379,9 @@ class ReleaseSuite:
         t = self.torch
         bs = int(self.consts["mla_block_size"])
         return self._new(
-            self.mla_mod.DeepseekV4SparseMLAMetadataBuilder, device=self.device, pcp_size=1, pcp_rank=0,
+            # DeepseekV4FlashMLAMetadataBuilder alone before 0.26.0 (DeepSeek-V4's 0.24.0 / 0.25.0)
+            getattr(self.mla_mod, "DeepseekV4SparseMLAMetadataBuilder", None) or
+            self.mla_mod.DeepseekV4FlashMLAMetadataBuilder, device=self.device, pcp_size=1, pcp_rank=0,
             topk_tokens=512, compress_ratio=ratio, req_id_per_token_buffer=self._zeros(self.capacity),
             compressed_slot_mapping_buffer=t.empty(self.capacity, dtype=t.int64, device=self.device),
             kv_cache_spec=_Cfg(block_size=bs, tokens_per_state=ratio, num_states=bs // ratio),
@@ -566,7 +587,7 @@ class ReleaseSuite:
 # ----------------------------------------------------------------------------- compare
 
 
-def classify(step: Step, key: str, i: int, got, ours_v) -> str:
+def classify(step: Step, key: str, i: int, got, ours_v, rows_uncleared=None, row_width=None) -> str:
     """One differing cell: stale-host, padding-residue, or bug (the project's three kinds)."""
     if key in step.hostref:
         h = step.hostref[key].reshape(-1)
@@ -581,6 +602,12 @@ def classify(step: Step, key: str, i: int, got, ours_v) -> str:
             return "padding-residue"
     if key == "mla_r2.ring_slots" and i >= int(step.device["query_start_loc"][z["num_reqs"]]):
         return "padding-residue"  # graph padding rows: vLLM maps them to request 0's ring slot
+    if key in ("swa.swa_indices", "swa.swa_indices_noncausal") and rows_uncleared is not None:
+        W = row_width or int(step.consts.get("swa_window", 128))
+        # a draft step's causal rows start at N_d; its non-causal rows are the decode rows from 0
+        first = 0 if step.causal or key.endswith("_noncausal") else z["num_decode_tokens"]
+        if first + i // W in rows_uncleared:
+            return "padding-residue"  # kept: swa-rows-uncleared
     return "bug"
 
 
@@ -598,14 +625,22 @@ def compare(step: Step, got: dict) -> list[dict]:
             b = b[:a.size]
         n = min(a.size, b.size)
         if a.size != b.size:
-            diffs.append({"step": step.name, "field": key, "kind": "bug", "cells": abs(a.size - b.size),
+            # On a step whose host split is stale, an indexer field whose extent the builder takes
+            # from the host (the native path's uniform split and L, states (a) / (b)) has the
+            # host's extent in the release and the device truth's in ours: stale-host.
+            host_split_stale = not np.array_equal(step.host["query_start_loc"], step.device["query_start_loc"])
+            kind = "stale-host" if key.startswith("indexer_") and host_split_stale else "bug"
+            diffs.append({"step": step.name, "field": key, "kind": kind, "cells": abs(a.size - b.size),
                           "note": f"shape: ours {list(np.shape(mine))}, release {list(np.shape(theirs))}"})
         bad = np.nonzero(a[:n].astype(np.int64) != b[:n].astype(np.int64))[0]
         if bad.size == 0:
             continue
         kinds: dict = {}
+        uncleared = got.get("swa._rows_uncleared")
+        uncleared = set(int(r) for r in uncleared) if uncleared is not None else None
         for i in bad:
-            k = classify(step, key, int(i), b[i], a[i])
+            k = classify(step, key, int(i), b[i], a[i], uncleared,
+                         np.shape(mine)[1] if np.ndim(mine) == 2 else None)
             kinds.setdefault(k, []).append(int(i))
         for k, cells in kinds.items():
             i = cells[0]
@@ -613,6 +648,8 @@ def compare(step: Step, got: dict) -> list[dict]:
                  "first_index": i, "ours": int(a[i]), "release": int(b[i])}
             if key == "mla_r2.ring_slots" and k == "padding-residue":
                 d["kept"] = "ring-padding-rows"
+            if key.startswith("swa.swa_indices") and k == "padding-residue":
+                d["kept"] = "swa-rows-uncleared"
             diffs.append(d)
     return diffs
 
@@ -819,7 +856,7 @@ def main(argv=None) -> int:
             except Exception as e:  # timing is an extra; the comparison stands without it
                 row["release_time"] = {"error": f"{type(e).__name__}: {e}"}
         if launches:
-            deepgemm = 2 * sum(1 for k in ("r1", "r2", "c4") if f"indexer_{k}.indices" in got)
+            deepgemm = 2 * sum(1 for k in ("r1", "r2", "c4") if f"indexer_{k}.decode_lens" in got)
             row["release_launches"] = {**launches, "deepgemm": deepgemm,
                                        "total": sum(launches.values()) + deepgemm}
         per_step.append(row)

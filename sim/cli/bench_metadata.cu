@@ -48,13 +48,15 @@ absl::StatusOr<MetadataSection> RunMetadata(const BenchConfig& cfg, std::FILE* p
     CaseOptions o;
     o.batch = cfg.batch;
     o.seed = cfg.seed;
+    o.consts = ModelConstsFor(cfg.model);
     auto b = MakeSeedCase(c, o);
     if (!b.ok())
       return absl::Status(b.status().code(), absl::StrCat("case ", BenchCaseName(c), ": ", b.status().message()));
     batches.push_back(*std::move(b));
   }
   DS_ASSIGN_OR_RETURN(std::unique_ptr<GpuSuite> suite,
-                      GpuSuite::Create(CapacityForBatches(batches), ModelConsts{}, static_cast<int>(cfg.impls.size())));
+                      GpuSuite::Create(CapacityForBatches(batches), ModelConstsFor(cfg.model),
+                                       static_cast<int>(cfg.impls.size())));
   timing::TimingOptions opt;
   opt.reps = cfg.reps;
   opt.stopping = cfg.Stopping();

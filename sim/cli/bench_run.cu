@@ -234,6 +234,7 @@ absl::StatusOr<BenchOutcome> RunBench(const BenchConfig& cfg) {
   } catch (const CudaError& e) {
     return absl::InternalError(absl::StrCat("bench: reading the device: ", e.what()));
   }
+  if (cfg.model != ModelKind::kV41) meta["model"] = std::string(ModelName(cfg.model));
   meta["l2_mode"] = cfg.cold_l2 ? "cold" : "warm";
   meta["reps"] = cfg.reps;
   meta["stopping"] = {{"min_samples", cfg.min_samples},

@@ -61,6 +61,7 @@ po::options_description BenchOptions() {
     ("max-time-s", po::value<double>()->default_value(1.0), "[s] stop a row after this much wall time of timed samples, even below --min-samples (0: no limit)")
     ("warmup", po::value<int>()->default_value(10), "untimed samples before each row")
     ("impl", po::value<std::string>()->default_value("all"), absl::StrCat("implementations: a comma list, or all, of\n", ImplHelpText()).c_str())
+    ("model", po::value<std::string>()->default_value("v4.1"), "model layout of the metadata table: v4.1 (DeepSeek-V4.1) or v4 (DeepSeek-V4: vllm-0.24, vllm-0.27, vllm-0.29 as released; needs --no-tpot, the TPOT loop runs DeepSeek-V4.1); --impl all means the model's states")
     ("cases", po::value<std::string>()->default_value("all"), "metadata cases: comma list of prefill, chunked_prefill, mixed, decode, dspark_verify, dspark_adaptive_verify, dspark_draft, dspark_adaptive_draft, or all")
     ("batch", po::value<int32_t>()->default_value(16), "requests per metadata case")
     ("seed", po::value<uint64_t>()->default_value(1), "seed of the case batches and of the TPOT runs")
@@ -98,6 +99,10 @@ absl::Status BenchConfig::Validate() const {
     return absl::InvalidArgumentError(absl::StrFormat(
         "--full-run-concurrency=%d: need 0..256 (adaptive verification allocates in one block)", full_run_concurrency));
   if (out_dir.empty()) return absl::InvalidArgumentError("--out: expected a directory");
+  if (model != ModelKind::kV41 && (tpot || full_run))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--model ", std::string(ModelName(model)), ": only the metadata table follows the model (the TPOT loop and --full-run run "
+        "DeepSeek-V4.1); add --no-tpot and leave out --full-run"));
   if (!metadata && !tpot && !full_run)
     return absl::InvalidArgumentError("--no-metadata and --no-tpot without --full-run leave nothing to do");
   return absl::OkStatus();
@@ -127,7 +132,10 @@ absl::StatusOr<BenchConfig> ParseBenchArgs(int argc, char** argv, std::string* h
   c.max_noise_pct = vm["max-noise"].as<double>();
   c.max_time_s = vm["max-time-s"].as<double>();
   c.warmup = vm["warmup"].as<int>();
-  auto impls = ParseImplKeyList(vm["impl"].as<std::string>());
+  auto model = ParseModel(vm["model"].as<std::string>());
+  if (!model.ok()) return absl::InvalidArgumentError(absl::StrCat("--model: ", model.status().message()));
+  c.model = *model;
+  auto impls = ParseImplListForModel(vm["impl"].as<std::string>(), c.model);
   if (!impls.ok()) return absl::InvalidArgumentError(absl::StrCat("--impl: ", impls.status().message()));
   c.impls = *impls;
   DS_ASSIGN_OR_RETURN(c.cases, ParseBenchCases(vm["cases"].as<std::string>()));

@@ -60,6 +60,9 @@ struct BenchConfig {
   double max_noise_pct = 0.5;  // [%] 0: never stop on noise
   double max_time_s = 1.0;     // [s] per row; 0: no limit
   int warmup = 10;   // [samples] dropped first
+  // The model layout of the metadata table (--model): DeepSeek-V4.1, or DeepSeek-V4 (its states
+  // (a)-(c) as released; the metadata table only).
+  ModelKind model = ModelKind::kV41;
   std::vector<Impl> impls = ImplsOfModel(ModelKind::kV41);
   std::vector<SeedCase> cases{std::begin(kAllSeedCases), std::end(kAllSeedCases)};
   int32_t batch = 16;   // [requests] of the metadata cases

@@ -28,7 +28,7 @@ constexpr int64_t kMaxSeqLen = int64_t{1} << 24;  // the longest trace context (
 const char* const kFields[] = {"schema",     "schema_version",    "name",     "query_start_loc", "seq_lens",
                                "block_table", "bt_width",         "bt_stride", "num_decodes",    "num_tokens",
                                "num_decode_tokens", "capacity",   "slot_mapping", "host",        "fp8_prefill",
-                               "spec_k",     "model"};
+                               "spec_k",     "model",             "causal"};
 const char* const kHostFields[] = {"query_start_loc", "seq_lens"};
 
 // Reads the fields of one object and names the origin and field in every error.
@@ -196,6 +196,10 @@ absl::StatusOr<StepInput> ParseStepInput(const json& j, const StepInputSource& s
     if (!v->is_boolean()) return f.Error("fp8_prefill", "true (FP8 prefill) or false (BF16)", v);
     b.fp8_prefill = v->get<bool>();
   }
+  if (const json* v = f.Find("causal")) {  // false: a DSpark draft step (non-causal decode rows)
+    if (!v->is_boolean()) return f.Error("causal", "true, or false for a DSpark draft step", v);
+    b.causal = v->get<bool>();
+  }
 
   DS_ASSIGN_OR_RETURN(const std::vector<int64_t> seq_lens, f.Ints("seq_lens", 0, kMaxSeqLen, kMaxReqs, true));
   DS_ASSIGN_OR_RETURN(const std::vector<int64_t> qsl,
@@ -331,6 +335,7 @@ nlohmann::ordered_json StepInputJson(const StepInput& input) {
           {"slot_mapping", b.slot_mapping},
           {"host", {{"query_start_loc", b.host_qsl}, {"seq_lens", b.host_seq_lens}}}};
   if (input.consts.model != ModelKind::kV41) j["model"] = std::string(ModelFlag(input.consts.model));
+  if (!b.causal) j["causal"] = false;  // written only for a draft step
   return j;
 }
 

@@ -65,7 +65,8 @@ TEST(CliVerify, StaleCasesShowStaleHostForHostReadersAndNoBugs) {
   EXPECT_EQ(j["meta"]["impls"].size(), NumImpls());
 }
 
-// --model v4: the DeepSeek-V4 states only, 0.29.0's 93 launches at batch-16 decode.
+// --model v4: the DeepSeek-V4 states only; at batch-16 decode 0.24.0's 33 launches, 0.27.1's 31 and
+// 0.29.0's 93 (docs/states.md s.9), no bug in any of them.
 TEST(CliVerify, DeepSeekV4RunsItsStates) {
   const std::string json = ::testing::TempDir() + "/verify_v4.json";
   ASSERT_EQ(RunCli({"verify", "--model", "v4", "--cases", "decode,mixed", "--batch", "3", "--seeds", "1", "--json", json}),
@@ -73,9 +74,15 @@ TEST(CliVerify, DeepSeekV4RunsItsStates) {
   std::ifstream f(json);
   const nlohmann::json j = nlohmann::json::parse(f);
   EXPECT_EQ(j["meta"]["model"], "DeepSeek-V4");
-  EXPECT_EQ(j["seed_cases"].size(), 1u);
+  EXPECT_EQ(j["seed_cases"].size(), ImplsOfModel(ModelKind::kV4).size());
+  EXPECT_EQ(j["seed_cases"]["vllm-0.24"]["decode"]["launches"], 33);
+  EXPECT_EQ(j["seed_cases"]["vllm-0.27"]["decode"]["launches"], 31);
   EXPECT_EQ(j["seed_cases"]["vllm-0.29"]["decode"]["launches"], 93);
-  EXPECT_EQ(j["counts"]["vllm-0.29"]["mixed"]["bug"], 0);
+  for (const char* impl : {"vllm-0.24", "vllm-0.27", "vllm-0.29"})
+    for (const char* c : {"decode", "mixed"}) EXPECT_EQ(j["counts"][impl][c]["bug"], 0) << impl << " " << c;
+  // (a) and (b) never shipped with adaptive verification, nor with DeepSeek-V4.1.
+  EXPECT_EQ(RunCli({"verify", "--model", "v4.1", "--impl", "vllm-0.24"}), 2);
+  EXPECT_EQ(RunCli({"verify", "--model", "v4.1", "--impl", "vllm-0.27"}), 2);
   EXPECT_EQ(RunCli({"verify", "--model", "v4", "--impl", "vllm-56562"}), 2);  // a pairing no release had
   EXPECT_EQ(RunCli({"verify", "--model", "v5"}), 2);
 }

@@ -49,6 +49,7 @@ TEST(StepInput, SeedCasesRoundTripExactly) {
         EXPECT_EQ(b.host_qsl, made->host_qsl) << where;
         EXPECT_EQ(b.host_seq_lens, made->host_seq_lens) << where;
         EXPECT_EQ(b.fp8_prefill, made->fp8_prefill) << where;
+        EXPECT_EQ(b.causal, made->causal) << where;  // the draft cases are non-causal
         const BatchSizes &x = b.sizes, &y = made->sizes;
         EXPECT_EQ(std::tie(x.num_reqs, x.num_tokens, x.num_decodes, x.num_decode_tokens, x.capacity, x.bt_width,
                            x.bt_stride),

@@ -1,0 +1,71 @@
+// vllm-0.24: vLLM 0.24.0's DeepSeek-V4 metadata builders, state (a) as released (0.20.0-0.24.0).
+// See kernels/impls/README.md for the op-by-op table and docs/states.md s.3 and s.9 for the model.
+//
+// Every builder that needs the token map builds it itself on the host from query_start_loc_cpu
+// (torch.repeat_interleave(arange(R), diff(qsl_cpu)).pin_memory(), copied with non_blocking: one
+// asynchronous H2D, no sync): SWA and the three compressors into their own buffers, up to the host
+// total; sparse MLA (DeepseekV4FlashMLAMetadataBuilder.build) fills its whole req_id_per_token
+// buffer with 0 first. MLA's block-table clamp is the out-of-place `clamp(min=0)` of 0.24.0 and its
+// C128A kernel writes the buffer's whole width (c128a_max_compressed). The indexer takes the native
+// decode path on its own uniform split (no varlen chain before 0.28.0).
+#include "kernels/impls/register.h"
+#include "kernels/suite/vllm_ops_v4.h"
+
+namespace dspark {
+namespace {
+
+template <class Backend>
+absl::Status RunVllm024(Backend& be, const SuiteStep& s) {
+  using namespace vllm_ops;
+  DS_RETURN_IF_ERROR(RequireV4(s, "vllm-0.24"));
+  const BatchInputs& in = *s.in;
+  const size_t own =
+      static_cast<size_t>(MaxI(MaxI(in.sizes.num_tokens, in.host.query_start_loc[in.sizes.num_reqs]), 1));
+  // DeepseekSparseSWAMetadataBuilder.build: its own token_to_req_indices[:M] [h2d], no tail zeroing.
+  int32_t* swa_map = be.template Scratch<int32_t>(own);
+  DS_RETURN_IF_ERROR(be.status());
+  DS_ASSIGN_OR_RETURN(const int32_t* swa_t2r, TokenMapFromHost(be, s, swa_map, /*zero_tail=*/false));
+  DS_RETURN_IF_ERROR(SwaBuildOps(be, s, swa_t2r));
+  // DeepseekV4FlashMLAMetadataBuilder.build, C4A then C128A: req_id_per_token_buffer.fill_(0) [f]
+  // over the whole buffer, [:M].copy_(np_to_pinned_tensor(...), non_blocking=True) [h2d]. C4A's
+  // req_id_per_token is the compared token_to_req.
+  for (int k = 0; k < 2; ++k) {
+    int32_t* buf = k == 0 ? s.out.token_to_req
+                          : be.template Scratch<int32_t>(static_cast<size_t>(MaxI(s.layout.token_capacity, 1)));
+    DS_RETURN_IF_ERROR(be.status());
+    FillI32(be, buf, 0, s.layout.token_capacity);
+    DS_ASSIGN_OR_RETURN(const int32_t* t2r, TokenMapFromHost(be, s, buf, /*zero_tail=*/false));
+    DS_RETURN_IF_ERROR(MlaV4BuildOps(be, s, k, t2r, /*clamp_in_place=*/false, /*c128a_width=*/s.layout.c128a_stride));
+  }
+  // CompressorMetadataBuilder.build (x3): its own mapping [h2d], block_table_tensor.clamp_(min=0) [k].
+  for (int c = 0; c < kV4Compressors; ++c) {
+    int32_t* buf = be.template Scratch<int32_t>(own);
+    DS_RETURN_IF_ERROR(be.status());
+    DS_RETURN_IF_ERROR(TokenMapFromHost(be, s, buf, /*zero_tail=*/false).status());
+    DS_RETURN_IF_ERROR(CompressorV4BuildOps(be, s));
+  }
+  return IndexerV4NativeOps(be, s);
+}
+
+}  // namespace
+}  // namespace dspark
+
+DSPARK_REGISTER_IMPL(vllm_0_24, ::dspark::RunVllm024, [] {
+  ::dspark::ImplInfo i;
+  i.name = "vllm-0.24";
+  i.description =
+      "(a) vLLM 0.24.0 on DeepSeek-V4: every builder maps tokens on the host (pinned async copies), native indexer";
+  i.rank = 11;
+  i.role = ::dspark::ImplRole::kVllmState;
+  i.vllm_state = "(a) before #47474";
+  i.vllm_release = "0.24.0 (0.20.0-0.24.0)";
+  i.models = {::dspark::ModelKind::kV4};
+  // Adaptive verification arrived in 0.28.0: under it this state's results are what-ifs.
+  i.released_with_adaptive_verification = false;
+  i.traits.reads_host_boundaries = true;
+  i.traits.reads_host_totals = true;
+  i.traits.graph_capturable = false;  // the host mapping and the host split would be frozen
+  i.traits.serializes_host = false;   // pinned, non_blocking copies: no sync (docs/states.md s.3)
+  i.traits.native_indexer_decode = true;
+  return i;
+})

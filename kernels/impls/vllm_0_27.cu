@@ -1,0 +1,63 @@
+// vllm-0.27: vLLM 0.27.1's DeepSeek-V4 metadata builders, state (b) as released (0.25.0-0.27.1,
+// #47474). See kernels/impls/README.md for the op-by-op table and docs/states.md s.3 and s.9.
+//
+// CommonAttentionMetadata.token_to_req_indices (#47474): np.repeat(arange(R), diff(qsl_cpu)) on the
+// host, copied into the builder's buffer with np_to_pinned_tensor + non_blocking [h2d], the tail
+// [M, N) zeroed [f] when padded, cached on that CommonAttentionMetadata. Up to 0.30.0 the runner
+// gives each KV-cache group its own shallow copy (`copy(cm_base)`), so each of the six groups that
+// reads it maps again. MLA clamps the block table in place (`clamp_`, 0.26.0 on) and C128A writes
+// the active width. The indexer takes the native decode path on its own uniform split.
+#include "kernels/impls/register.h"
+#include "kernels/suite/vllm_ops_v4.h"
+
+namespace dspark {
+namespace {
+
+template <class Backend>
+absl::Status RunVllm027(Backend& be, const SuiteStep& s) {
+  using namespace vllm_ops;
+  DS_RETURN_IF_ERROR(RequireV4(s, "vllm-0.27"));
+  const BatchInputs& in = *s.in;
+  const size_t own =
+      static_cast<size_t>(MaxI(MaxI(in.sizes.num_tokens, in.host.query_start_loc[in.sizes.num_reqs]), 1));
+  const auto map = [&](int32_t* out) { return TokenMapFromHost(be, s, out, /*zero_tail=*/true); };
+  // The SWA group's mapping is the compared token_to_req.
+  DS_ASSIGN_OR_RETURN(const int32_t* swa_t2r, map(s.out.token_to_req));
+  DS_RETURN_IF_ERROR(SwaBuildOps(be, s, swa_t2r));
+  for (int k = 0; k < 2; ++k) {
+    int32_t* buf = be.template Scratch<int32_t>(own);
+    DS_RETURN_IF_ERROR(be.status());
+    DS_ASSIGN_OR_RETURN(const int32_t* t2r, map(buf));
+    DS_RETURN_IF_ERROR(MlaV4BuildOps(be, s, k, t2r, /*clamp_in_place=*/true));
+  }
+  for (int c = 0; c < kV4Compressors; ++c) {
+    int32_t* buf = be.template Scratch<int32_t>(own);
+    DS_RETURN_IF_ERROR(be.status());
+    DS_RETURN_IF_ERROR(map(buf).status());
+    DS_RETURN_IF_ERROR(CompressorV4BuildOps(be, s));
+  }
+  return IndexerV4NativeOps(be, s);
+}
+
+}  // namespace
+}  // namespace dspark
+
+DSPARK_REGISTER_IMPL(vllm_0_27, ::dspark::RunVllm027, [] {
+  ::dspark::ImplInfo i;
+  i.name = "vllm-0.27";
+  i.description =
+      "(b) vLLM 0.27.1 on DeepSeek-V4: #47474's cached host mapping per KV-cache group (pinned async copy), native indexer";
+  i.rank = 21;
+  i.role = ::dspark::ImplRole::kVllmState;
+  i.vllm_state = "(b) #47474";
+  i.vllm_release = "0.27.1 (0.25.0-0.27.1)";
+  i.models = {::dspark::ModelKind::kV4};
+  // Adaptive verification arrived in 0.28.0: under it this state's results are what-ifs.
+  i.released_with_adaptive_verification = false;
+  i.traits.reads_host_boundaries = true;
+  i.traits.reads_host_totals = true;
+  i.traits.graph_capturable = false;  // the host mapping and the host split would be frozen
+  i.traits.serializes_host = false;   // pinned, non_blocking copies: no sync (docs/states.md s.3)
+  i.traits.native_indexer_decode = true;
+  return i;
+})
