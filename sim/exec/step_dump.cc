@@ -1,5 +1,7 @@
 #include "sim/exec/step_dump.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <system_error>
 #include <utility>
 
@@ -44,8 +46,16 @@ absl::Status WriteFields(const fs::path& dir, const std::string& prefix, const B
 
 }  // namespace
 
-StepDumpExecutor::StepDumpExecutor(fs::path dir, int64_t limit, nlohmann::json meta, ModelConsts consts)
-    : dir_(std::move(dir)), limit_(limit), meta_(std::move(meta)), consts_(consts) {}
+absl::StatusOr<int64_t> FreeBytes(const fs::path& path) {
+  std::error_code ec;
+  const fs::space_info info = fs::space(path, ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("--dump-steps: cannot read the free space of '", path.string(), "': ", ec.message()));
+  return static_cast<int64_t>(std::min<uintmax_t>(info.available, INT64_MAX));
+}
+
+StepDumpExecutor::StepDumpExecutor(fs::path dir, int64_t limit, nlohmann::json meta, ModelConsts consts,
+                                   FreeBytesFn free_bytes)
+    : dir_(std::move(dir)), limit_(limit), meta_(std::move(meta)), consts_(consts), free_bytes_(std::move(free_bytes)) {}
 
 absl::Status StepDumpExecutor::Execute(const StepPlan& plan, const StepArrays& a) {
   ++seen_;
@@ -55,6 +65,18 @@ absl::Status StepDumpExecutor::Execute(const StepPlan& plan, const StepArrays& a
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return absl::PermissionDeniedError(absl::StrCat("--dump-steps: cannot create '", dir.string(), "': ", ec.message()));
+  // Never fill the disk: the next step may be up to twice the largest so far (one step's inputs
+  // and references, and the host-view references of a stale step).
+  DS_ASSIGN_OR_RETURN(const int64_t free_bytes, free_bytes_(dir_));
+  const int64_t need = kDumpReserveBytes + 2 * largest_step_bytes_;
+  if (free_bytes < need)
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "--dump-steps '%s': %d steps written (%d bytes of arrays), and only %d MiB are left free on its file "
+        "system where the next step needs %d MiB (%d MiB kept free): free space, or lower --dump-steps-limit "
+        "(now %d)",
+        dir_.string(), steps_.size(), bytes_, free_bytes >> 20, (need >> 20) - (kDumpReserveBytes >> 20),
+        kDumpReserveBytes >> 20, limit_));
+  const int64_t bytes_before = bytes_;
   const BatchInputs in = ToBatchInputs(plan, a);
   const BatchSizes& z = in.sizes;
   const int64_t R = z.num_reqs, N = z.num_tokens;
@@ -70,6 +92,7 @@ absl::Status StepDumpExecutor::Execute(const StepPlan& plan, const StepArrays& a
   DS_RETURN_IF_ERROR(WriteFields(dir, "ref.", in, consts_, &bytes_));
   const bool stale = HostViewStale(in);
   if (stale) DS_RETURN_IF_ERROR(WriteFields(dir, "hostref.", HostAsDevice(in), consts_, &bytes_));
+  largest_step_bytes_ = std::max(largest_step_bytes_, bytes_ - bytes_before);
   steps_.push_back({{"index", plan.index},
                     {"dir", rel},
                     {"case", std::string(StepCaseName(plan.step_case))},

@@ -16,11 +16,14 @@
 //                                    only for steps whose host view is stale, so that a
 //                                    difference can be classified as stale-host divergence
 // Bounded: at most `limit` steps are written (the first ones), and the index says how many steps
-// the run had.
+// the run had. Before each step the free space of DIR's file system is checked: a step is written
+// only while at least kDumpReserveBytes plus twice the largest step so far stay free, so a long
+// dump stops with an error naming --dump-steps-limit instead of filling the disk.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -34,10 +37,16 @@ namespace dspark::sim {
 inline constexpr int kStepDumpSchemaVersion = 1;
 inline constexpr int64_t kDefaultDumpStepsLimit = 1000;
 inline constexpr int kStepDumpOrder = 30;  // after the device and the CPU check
+inline constexpr int64_t kDumpReserveBytes = int64_t{256} << 20;  // left free on DIR's file system
+
+// The bytes free to an unprivileged writer on the file system holding a path.
+using FreeBytesFn = std::function<absl::StatusOr<int64_t>(const std::filesystem::path&)>;
+absl::StatusOr<int64_t> FreeBytes(const std::filesystem::path& path);
 
 class StepDumpExecutor : public StepExecutor {
  public:
-  StepDumpExecutor(std::filesystem::path dir, int64_t limit, nlohmann::json meta, ModelConsts consts = {});
+  StepDumpExecutor(std::filesystem::path dir, int64_t limit, nlohmann::json meta, ModelConsts consts = {},
+                   FreeBytesFn free_bytes = FreeBytes);
 
   absl::string_view name() const override { return "step_dump"; }
   absl::Status Execute(const StepPlan& plan, const StepArrays& arrays) override;
@@ -49,8 +58,10 @@ class StepDumpExecutor : public StepExecutor {
   nlohmann::json meta_;
   ModelConsts consts_;
   nlohmann::json steps_ = nlohmann::json::array();
+  FreeBytesFn free_bytes_;
   int64_t seen_ = 0;
   int64_t bytes_ = 0;
+  int64_t largest_step_bytes_ = 0;
 };
 
 }  // namespace dspark::sim
