@@ -2,8 +2,8 @@
 // See kernels/impls/README.md for the op-by-op table and docs/states.md s.3 and s.9 for the model.
 //
 // Every builder that needs the token map builds it itself on the host from query_start_loc_cpu
-// (torch.repeat_interleave(arange(R), diff(qsl_cpu)).pin_memory(), copied with non_blocking: one
-// asynchronous H2D, no sync): SWA and the three compressors into their own buffers, up to the host
+// (torch.repeat_interleave(arange(R), diff(qsl_cpu)).pin_memory(), int64, copied with non_blocking
+// into an int32 buffer: one asynchronous H2D and the device's narrowing copy, no sync): SWA and the three compressors into their own buffers, up to the host
 // total; sparse MLA (DeepseekV4FlashMLAMetadataBuilder.build) fills its whole req_id_per_token
 // buffer with 0 first. MLA's block-table clamp is the out-of-place `clamp(min=0)` of 0.24.0 and its
 // C128A kernel writes the buffer's whole width (c128a_max_compressed). The indexer takes the native
@@ -21,10 +21,12 @@ absl::Status RunVllm024(Backend& be, const SuiteStep& s) {
   const BatchInputs& in = *s.in;
   const size_t own =
       static_cast<size_t>(MaxI(MaxI(in.sizes.num_tokens, in.host.query_start_loc[in.sizes.num_reqs]), 1));
-  // DeepseekSparseSWAMetadataBuilder.build: its own token_to_req_indices[:M] [h2d], no tail zeroing.
+  // DeepseekSparseSWAMetadataBuilder.build: its own token_to_req_indices[:M] from an int64
+  // torch.repeat_interleave [h2d] narrowed on the device [k], no tail zeroing.
   int32_t* swa_map = be.template Scratch<int32_t>(own);
   DS_RETURN_IF_ERROR(be.status());
-  DS_ASSIGN_OR_RETURN(const int32_t* swa_t2r, TokenMapFromHost(be, s, swa_map, /*zero_tail=*/false));
+  DS_ASSIGN_OR_RETURN(const int32_t* swa_t2r,
+                      TokenMapFromHost(be, s, swa_map, /*zero_tail=*/false, HostMapType::kInt64));
   DS_RETURN_IF_ERROR(SwaBuildOps(be, s, swa_t2r));
   // DeepseekV4FlashMLAMetadataBuilder.build, C4A then C128A: req_id_per_token_buffer.fill_(0) [f]
   // over the whole buffer, [:M].copy_(np_to_pinned_tensor(...), non_blocking=True) [h2d]. C4A's
@@ -37,11 +39,12 @@ absl::Status RunVllm024(Backend& be, const SuiteStep& s) {
     DS_ASSIGN_OR_RETURN(const int32_t* t2r, TokenMapFromHost(be, s, buf, /*zero_tail=*/false));
     DS_RETURN_IF_ERROR(MlaV4BuildOps(be, s, k, t2r, /*clamp_in_place=*/false, /*c128a_width=*/s.layout.c128a_stride));
   }
-  // CompressorMetadataBuilder.build (x3): its own mapping [h2d], block_table_tensor.clamp_(min=0) [k].
+  // CompressorMetadataBuilder.build (x3): its own int64 mapping [h2d] narrowed into its buffer [k],
+  // block_table_tensor.clamp_(min=0) [k].
   for (int c = 0; c < kV4Compressors; ++c) {
     int32_t* buf = be.template Scratch<int32_t>(own);
     DS_RETURN_IF_ERROR(be.status());
-    DS_RETURN_IF_ERROR(TokenMapFromHost(be, s, buf, /*zero_tail=*/false).status());
+    DS_RETURN_IF_ERROR(TokenMapFromHost(be, s, buf, /*zero_tail=*/false, HostMapType::kInt64).status());
     DS_RETURN_IF_ERROR(CompressorV4BuildOps(be, s));
   }
   return IndexerV4NativeOps(be, s);

@@ -18,7 +18,10 @@ absl::Status RunVllmPre47474(Backend& be, const SuiteStep& s) {
   int32_t* mla2_map = be.template Scratch<int32_t>(std::max(own, size_t{1}));
   int32_t* ring_map = be.template Scratch<int32_t>(std::max(own, size_t{1}));
   DS_RETURN_IF_ERROR(be.status());
-  DS_ASSIGN_OR_RETURN(const int32_t* swa_t2r, TokenMapFromHost(be, s, swa_map, /*zero_tail=*/false));
+  // SWA's torch.repeat_interleave(torch.arange(R), ...) is int64 (as in 0.24.0's SWA builder):
+  // [h2d] and the device's narrowing copy_ [k].
+  DS_ASSIGN_OR_RETURN(const int32_t* swa_t2r,
+                      TokenMapFromHost(be, s, swa_map, /*zero_tail=*/false, HostMapType::kInt64));
   DS_RETURN_IF_ERROR(SwaBuild(be, s, swa_t2r));
   // MLA ratio 1's req_id_per_token is the compared token_to_req (tail zeroed: see README.md).
   DS_RETURN_IF_ERROR(TokenMapFromHost(be, s, s.out.token_to_req, /*zero_tail=*/true).status());

@@ -118,6 +118,21 @@ struct CastToInt64Kernel {
   DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
 
+// int32_dst.copy_(int64_src): the narrowing copy_ PyTorch runs on the device after moving an int64
+// host tensor there (values fit: token-to-request indices).
+struct CastToInt32Kernel {
+  static constexpr int kPhases = 1;
+  using Shared = NoShared;
+  const int64_t* in;  // [n]
+  int32_t* out;       // [n]
+  int32_t n;          // [elements]
+
+  LaunchShape Shape() const { return ElementwiseShape(n); }
+  DS_HD int32_t Elements() const { return n; }
+  DS_HD void Element(int32_t i) const { out[i] = static_cast<int32_t>(in[i]); }
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
+};
+
 // torch.where(mask, a, scalar) with an int64 `a`.
 struct WhereInt64Kernel {
   static constexpr int kPhases = 1;

@@ -105,18 +105,38 @@ absl::StatusOr<const int32_t*> TokenMapPre56562(Backend& be, const SuiteStep& s)
 
 // (a) / (b): the host mapping np.repeat(arange(R), diff(qsl_cpu)) copied into `out` [h2d], tail
 // zeroed [f] when `zero_tail` (#47474's shared buffer; pre-#47474 builders do not zero it).
+// HostMapType::kInt64: torch.repeat_interleave(torch.arange(R), ...) is int64 (arange's default),
+// so its copy_ into the int32 buffer moves the int64 tensor to the device [h2d] and narrows it
+// there [k] (vLLM 0.24.0's SWA and compressor builders; profiled on the H200).
+enum class HostMapType { kInt32, kInt64 };
+// np.repeat(arange(R), diff(qsl)) on the host, as T.
+template <class T>
+std::vector<T> HostTokenMap(const int32_t* hq, int32_t R) {
+  std::vector<T> map;
+  map.reserve(static_cast<size_t>(hq[R]));
+  for (int32_t r = 0; r < R; ++r)
+    for (int32_t k = hq[r]; k < hq[r + 1]; ++k) map.push_back(r);
+  return map;
+}
 template <class Backend>
-absl::StatusOr<const int32_t*> TokenMapFromHost(Backend& be, const SuiteStep& s, int32_t* out, bool zero_tail) {
+absl::StatusOr<const int32_t*> TokenMapFromHost(Backend& be, const SuiteStep& s, int32_t* out, bool zero_tail,
+                                                HostMapType type = HostMapType::kInt32) {
   const BatchInputs& in = *s.in;
   const int32_t R = in.sizes.num_reqs, N = in.sizes.num_tokens;
   const int32_t* hq = in.host.query_start_loc;
-  std::vector<int32_t> host_map;
-  host_map.reserve(static_cast<size_t>(hq[R]));
-  for (int32_t r = 0; r < R; ++r)
-    for (int32_t k = hq[r]; k < hq[r + 1]; ++k) host_map.push_back(r);
+  const int32_t M = hq[R];
   be.NoteHostArrayOp();
-  if (!host_map.empty()) be.CopyToDevice(out, host_map.data(), sizeof(int32_t) * host_map.size());
-  if (zero_tail) FillI32(be, out + hq[R], 0, N - hq[R]);
+  if (M > 0 && type == HostMapType::kInt64) {
+    const std::vector<int64_t> map = HostTokenMap<int64_t>(hq, R);
+    int64_t* wide = be.template Scratch<int64_t>(map.size());
+    DS_RETURN_IF_ERROR(be.status());
+    be.CopyToDevice(wide, map.data(), sizeof(int64_t) * map.size());
+    Issue(be, ops::CastToInt32Kernel{wide, out, M});
+  } else if (M > 0) {
+    const std::vector<int32_t> map = HostTokenMap<int32_t>(hq, R);
+    be.CopyToDevice(out, map.data(), sizeof(int32_t) * map.size());
+  }
+  if (zero_tail) FillI32(be, out + M, 0, N - M);
   DS_RETURN_IF_ERROR(be.status());
   return out;
 }

@@ -18,7 +18,7 @@ import copy
 
 import numpy as np
 
-from vllm_oracle import ReleaseSuite, _Cfg, prefill_chunk_outputs
+from vllm_oracle import ReleaseSuite, _Cfg, prefill_chunk_outputs, warm_noncausal_swa
 
 C128A_MAX = 8192  # cdiv(cdiv(max_model_len = 1M, 128), 128) * 128: sparse_mla.py's c128a_max_compressed
 V4_BLOCK = 256    # FlashMLA's sparse V4 backend: kernel block size 256
@@ -160,6 +160,7 @@ class ReleaseSuiteV4(ReleaseSuite):
             return cm
 
         cm = group_cm()
+        warm_noncausal_swa(self.swa, cm, profile)
         swa_md = call("swa", lambda: self.swa.build(0, cm))
         if self.cached_map:
             out["token_map.token_to_req"] = cm._token_to_req_indices_cache[:N].cpu().numpy().astype(np.int32)

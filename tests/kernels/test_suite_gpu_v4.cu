@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <algorithm>
 #include <iterator>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/suite/cases.h"
@@ -33,16 +35,25 @@ std::set<std::string> StaleFields(const std::vector<FieldMismatch>& ms) {
 TEST(SuiteGpuV4, EveryStateEveryCaseAgreesWithTheReferenceAndTheCpuCounts) {
   DS_REQUIRE_GPU();
   const ModelConsts v4 = ModelConstsFor(ModelKind::kV4);
-  absl::StatusOr<std::unique_ptr<GpuSuite>> gpu = GpuSuite::Create(TestCapacity(), v4);
-  ASSERT_TRUE(gpu.ok()) << gpu.status();
-  int compared = 0;
+  std::vector<std::pair<uint64_t, CaseBatch>> steps;
+  GpuSuiteCapacity capacity = TestCapacity();  // grown to hold every step (V4's blocks are 256 tokens)
   for (uint64_t seed : {1u, 2u, 4u})
     for (SeedCase c : kAllSeedCases) {
       CaseOptions o;
       o.seed = seed;
       o.consts = v4;
-      const CaseBatch b = MustMake(c, o);
-      ASSERT_TRUE((*gpu)->Stage(b.Inputs()).ok()) << b.name;
+      steps.emplace_back(seed, MustMake(c, o));
+      const BatchSizes& z = steps.back().second.sizes;
+      capacity.max_tokens = std::max({capacity.max_tokens, z.capacity, z.num_tokens});
+      capacity.max_reqs = std::max(capacity.max_reqs, z.num_reqs);
+      capacity.max_bt_stride = std::max(capacity.max_bt_stride, z.bt_stride);
+    }
+  absl::StatusOr<std::unique_ptr<GpuSuite>> gpu = GpuSuite::Create(capacity, v4);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  int compared = 0;
+  for (const auto& [seed, b] : steps) {
+      const absl::Status staged = (*gpu)->Stage(b.Inputs());
+      ASSERT_TRUE(staged.ok()) << b.name << ": " << staged;
       CpuSuite cpu(v4);
       for (Impl impl : ImplsOfModel(ModelKind::kV4)) {
         const std::string what = b.name + " seed " + std::to_string(seed) + " " + std::string(ImplName(impl));

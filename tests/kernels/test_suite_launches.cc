@@ -45,7 +45,8 @@ TEST(SuiteLaunchCounts, Batch16Decode) {
   //   (d) 1 + 3 + 0 + 3 + 1 + 3 + 6 = 17, the seed's "After" and vLLM 0.31.0-0.34.0 (the SWA
   //       validity mask in one launch; no compressed_seq_lens divide without prefills);
   //   (b) one host mapping (1 copy) instead of (c)'s 8 -> 70;
-  //   (a) four builder mappings (SWA, MLA r1, MLA r2, ring; 1 copy each) -> 73.
+  //   (a) four builder mappings (SWA, MLA r1, MLA r2, ring; 1 copy each, and SWA's int64 map
+  //       narrowed on the device, 1 kernel) -> 74.
   EXPECT_EQ(counts[Impl::kDeviceChain].Launches(), 77);
   EXPECT_EQ(counts[Impl::kDeviceChain].h2d_copies, 0);
   EXPECT_EQ(counts[Impl::kFused].Launches(), 17);
@@ -56,7 +57,7 @@ TEST(SuiteLaunchCounts, Batch16Decode) {
   EXPECT_EQ(counts[Impl::kVllm034].Launches(), 18);
   EXPECT_EQ(counts[Impl::kCached].Launches(), 70);
   EXPECT_EQ(counts[Impl::kCached].h2d_copies, 1);
-  EXPECT_EQ(counts[Impl::kChain].Launches(), 73);
+  EXPECT_EQ(counts[Impl::kChain].Launches(), 74);
   EXPECT_EQ(counts[Impl::kChain].h2d_copies, 4);
   for (Impl impl : ImplsOfModel(ModelKind::kV41)) {
     EXPECT_EQ(counts[impl].d2h_copies, 0) << ImplName(impl);
@@ -81,14 +82,14 @@ TEST(SuiteLaunchCounts, EveryCase) {
       // prefill steps add 5 ops per indexer prefill chunk (chunked prefill: long contexts make
       // several chunks), and (c) #57207's host-planned segmentation (10 ops), which no release
       // of the other states has (ModelConsts::what_if_57207 adds it to them).
-      {"prefill", {25, 22, 39, 21, 21, 1, 0}},
-      {"chunked_prefill", {100, 97, 114, 96, 96, 1, 0}},
-      {"mixed", {86, 83, 100, 30, 30, 1, 0}},
-      {"decode", {73, 70, 77, 17, 18, 1, 1}},
-      {"verify", {72, 69, 76, 17, 18, 1, 1}},
-      {"adaptive_verify", {79, 76, 83, 17, 17, 1, 0}},
-      {"draft", {79, 76, 83, 17, 17, 1, 0}},
-      {"adaptive_draft", {79, 76, 83, 17, 17, 1, 0}},
+      {"prefill", {26, 22, 39, 21, 21, 1, 0}},
+      {"chunked_prefill", {101, 97, 114, 96, 96, 1, 0}},
+      {"mixed", {87, 83, 100, 30, 30, 1, 0}},
+      {"decode", {74, 70, 77, 17, 18, 1, 1}},
+      {"verify", {73, 69, 76, 17, 18, 1, 1}},
+      {"adaptive_verify", {80, 76, 83, 17, 17, 1, 0}},
+      {"draft", {80, 76, 83, 17, 17, 1, 0}},
+      {"adaptive_draft", {80, 76, 83, 17, 17, 1, 0}},
   };
   for (SeedCase c : kAllSeedCases) {
     CaseOptions o;
@@ -119,12 +120,12 @@ TEST(SuiteLaunchCounts, EveryCase) {
 
 // DeepSeek-V4 (docs/states.md s.9): the launch count of every V4 state in every seed case (batch
 // 16, seed 4, the cases `verify --model v4` reports), exact against the references. Columns:
-// vllm-0.24 (a). At decode: SWA 5 (its own host mapping [h2d], the mask 2, the tail fill, the
-// kernel), MLA C4A 5 (req_id_per_token fill_(0) over the buffer, [h2d], the out-of-place
+// vllm-0.24 (a). At decode: SWA 6 (its own int64 host mapping [h2d] and the device's narrowing
+// copy_ [k], the mask 2, the tail fill, the kernel), MLA C4A 5 (req_id_per_token fill_(0) over the buffer, [h2d], the out-of-place
 // clamp(min=0), fill_(-1), the kernel), MLA C128A 6 (the same and the C128A kernel), three
-// compressors 2 each ([h2d], clamp_), the ratio-4 indexer's native path 11 (compressed slots 2,
+// compressors 3 each (the int64 mapping [h2d] + [k], clamp_), the ratio-4 indexer's native path 11 (compressed slots 2,
 // seq_lens // 4 1, diff 1, seq - L, + 1, + offsets and the assignment 4, `seq_lens //= 4` 1,
-// DeepGEMM's scheduler 2): 33.
+// DeepGEMM's scheduler 2): 37, as vLLM 0.24.0 issues them on the H200 (torch.profiler).
 // vllm-0.27 (b). At decode: six token maps through CommonAttentionMetadata.token_to_req_indices,
 // one per KV-cache group ([h2d] each, + a zero_ of the tail when padded), SWA 4, MLA C4A 3 (clamp_,
 // fill_, kernel), MLA C128A 4, three compressors 1 each, the indexer 11: 31. Its draft cases are
@@ -137,9 +138,9 @@ TEST(SuiteLaunchCounts, EveryCase) {
 TEST(SuiteLaunchCounts, EveryCaseDeepSeekV4) {
   const std::map<std::string, std::vector<int64_t>> expected = {
       // vllm-0.24, vllm-0.27, vllm-0.29 (ImplsOfModel order)
-      {"prefill", {30, 28, 70}},         {"chunked_prefill", {45, 43, 85}}, {"mixed", {40, 44, 106}},
-      {"decode", {33, 31, 93}},          {"verify", {33, 31, 93}},          {"adaptive_verify", {38, 42, 102}},
-      {"draft", {33, 37, 102}},          {"adaptive_draft", {33, 37, 102}},
+      {"prefill", {34, 28, 70}},         {"chunked_prefill", {49, 43, 85}}, {"mixed", {44, 44, 106}},
+      {"decode", {37, 31, 93}},          {"verify", {37, 31, 93}},          {"adaptive_verify", {42, 42, 102}},
+      {"draft", {37, 37, 102}},          {"adaptive_draft", {37, 37, 102}},
   };
   const ModelConsts v4 = ModelConstsFor(ModelKind::kV4);
   ASSERT_EQ(ImplsOfModel(ModelKind::kV4).size(), expected.begin()->second.size());
