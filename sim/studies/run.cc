@@ -286,7 +286,8 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& given_config) {
   result.workload = workload.facts;
   result.acceptance_preset = acceptance_params.name;
   result.expected_acceptance_length = ExpectedAcceptanceLength(acceptance_params.curve.data(), spec_k);
-  for (Impl impl : AllImpls())
+  // Only the states a run can run (DeepSeek-V4.1's: run has no --model) are named.
+  for (Impl impl : ImplsOfModel(ModelKind::kV41))
     if (time_params.impls[impl.index()].estimated) result.estimated_metadata_costs.emplace_back(ImplKey(impl));
   const Scheduler& sched = engine.scheduler();
   result.scheduler.steps = engine.steps();
