@@ -59,16 +59,8 @@ DSPARK_REGISTER_IMPL(vllm_0_24, ::dspark::RunVllm024, [] {
   i.description =
       "(a) vLLM 0.24.0 on DeepSeek-V4: every builder maps tokens on the host (pinned async copies), native indexer";
   i.rank = 11;
-  i.role = ::dspark::ImplRole::kVllmState;
   i.vllm_state = "(a) before #47474";
   i.vllm_release = "0.24.0 (0.20.0-0.24.0)";
-  i.models = {::dspark::ModelKind::kV4};
-  // Adaptive verification arrived in 0.28.0: under it this state's results are what-ifs.
-  i.released_with_adaptive_verification = false;
-  i.traits.reads_host_boundaries = true;
-  i.traits.reads_host_totals = true;
-  i.traits.graph_capturable = false;  // the host mapping and the host split would be frozen
-  i.traits.serializes_host = false;   // pinned, non_blocking copies: no sync (docs/states.md s.3)
-  i.traits.native_indexer_decode = true;
+  ::dspark::vllm_ops::HostMappedV4State(i);
   return i;
 })

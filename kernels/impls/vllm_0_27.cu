@@ -48,16 +48,8 @@ DSPARK_REGISTER_IMPL(vllm_0_27, ::dspark::RunVllm027, [] {
   i.description =
       "(b) vLLM 0.27.1 on DeepSeek-V4: #47474's cached host mapping per KV-cache group (pinned async copy), native indexer";
   i.rank = 21;
-  i.role = ::dspark::ImplRole::kVllmState;
   i.vllm_state = "(b) #47474";
   i.vllm_release = "0.27.1 (0.25.0-0.27.1)";
-  i.models = {::dspark::ModelKind::kV4};
-  // Adaptive verification arrived in 0.28.0: under it this state's results are what-ifs.
-  i.released_with_adaptive_verification = false;
-  i.traits.reads_host_boundaries = true;
-  i.traits.reads_host_totals = true;
-  i.traits.graph_capturable = false;  // the host mapping and the host split would be frozen
-  i.traits.serializes_host = false;   // pinned, non_blocking copies: no sync (docs/states.md s.3)
-  i.traits.native_indexer_decode = true;
+  ::dspark::vllm_ops::HostMappedV4State(i);
   return i;
 })

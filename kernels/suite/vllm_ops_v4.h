@@ -28,6 +28,21 @@ namespace dspark::vllm_ops {
 inline constexpr int kV4MappingGroups = 6;  // SWA, MLA C4A, MLA C128A, three compressors
 inline constexpr int kV4Compressors = 3;
 
+// What the two host-mapping DeepSeek-V4 states (vllm-0.24, vllm-0.27) register alike: DeepSeek-V4
+// only; released before adaptive verification (0.28.0), so their results under it are what-ifs;
+// the host split and the host mapping read, which a graph would freeze; pinned, non_blocking
+// copies (no sync, docs/states.md s.3); the indexer's native decode path.
+inline void HostMappedV4State(ImplInfo& i) {
+  i.role = ImplRole::kVllmState;
+  i.models = {ModelKind::kV4};
+  i.released_with_adaptive_verification = false;
+  i.traits.reads_host_boundaries = true;
+  i.traits.reads_host_totals = true;
+  i.traits.graph_capturable = false;
+  i.traits.serializes_host = false;
+  i.traits.native_indexer_decode = true;
+}
+
 // CommonAttentionMetadata.max_seq_len: the host's longest sequence.
 inline int64_t HostMaxSeqLen(const BatchInputs& in) {
   const int32_t* seq = in.host.seq_lens != nullptr ? in.host.seq_lens : in.device.seq_lens;

@@ -14,31 +14,23 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ORACLE = os.path.join(ROOT, "scripts", "oracle", "vllm_oracle.py")
-SKIP = 77
+from oracle_test_util import ORACLE, ROOT, SKIP, Checks, has_release, release_cache, torch_missing
 
 
 def main():
     sim = sys.argv[1]
     version = sys.argv[2] if len(sys.argv) > 2 else "0.34.0"
-    try:
-        import torch  # noqa: F401
-        import triton  # noqa: F401
-    except ImportError as e:
-        print(f"skipped: {e.name} is not importable (the oracle runs vLLM's code on torch and triton)")
+    missing = torch_missing()
+    if missing:
+        print(missing)
         return SKIP
-    cache = os.environ.get("DSPARK_VLLM_CACHE", os.path.join(ROOT, ".vllm-cache"))
-    if not os.path.isfile(os.path.join(cache, version, "vllm", "__init__.py")):
+    cache = release_cache()
+    if not has_release(cache, version):
         print(f"skipped: no vLLM {version} tree in {cache} (scripts/fetch-vllm.sh {version})")
         return SKIP
     env = dict(os.environ, TRITON_INTERPRET="1", DSPARK_VLLM_CACHE=cache)
-    failures = []
-
-    def check(ok, what):
-        print(("ok   " if ok else "FAIL ") + what)
-        if not ok:
-            failures.append(what)
+    checks = Checks()
+    check = checks.check
 
     impl = "vllm-0.34" if version == "0.34.0" else "vllm-0.31"  # the release's own state
     with tempfile.TemporaryDirectory(prefix="dspark-oracle-test-") as tmp:
@@ -123,8 +115,7 @@ def main():
         p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
         check("refused" in p.stdout and "stub refused" in p.stdout, f"loader guards: {p.stdout.strip()} {p.stderr[-300:]}")
 
-    print(f"{'all' if not failures else len(failures)} checks {'passed' if not failures else 'failed'}")
-    return 1 if failures else 0
+    return checks.exit_status()
 
 
 if __name__ == "__main__":

@@ -15,32 +15,25 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ORACLE = os.path.join(ROOT, "scripts", "oracle", "vllm_oracle.py")
-SKIP = 77
+from oracle_test_util import ORACLE, SKIP, Checks, has_release, release_cache, torch_missing
+
 PAIRS = (("0.24.0", "vllm-0.24"), ("0.27.1", "vllm-0.27"))
 
 
 def main():
     sim = sys.argv[1]
-    try:
-        import torch  # noqa: F401
-        import triton  # noqa: F401
-    except ImportError as e:
-        print(f"skipped: {e.name} is not importable (the oracle runs vLLM's code on torch and triton)")
+    missing = torch_missing()
+    if missing:
+        print(missing)
         return SKIP
-    cache = os.environ.get("DSPARK_VLLM_CACHE", os.path.join(ROOT, ".vllm-cache"))
-    pairs = [(v, i) for v, i in PAIRS if os.path.isfile(os.path.join(cache, v, "vllm", "__init__.py"))]
+    cache = release_cache()
+    pairs = [(v, i) for v, i in PAIRS if has_release(cache, v)]
     if not pairs:
         print(f"skipped: no vLLM 0.24.0 or 0.27.1 tree in {cache} (scripts/fetch-vllm.sh 0.24.0 0.27.1)")
         return SKIP
     env = dict(os.environ, TRITON_INTERPRET="1", DSPARK_VLLM_CACHE=cache)
-    failures = []
-
-    def check(ok, what):
-        print(("ok   " if ok else "FAIL ") + what)
-        if not ok:
-            failures.append(what)
+    checks = Checks()
+    check = checks.check
 
     for version, impl in pairs:
         with tempfile.TemporaryDirectory(prefix="dspark-oracle-v4-test-") as tmp:
@@ -84,8 +77,7 @@ def main():
                 d = [x for x in r["differences"] if x["field"] == "indexer_c4.seq_out"]
                 check(len(d) == 1 and d[0]["kind"] == "bug" and d[0]["cells"] == 1 and d[0]["first_index"] == 2,
                       f"{version}: the planted cell is one bug at index 2: {d}")
-    print(f"{len(failures)} failure(s)")
-    return 1 if failures else 0
+    return checks.exit_status()
 
 
 if __name__ == "__main__":
