@@ -54,8 +54,13 @@ absl::StatusOr<int64_t> FreeBytes(const fs::path& path) {
 }
 
 StepDumpExecutor::StepDumpExecutor(fs::path dir, int64_t limit, nlohmann::json meta, ModelConsts consts,
-                                   FreeBytesFn free_bytes)
-    : dir_(std::move(dir)), limit_(limit), meta_(std::move(meta)), consts_(consts), free_bytes_(std::move(free_bytes)) {}
+                                   FreeBytesFn free_bytes, std::ostream* console)
+    : dir_(std::move(dir)),
+      limit_(limit),
+      meta_(std::move(meta)),
+      consts_(consts),
+      free_bytes_(std::move(free_bytes)),
+      console_(console) {}
 
 absl::Status StepDumpExecutor::Execute(const StepPlan& plan, const StepArrays& a) {
   ++seen_;
@@ -93,6 +98,12 @@ absl::Status StepDumpExecutor::Execute(const StepPlan& plan, const StepArrays& a
   const bool stale = HostViewStale(in);
   if (stale) DS_RETURN_IF_ERROR(WriteFields(dir, "hostref.", HostAsDevice(in), consts_, &bytes_));
   largest_step_bytes_ = std::max(largest_step_bytes_, bytes_ - bytes_before);
+  if (steps_.empty() && console_ != nullptr)
+    *console_ << absl::StrFormat(
+        "--dump-steps '%s': the first step holds %.1f KiB of arrays; up to %d steps (--dump-steps-limit) take about "
+        "%.0f MiB, %d MiB free there\n",
+        dir_.string(), bytes_ / 1024.0, limit_, static_cast<double>(bytes_) * static_cast<double>(limit_) / (1 << 20),
+        free_bytes >> 20);
   steps_.push_back({{"index", plan.index},
                     {"dir", rel},
                     {"case", std::string(StepCaseName(plan.step_case))},

@@ -18,12 +18,16 @@
 // Bounded: at most `limit` steps are written (the first ones), and the index says how many steps
 // the run had. Before each step the free space of DIR's file system is checked: a step is written
 // only while at least kDumpReserveBytes plus twice the largest step so far stay free, so a long
-// dump stops with an error naming --dump-steps-limit instead of filling the disk.
+// dump stops with an error naming --dump-steps-limit instead of filling the disk. After the first
+// step, one console line states the expected size of the whole dump (that step's bytes times the
+// limit) beside the free space.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <iostream>
+#include <ostream>
 #include <string>
 
 #include "absl/status/status.h"
@@ -46,7 +50,7 @@ absl::StatusOr<int64_t> FreeBytes(const std::filesystem::path& path);
 class StepDumpExecutor : public StepExecutor {
  public:
   StepDumpExecutor(std::filesystem::path dir, int64_t limit, nlohmann::json meta, ModelConsts consts = {},
-                   FreeBytesFn free_bytes = FreeBytes);
+                   FreeBytesFn free_bytes = FreeBytes, std::ostream* console = &std::cerr);
 
   absl::string_view name() const override { return "step_dump"; }
   absl::Status Execute(const StepPlan& plan, const StepArrays& arrays) override;
@@ -59,6 +63,7 @@ class StepDumpExecutor : public StepExecutor {
   ModelConsts consts_;
   nlohmann::json steps_ = nlohmann::json::array();
   FreeBytesFn free_bytes_;
+  std::ostream* console_;
   int64_t seen_ = 0;
   int64_t bytes_ = 0;
   int64_t largest_step_bytes_ = 0;

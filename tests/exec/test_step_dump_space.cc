@@ -1,8 +1,11 @@
-// `run --dump-steps`: the dump stops with an error naming --dump-steps-limit before the free space
-// of its file system falls under what the next step may need, instead of filling the disk.
+// `run --dump-steps`: the dump says its expected size after the first step, and stops with an
+// error naming --dump-steps-limit before the free space of its file system falls under what the
+// next step may need, instead of filling the disk.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -56,7 +59,8 @@ TEST(StepDumpSpace, StopsBeforeTheDiskFillsAndSaysWhichLimitToLower) {
                         [&calls](const fs::path&) -> absl::StatusOr<int64_t> {
                           ++calls;
                           return kDumpReserveBytes + (calls <= 3 ? int64_t{1} << 30 : int64_t{0});
-                        });
+                        },
+                        nullptr);
   const absl::Status s = RunInto(dump);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
@@ -68,8 +72,13 @@ TEST(StepDumpSpace, StopsBeforeTheDiskFillsAndSaysWhichLimitToLower) {
 TEST(StepDumpSpace, ARunWithRoomWritesEveryStepUpToTheLimit) {
   const fs::path dir = fs::path(::testing::TempDir()) / "dump_room";
   fs::remove_all(dir);
-  StepDumpExecutor dump(dir, 5, nlohmann::json::object());
+  std::ostringstream console;
+  StepDumpExecutor dump(dir, 5, nlohmann::json::object(), ModelConsts{}, FreeBytes, &console);
   ASSERT_TRUE(RunInto(dump).ok());
+  // One line, after the first step, with the expected size of the whole dump.
+  const std::string said = console.str();
+  EXPECT_NE(said.find("up to 5 steps (--dump-steps-limit) take about"), std::string::npos) << said;
+  EXPECT_EQ(std::count(said.begin(), said.end(), '\n'), 1) << said;
   int dumped = 0;
   for (const auto& e : fs::directory_iterator(dir / "steps")) dumped += e.is_directory() ? 1 : 0;
   EXPECT_EQ(dumped, 5);
