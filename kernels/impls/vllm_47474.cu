@@ -30,15 +30,7 @@ DSPARK_REGISTER_IMPL(vllm_47474, ::dspark::RunVllm47474, [] {
   i.vllm_state = "(b) #47474";
   i.vllm_release = "0.25.0-0.27.1";
   i.style = {"#E69F00", "\\\\", "D"};
-  i.rows_via_builder_memo = true;  // its SWA and indexer rows: SwaBuild / IndexerBuild only
-  // Adaptive verification arrived in 0.28.0: under it this state's results are what-ifs.
-  i.released_with_adaptive_verification = false;
-  i.traits.reads_host_boundaries = true;
-  i.traits.reads_host_totals = true;
-  i.traits.builds_prefill_segments = false;  // no release has #57207
-  i.traits.graph_capturable = false;
-  i.traits.serializes_host = true;
-  i.traits.old_indexer_chain = true;
+  ::dspark::vllm_ops::HostMappedV41State(i);
   // An estimate: one shared host mapping, ~10% fewer GPU ops than (a), less host work, still
   // host-boundary and serialised.
   i.default_cost.declared = true;

@@ -46,15 +46,7 @@ DSPARK_REGISTER_IMPL(vllm_pre47474, ::dspark::RunVllmPre47474, [] {
   i.vllm_state = "(a) before #47474";
   i.vllm_release = "0.20.0-0.24.0";
   i.style = {"#D55E00", "//", "s"};
-  i.rows_via_builder_memo = true;  // its SWA and indexer rows: SwaBuild / IndexerBuild only
-  // Adaptive verification arrived in 0.28.0: under it this state's results are what-ifs.
-  i.released_with_adaptive_verification = false;
-  i.traits.reads_host_boundaries = true;
-  i.traits.reads_host_totals = true;
-  i.traits.builds_prefill_segments = false;  // no release has #57207
-  i.traits.graph_capturable = false;
-  i.traits.serializes_host = true;
-  i.traits.old_indexer_chain = true;
+  ::dspark::vllm_ops::HostMappedV41State(i);
   // Seed 000, CUPTI GPU time of the five builders, CUDA-graph replay, cold L2, batch 16; eager
   // launches + copies counted by `dspark-sim calibrate` at batch 16 on the H200. Host work
   // besides the eager dispatch (charged per launch) is none.

@@ -103,6 +103,22 @@ absl::StatusOr<const int32_t*> TokenMapPre56562(Backend& be, const SuiteStep& s)
   return TokenMapPre56562(be, suite_internal::SuiteTokenMapArgs(s, s.out.token_to_req, s.layout.token_capacity));
 }
 
+// What the seed's two host-mapping states on DeepSeek-V4.1 (vllm-pre47474, vllm-47474) register
+// alike: rows written only through the deduplicated builders; released before adaptive
+// verification (0.28.0), so their results under it are what-ifs; the host split and totals
+// read, frozen by a graph; pageable copies that serialise the host; the old indexer chain; no
+// #57207 (no release has it).
+inline void HostMappedV41State(ImplInfo& i) {
+  i.rows_via_builder_memo = true;  // its SWA and indexer rows: SwaBuild / IndexerBuild only
+  i.released_with_adaptive_verification = false;
+  i.traits.reads_host_boundaries = true;
+  i.traits.reads_host_totals = true;
+  i.traits.builds_prefill_segments = false;
+  i.traits.graph_capturable = false;
+  i.traits.serializes_host = true;
+  i.traits.old_indexer_chain = true;
+}
+
 // (a) / (b): the host mapping np.repeat(arange(R), diff(qsl_cpu)) copied into `out` [h2d], tail
 // zeroed [f] when `zero_tail` (#47474's shared buffer; pre-#47474 builders do not zero it).
 // HostMapType::kInt64: torch.repeat_interleave(torch.arange(R), ...) is int64 (arange's default),
