@@ -50,7 +50,12 @@ void ExpectQuadsAgree(const float* const* nodes, const float* weight, const uint
   const uint32_t a = simd::DrawTabledQuad(nodes, weight, bits, fast);
   const uint32_t b = simd::DrawTabledQuadPlain(nodes, weight, bits, plain);
   ASSERT_EQ(a, b) << what << " trial " << trial;
-  for (int i = 0; i < 4; ++i) ASSERT_EQ(Bits(fast[i]), Bits(plain[i])) << what << " trial " << trial << " position " << i;
+  // Bit for bit, but a NaN (edge nodes and weights make some) only as a NaN: its sign bit is
+  // the compiler's choice at each optimisation level (the sanitizer build flips it).
+  for (int i = 0; i < 4; ++i) {
+    if (std::isnan(fast[i]) && std::isnan(plain[i])) continue;
+    ASSERT_EQ(Bits(fast[i]), Bits(plain[i])) << what << " trial " << trial << " position " << i;
+  }
 }
 
 TEST(SimdPaths, DrawTabledQuadEqualsPlainOnTableRows) {
