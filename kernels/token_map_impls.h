@@ -74,18 +74,24 @@ inline absl::Status ValidateTokenMapArgs(const TokenMapArgs& a, bool reads_host)
   return absl::OkStatus();
 }
 
+// np.repeat(np.arange(R), np.diff(hq)) on the host, as T: the request of each of the hq[R] tokens.
+template <class T>
+std::vector<T> HostTokenMap(const int32_t* hq, int32_t R) {
+  std::vector<T> map;
+  map.reserve(static_cast<size_t>(hq[R]));
+  for (int32_t r = 0; r < R; ++r)
+    for (int32_t k = hq[r]; k < hq[r + 1]; ++k) map.push_back(static_cast<T>(r));
+  return map;
+}
+
 // PR #47474 (see the file comment). The host array is staged through pinned memory by the
 // backend, as np_to_pinned_tensor(...).copy_(non_blocking=True) does.
 template <class Backend>
 absl::StatusOr<int32_t*> TokenMapHost(Backend& be, const TokenMapArgs& a) {
   DS_RETURN_IF_ERROR(ValidateTokenMapArgs(a, /*reads_host=*/true));
-  const int32_t* hq = a.host_query_start_loc;
-  const int32_t mapped = hq[a.num_reqs];
+  const int32_t mapped = a.host_query_start_loc[a.num_reqs];
   // np.diff(starts); np.arange(R); np.repeat(arange, query_lens)
-  std::vector<int32_t> host_map;
-  host_map.reserve(static_cast<size_t>(mapped));
-  for (int32_t r = 0; r < a.num_reqs; ++r)
-    for (int32_t k = hq[r]; k < hq[r + 1]; ++k) host_map.push_back(r);
+  const std::vector<int32_t> host_map = HostTokenMap<int32_t>(a.host_query_start_loc, a.num_reqs);
   be.NoteHostArrayOp();
   be.NoteHostArrayOp();
   be.NoteHostArrayOp();

@@ -124,16 +124,8 @@ inline void HostMappedV41State(ImplInfo& i) {
 // HostMapType::kInt64: torch.repeat_interleave(torch.arange(R), ...) is int64 (arange's default),
 // so its copy_ into the int32 buffer moves the int64 tensor to the device [h2d] and narrows it
 // there [k] (vLLM 0.24.0's SWA and compressor builders; profiled on the H200).
+// (The host array is HostTokenMap, kernels/token_map_impls.h.)
 enum class HostMapType { kInt32, kInt64 };
-// np.repeat(arange(R), diff(qsl)) on the host, as T.
-template <class T>
-std::vector<T> HostTokenMap(const int32_t* hq, int32_t R) {
-  std::vector<T> map;
-  map.reserve(static_cast<size_t>(hq[R]));
-  for (int32_t r = 0; r < R; ++r)
-    for (int32_t k = hq[r]; k < hq[r + 1]; ++k) map.push_back(r);
-  return map;
-}
 template <class Backend>
 absl::StatusOr<const int32_t*> TokenMapFromHost(Backend& be, const SuiteStep& s, int32_t* out, bool zero_tail,
                                                 HostMapType type = HostMapType::kInt32) {
