@@ -110,7 +110,7 @@ def make_all(results_dir, out_dir, sweep_dir=None, run_dir=None, bench_dir=None)
 def _sweep_point_that_checked_every_impl(sweep_dir, rows, reg):
     """(folder, None) of an ok point whose metadata check ran every implementation of the
     sweep (adaptive mode and the highest concurrency first), or (None, why) when none did: a point checks only its own implementation unless the
-    sweep ran with --check-impl all, and its panels would be zero for every other one."""
+    sweep ran with --impl all, and its panels would be zero for every other one."""
     impls = {r.get("impl") for r in rio.ok_rows(rows)}
     # Adaptive points first: stale host state shows under adaptive verification only.
     modes = {"adaptive": 2, "dspark": 1}
@@ -122,7 +122,7 @@ def _sweep_point_that_checked_every_impl(sweep_dir, rows, reg):
             print(f"plot_all: stale-host plot from sweep point {r['point_id']} (checked {', '.join(reg.ordered(checked))})")
             return folder, None
     return None, (f"no point of {sweep_dir} checked every implementation ({', '.join(sorted(map(str, impls)))}); "
-                  "rerun the sweep with --check-impl all, or pass --run DIR of a run with --impl all")
+                  "rerun the sweep with --impl all, or pass --run DIR of a run with --impl all")
 
 
 def _concurrency_rank(r):

@@ -116,7 +116,7 @@ def plot_serving_vs_baseline(rows, reg, out):
         if base_name not in present or not impls:
             have = ", ".join(reg.ordered(present))
             out.skip(stem, f"the sweep group {title} has {'no point of the baseline ' + base_name if base_name not in present else 'only the baseline'} "
-                     f"(its implementations: {have}); sweep --impl with {base_name} and at least one other")
+                     f"(its implementations: {have}); sweep --time-impl with {base_name} and at least one other")
             continue
         modes = rio.ordered({r["mode"] for r in members}, rio.MODES)
         concurrencies = sorted({r["concurrency"] for r in members})

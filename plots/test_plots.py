@@ -51,7 +51,7 @@ def setUpModule():
     WORK = tempfile.mkdtemp(prefix="dspark_plots_")
     results = os.path.join(WORK, "results")
     dspark("sweep", "--workload", "chat", "--concurrency", "1,4", "--batch-size", "8", "--num-requests", "6",
-           "--mode", "dspark,adaptive", "--impl", "all", "--check-impl", "all", "--out",
+           "--mode", "dspark,adaptive", "--time-impl", "all", "--impl", "all", "--out",
            os.path.join(results, "sweep"), "--progress", "none", "--max-model-len", "1536",
            "--max-num-batched-tokens", "1024")
     dspark("run", "--workload", "chat", "--concurrency", "4", "--max-num-seqs", "4", "--mode", "adaptive",

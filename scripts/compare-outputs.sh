@@ -45,7 +45,7 @@ outputs() {  # $1: binary; runs in the current folder
   for j in 1 2; do
     record "run-j$j" "$sim" run --config "$root/workloads/default.cfg" --out "run-j$j" --progress none --jobs "$j"
     record "sweep-j$j" "$sim" sweep --workload chat --concurrency 1,8 --batch-size 16 --num-requests 16 \
-      --mode dspark,adaptive --impl all --check-impl all --out "sweep-j$j" --progress none --jobs "$j"
+      --mode dspark,adaptive --time-impl all --impl all --out "sweep-j$j" --progress none --jobs "$j"
   done
   record verify "$sim" verify --progress none --json verify.json
   record verify-v4 "$sim" verify --model v4 --progress none --json verify-v4.json

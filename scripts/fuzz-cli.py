@@ -57,7 +57,7 @@ OUT_OF = {"run": ["--out", "out"], "sweep": ["--out", "out"], "step": ["--out", 
 SMALL = {
     "run": ["--workload", "chat", "--num-requests", "3", "--no-check", "--progress", "none"],
     "sweep": ["--workload", "chat", "--num-requests", "2", "--concurrency", "1", "--mode", "none",
-              "--impl", "fused", "--batch-size", "8", "--no-check", "--progress", "none"],
+              "--time-impl", "fused", "--batch-size", "8", "--no-check", "--progress", "none"],
     "step": ["--case", "decode", "--batch", "2", "--impl", "fused-suite"],
     "verify": ["--cases", "decode", "--batch", "1", "--seeds", "1", "--impl", "fused-suite", "--progress", "none"],
     "soak": ["--steps", "200", "--batch-requests", "16", "--rss-sample-every", "100", "--progress", "none"],

@@ -88,7 +88,7 @@ for stage in "${stages[@]}"; do
       done ;;
     sweep)
       timeout $(left 60) build-gpu/dspark-sim sweep --workload speed-8k --concurrency 1,8 --num-requests 4 \
-        --impl after,fused-suite --mode adaptive --executor gpu --out "$o/sweep-gpu" > "$o/sweep-gpu.txt" 2>&1
+        --time-impl after,fused-suite --mode adaptive --executor gpu --out "$o/sweep-gpu" > "$o/sweep-gpu.txt" 2>&1
       stamp "sweep (gpu executor) rc=$?" ;;
     *) echo "gpu-session: unknown stage '$stage'" >&2 ;;
   esac

@@ -35,13 +35,13 @@ namespace {
 constexpr char kEpilogue[] = R"(
 Every other option is given as is to each point's `dspark-sim run` (see dspark-sim run --help),
 e.g. --no-check, --spec-k 4, --max-num-batched-tokens 32768, --acceptance-preset, --calibration.
-Not allowed there: --max-num-seqs (use --batch-size), --time-impl (the --impl axis sets it),
+Not allowed there: --max-num-seqs (use --batch-size),
 --step-log and --dump-workload (per-run files: run one point alone with the command line that
 sweep_meta.json lists for it). In a --config file, a switch of run means what it means in run's
 own --config: `no-check = true` (yes, on, 1) passes --no-check, `check = false` passes it too.
 
-Points. The grid is workload x batch size x request count x concurrency x mode x impl (impl
-innermost). A combination that `run` rejects (e.g. adaptive mode with --batch-size above the
+Points. The grid is workload x batch size x request count x concurrency x mode x time-impl
+(time-impl innermost). A combination that `run` rejects (e.g. adaptive mode with --batch-size above the
 top-B block limit) is recorded as "skipped" with the reason, and the sweep goes on. A point's id
 is a slug of its axes plus a hash of its whole run config; OUT/points/<id>/ holds its run.
 
@@ -60,7 +60,7 @@ line cut short by the kill is dropped. A resume whose inputs differ from the fin
 refused, naming what differs: start fresh with another --out.
 
 Shards. --shard i/n runs the comparison groups g with g % n == i; a group is the points that
-differ only in --impl, so one shard (one GPU) measures every implementation of its groups side
+differ only in --time-impl, so one shard (one GPU) measures every implementation of its groups side
 by side. Give each shard its own --out, then merge:
   one node, one process per GPU:
     for i in 0 1 2 3; do CUDA_VISIBLE_DEVICES=$i dspark-sim sweep ... --executor gpu \
@@ -89,8 +89,8 @@ po::options_description VisibleOptions() {
     ("num-requests", po::value<std::string>()->default_value("auto"), "axis: request counts; auto = max(32, 2 x concurrency) as the seed ran, or run's default at concurrency 0")
     ("num-prompts", po::value<std::string>(), "vLLM's name of --num-requests")
     ("mode", po::value<std::string>()->default_value("none,dspark,adaptive"), "axis: none, dspark, adaptive")
-    ("impl", po::value<std::string>()->default_value("all"), absl::StrCat("axis: implementations that time the steps (run --time-impl): a comma list, or all, of\n", ImplHelpText()).c_str())
-    ("check-impl", po::value<std::string>()->default_value("same"), "implementations each point's metadata check runs (run --impl): same (the point's) or a list")
+    ("time-impl", po::value<std::string>()->default_value("all"), absl::StrCat("axis: implementations that time the steps (each point's run --time-impl): a comma list, or all, of\n", ImplHelpText()).c_str())
+    ("impl", po::value<std::string>()->default_value("same"), "implementations each point's metadata check runs (run --impl): same (the point's --time-impl), all, or a comma list")
     ("executor", po::value<std::string>()->default_value("cpu"), "what runs a point: cpu (the simulator) or gpu (when built with the GPU executor)")
     ("out", po::value<std::string>()->default_value("results/sweep"), "output directory")
     ("resume", po::bool_switch(), "continue the sweep in --out, skipping points already recorded")
@@ -157,8 +157,10 @@ absl::Status CheckPassThrough(const std::vector<std::string>& tokens) {
     const std::string name = OptionName(token);
     if (name == "max-num-seqs")
       return absl::InvalidArgumentError("--max-num-seqs: sweep sets it per point; use the --batch-size axis");
-    if (name == "time-impl")
-      return absl::InvalidArgumentError("--time-impl: sweep sets it per point from the --impl axis");
+    if (name == "check-impl")
+      return absl::InvalidArgumentError(
+          "--check-impl: no such option; the implementations each point's metadata check runs are --impl "
+          "(as in run), and the axis of implementations that time the steps is --time-impl");
     if (name == "step-log" || name == "dump-workload")
       return absl::InvalidArgumentError(absl::StrCat(
           "--", name, " writes one file per run; run a single point with dspark-sim run instead "
@@ -261,7 +263,7 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
   if (vm.count("merge")) {
     c.merge_inputs = vm["merge"].as<std::vector<std::string>>();
     for (const char* name : {"workload", "trace", "concurrency", "max-concurrency", "batch-size",
-                             "num-requests", "num-prompts", "mode", "impl", "check-impl", "shard",
+                             "num-requests", "num-prompts", "mode", "time-impl", "impl", "shard",
                              "max-points"})
       if (vm.count(name) && !vm[name].defaulted())
         return absl::InvalidArgumentError(absl::StrCat("--merge takes only the folders and --out; got --", name));
@@ -321,13 +323,13 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
       return absl::InvalidArgumentError(absl::StrCat("--mode: '", m, "' is listed twice"));
     c.modes.push_back(*mode);
   }
-  auto impls = ParseImplKeyList(vm["impl"].as<std::string>());
-  if (!impls.ok()) return absl::InvalidArgumentError(absl::StrCat("--impl: ", impls.status().message()));
+  auto impls = ParseImplKeyList(vm["time-impl"].as<std::string>());
+  if (!impls.ok()) return absl::InvalidArgumentError(absl::StrCat("--time-impl: ", impls.status().message()));
   c.impls = *impls;
-  c.check_impls = vm["check-impl"].as<std::string>();
+  c.check_impls = vm["impl"].as<std::string>();
   if (c.check_impls != "same") {
     auto checked = ParseImplKeyList(c.check_impls);
-    if (!checked.ok()) return absl::InvalidArgumentError(absl::StrCat("--check-impl: ", checked.status().message()));
+    if (!checked.ok()) return absl::InvalidArgumentError(absl::StrCat("--impl: ", checked.status().message()));
   }
   c.executor = vm["executor"].as<std::string>();
   c.resume = vm["resume"].as<bool>();
@@ -384,6 +386,13 @@ int SweepMain(SweepConfig& config) {
               static_cast<long long>(outcome->ran), static_cast<long long>(outcome->failed),
               static_cast<long long>(outcome->skipped_invalid),
               outcome->stopped_early ? "; stopped early (--max-points)" : "");
+  std::vector<std::string> timed;
+  for (Impl impl : config.impls) timed.emplace_back(ImplKey(impl));
+  const bool no_check = std::find(config.run_args.begin(), config.run_args.end(), "--no-check") != config.run_args.end();
+  std::printf("  timed by (--time-impl): %s; each point's check (--impl): %s\n", absl::StrJoin(timed, ",").c_str(),
+              no_check ? "none (--no-check)"
+              : config.check_impls == "same" ? "same (the point's own)"
+                                             : config.check_impls.c_str());
   std::printf("  wrote %s/{sweep.jsonl,sweep.csv,sweep_meta.json,points/}\n", config.out_dir.c_str());
   return outcome->failed > 0 ? 1 : 0;
 }

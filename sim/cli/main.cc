@@ -47,7 +47,7 @@ const char* MemoryHint(const char* command) {
            "and --max-num-seqs, and the implementations checked (--impl; --no-check checks none); lower them";
   if (c == "sweep")
     return "each point is a run: lower --num-requests, --batch-size or --concurrency, check fewer implementations "
-           "(--check-impl), or pass a smaller run option through";
+           "(--impl), or pass a smaller run option through";
   if (c == "step") return "its memory grows with the step's capacity, bt_stride and rows; lower them, or --impl fewer";
   if (c == "verify") return "its memory grows with --batch and the implementations (--impl); lower them";
   if (c == "soak") return "its memory grows with --batch-requests and --max-num-batched-tokens; lower them";

@@ -67,7 +67,7 @@ struct SweepConfig {
   std::vector<int64_t> num_requests = {kAutoRequests};   // [requests]
   static constexpr int64_t kAutoRequests = -1;  // max(32, 2 x concurrency); run's default at 0
 
-  // Implementations the metadata check runs at each point: "same" (the point's implementation)
+  // --impl: the implementations the metadata check runs at each point: "same" (the point's --time-impl)
   // or a list accepted by `run --impl`.
   std::string check_impls = "same";
   // Any other `run` option, given to every point's run as is (e.g. --no-check, --spec-k 4).

@@ -122,7 +122,7 @@ absl::Status SweepConfig::Validate() const {
     return absl::InvalidArgumentError("give at least one --workload or --trace");
   if (concurrency.empty()) return absl::InvalidArgumentError("--concurrency: expected at least one value");
   if (batch_sizes.empty()) return absl::InvalidArgumentError("--batch-size: expected at least one value");
-  if (impls.empty()) return absl::InvalidArgumentError("--impl: expected at least one implementation");
+  if (impls.empty()) return absl::InvalidArgumentError("--time-impl: expected at least one implementation");
   if (modes.empty()) return absl::InvalidArgumentError("--mode: expected at least one mode");
   if (num_requests.empty()) return absl::InvalidArgumentError("--num-requests: expected at least one value");
   for (int32_t c : concurrency)

@@ -60,7 +60,7 @@ std::vector<NoGpuCase> NoGpuCases() {
        1, with(executor, "dspark-sim run: --executor gpu")},
       {"sweep",
        {"sweep", "--workload", "batch1-512", "--concurrency", "1", "--batch-size", "2", "--num-requests", "1",
-        "--mode", "none", "--impl", "fused", "--executor", "gpu", "--progress", "none", "--out", "OUT"},
+        "--mode", "none", "--time-impl", "fused", "--executor", "gpu", "--progress", "none", "--out", "OUT"},
        1, with(executor, "dspark-sim sweep: --executor gpu")},
       {"bench", {"bench", "--reps", "10", "--min-samples", "10", "--out", "OUT"}, 2, with(measures_run, "dspark-sim bench: no CUDA device")},
       {"microbench", {"microbench", "--reps", "10", "--json", "OUT"}, 2,

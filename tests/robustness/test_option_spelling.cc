@@ -60,7 +60,7 @@ TEST(Abbreviations, SweepPassesNoAbbreviationToItsPoints) {
   for (const char* typed : {"--step-l", "--dump-work", "--time-im"}) {
     const fs::path outside = dir / (std::string(typed + 2) + ".out");
     const auto r = ::dspark::testing_util::SpawnSim(
-        {"sweep", "--workload", "chat", "--batch-size", "8", "--concurrency", "1", "--mode", "none", "--impl",
+        {"sweep", "--workload", "chat", "--batch-size", "8", "--concurrency", "1", "--mode", "none", "--time-impl",
          "fused", "--num-requests", "2", "--no-check", "--progress", "none", typed, outside.string(), "--out",
          (dir / "sweep").string()},
         {}, dir.string());
@@ -135,7 +135,7 @@ TEST(ConfigSwitches, MeanTheSameInRunAndInSweep) {
   int k = 0;
   for (const Line& line : lines) {
     const fs::path cfg = dir / ("c" + std::to_string(k++) + ".cfg");
-    WriteTextFile(cfg, "workload = chat\nnum-requests = 2\nconcurrency = 1\nmode = none\nimpl = fused\n" + line.text + "\n");
+    WriteTextFile(cfg, "workload = chat\nnum-requests = 2\nconcurrency = 1\nmode = none\ntime-impl = fused\nimpl = fused\n" + line.text + "\n");
     const auto run = ParseRun({"--config", cfg.string()});
     ASSERT_TRUE(run.ok()) << line.text << ": " << run.status();
     EXPECT_EQ(run->check, line.check) << line.text;
@@ -149,6 +149,9 @@ TEST(ConfigSwitches, MeanTheSameInRunAndInSweep) {
     ASSERT_TRUE(plan.ok()) << line.text << ": " << plan.status();
     ASSERT_EQ(plan->size(), 1u);
     EXPECT_EQ(plan->front().config.check, line.check) << line.text;
+    // impl is the check list in both commands; time-impl is run's timing and sweep's axis.
+    EXPECT_EQ(plan->front().config.time_impl, Impl::kFused) << line.text;
+    EXPECT_EQ(plan->front().config.impls, std::vector<Impl>({Impl::kFused})) << line.text;
   }
   // Opposite meanings together are refused; a word that is not a boolean is named.
   WriteTextFile(dir / "both.cfg", "workload = chat\ncheck = false\nno-check = false\n");
@@ -172,7 +175,7 @@ TEST(SweepOfNothing, EveryPointSkippedIsAnError) {
   if (::dspark::testing_util::SimBinary().empty()) GTEST_SKIP() << "dspark-sim is not built beside the tests";
   const fs::path dir = ::dspark::testing_util::ProcessTempDir("option_spelling", "all_skipped", true);
   const auto r = ::dspark::testing_util::SpawnSim(
-      {"sweep", "--workload", "chat", "--concurrency", "1", "--mode", "none", "--impl", "fused", "--num-requests", "2",
+      {"sweep", "--workload", "chat", "--concurrency", "1", "--mode", "none", "--time-impl", "fused", "--num-requests", "2",
        "--no-check", "--progress", "none", "--spec-k", "0", "--out", (dir / "sweep").string()},
       {}, dir.string());
   EXPECT_EQ(r.exit_code, 2) << r.err;

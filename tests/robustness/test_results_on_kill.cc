@@ -83,7 +83,7 @@ bool SleepOrExit(pid_t pid, int64_t us, int* status) {
 // The tiny sweep of tests/common/sweep_test_util.h as a command line: 16 points, 4 skipped, 12 run.
 std::vector<std::string> TinySweepArgs(const std::string& out) {
   return {"sweep", "--workload", "batch1-512", "--concurrency", "1,2", "--batch-size", "2,2000",
-          "--num-requests", "2", "--mode", "none,adaptive", "--impl", "chain,fused", "--no-check",
+          "--num-requests", "2", "--mode", "none,adaptive", "--time-impl", "chain,fused", "--no-check",
           "--progress", "lines", "--out", out};
 }
 constexpr int kTinyPoints = 16, kTinyRun = 12;

@@ -255,7 +255,7 @@ TEST(OutLock, RunSweepAndMergeRefuseAFolderAnotherProcessHolds) {
   const std::vector<std::vector<std::string>> commands = {
       {"run", "--workload", "batch1-512", "--num-requests", "2", "--no-check", "--out", out.string()},
       {"sweep", "--workload", "batch1-512", "--concurrency", "1", "--batch-size", "2", "--num-requests", "2",
-       "--mode", "none", "--impl", "fused", "--no-check", "--out", out.string()},
+       "--mode", "none", "--time-impl", "fused", "--no-check", "--out", out.string()},
       {"sweep", "--merge", shard.string(), "--out", out.string()}};
   for (const auto& args : commands) {
     const auto r = ::dspark::testing_util::SpawnSim(args, {}, dir.string());

@@ -50,7 +50,7 @@ TEST(StrayArguments, RunAndSweepNameTheWord) {
   EXPECT_TRUE(ParseSweep({"sweep", "--spec-k", "4", "--out", "x"}).ok());
   auto config = [] {
     std::vector<std::string> args = {"sweep", "--no-check", "stray", "--num-requests", "2", "--concurrency", "1",
-                                     "--impl", "fused", "--mode", "none"};
+                                     "--time-impl", "fused", "--mode", "none"};
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     std::string help;

@@ -58,7 +58,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="dspark_vllm_sweep_") as tmp:
         out = os.path.join(tmp, "sweep")
         subprocess.run([sim, "sweep", "--workload", "chat", "--concurrency", "1,2", "--num-requests", "4",
-                        "--mode", "none,dspark", "--impl", "fused", "--no-check", "--progress", "none",
+                        "--mode", "none,dspark", "--time-impl", "fused", "--no-check", "--progress", "none",
                         "--out", out], check=True, capture_output=True)
         with open(os.path.join(out, "sweep.jsonl"), encoding="utf-8") as f:
             ok = [json.loads(line) for line in f if line.strip() and json.loads(line)["status"] == "ok"]

@@ -53,7 +53,7 @@ TEST(SweepArgs, DefaultsAreTheSeedsGrid) {
 TEST(SweepArgs, HelpDocumentsAxesShardsAndMerge) {
   std::string help;
   ASSERT_TRUE(Parse({"--help"}, &help).ok());
-  for (const char* text : {"--concurrency", "--batch-size", "--impl", "--mode", "--workload", "--trace",
+  for (const char* text : {"--concurrency", "--batch-size", "--time-impl", "--impl", "--mode", "--workload", "--trace",
                            "--num-requests", "--resume", "--shard", "--merge", "--executor", "--config",
                            "--seed", "CUDA_VISIBLE_DEVICES", "SLURM_ARRAY_TASK_ID", "--no-check"})
     EXPECT_NE(help.find(text), std::string::npos) << text;
@@ -62,7 +62,7 @@ TEST(SweepArgs, HelpDocumentsAxesShardsAndMerge) {
 
 TEST(SweepArgs, ListsAndPassThrough) {
   auto c = Parse({"--workload", "batch1-512,chat", "--trace", "a.csv", "b.jsonl", "--concurrency", "0,3",
-                  "--batch-size", "17,2", "--num-requests", "auto,7", "--mode", "adaptive,none", "--impl",
+                  "--batch-size", "17,2", "--num-requests", "auto,7", "--mode", "adaptive,none", "--time-impl",
                   "fused,chain", "--no-check", "--acceptance-curve", "0.9,0.8,0.7,0.6,0.5", "--shard", "2/5"});
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->workloads, std::vector<std::string>({"batch1-512", "chat"}));
@@ -118,15 +118,15 @@ INSTANTIATE_TEST_SUITE_P(
         BadArgs{"NumRequestsZero", {"--num-requests", "0"}, "--num-requests: expected a comma list of integers >= 1 or auto"},
         BadArgs{"ModeUnknown", {"--mode", "dspark,eagle"}, "'eagle'"},
         BadArgs{"ModeRepeated", {"--mode", "none,none"}, "--mode: 'none' is listed twice"},
-        BadArgs{"ImplUnknown", {"--impl", "fused,triton"}, "--impl: "},
-        BadArgs{"CheckImplUnknown", {"--check-impl", "triton"}, "--check-impl: "},
+        BadArgs{"TimeImplUnknown", {"--time-impl", "fused,triton"}, "--time-impl: "},
+        BadArgs{"ImplUnknown", {"--impl", "triton"}, "--impl: "},
+        BadArgs{"CheckImplIsNoOption", {"--check-impl", "all"}, "the implementations each point's metadata check runs are --impl"},
         BadArgs{"WorkloadUnknown", {"--workload", "speed-9k"}, "--workload: "},
         BadArgs{"ShardIndexPastCount", {"--shard", "2/2"}, "--shard: expected i/n with n >= 1 and 0 <= i < n, got 2/2"},
         BadArgs{"ShardNotAFraction", {"--shard", "1"}, "--shard: expected i/n (e.g. 0/4), got '1'"},
         BadArgs{"ShardZeroCount", {"--shard", "0/0"}, "got 0/0"},
         BadArgs{"ProgressUnknown", {"--progress", "fancy"}, "--progress: expected auto, bar, lines or none"},
         BadArgs{"MaxNumSeqsIsTheBatchAxis", {"--max-num-seqs", "4"}, "use the --batch-size axis"},
-        BadArgs{"TimeImplIsTheImplAxis", {"--time-impl", "chain"}, "--time-impl: sweep sets it per point"},
         BadArgs{"StepLogIsPerRun", {"--step-log", "x.txt"}, "--step-log writes one file per run"},
         BadArgs{"MergeTakesNoAxes", {"--merge", "a", "b", "--concurrency", "1"}, "--merge takes only the folders and --out; got --concurrency"},
         BadArgs{"MergeTakesNoRunOptions", {"--merge", "a", "--no-check"}, "got --no-check"},
@@ -156,7 +156,7 @@ TEST(SweepPlan, GridOrderAutoRequestsAndInvalidCombinations) {
     EXPECT_EQ(p.config.concurrency, p.concurrency);
     EXPECT_EQ(p.config.scheduler.max_num_seqs, p.batch_size);
     EXPECT_EQ(p.config.time_impl, p.impl);
-    EXPECT_EQ(p.config.impls, std::vector<Impl>({p.impl})) << "check-impl same";
+    EXPECT_EQ(p.config.impls, std::vector<Impl>({p.impl})) << "--impl same";
     EXPECT_FALSE(p.config.check);
     EXPECT_EQ(p.config.out_dir, (fs::path("/tmp/unused") / "points" / p.id).string());
     const bool invalid = p.batch_size == 2000 && p.mode == SpecMode::kAdaptive;
