@@ -11,9 +11,9 @@
 # Carry:                   ["build-gpu", ".vllm-packs"]
 # Run there:               scripts/gpu-oracle-v4.sh
 #
-# The dumped run is a DeepSeek-V4.1 run (run has no --model yet); its steps' arrays are read as
-# DeepSeek-V4 steps (256-token blocks) by both sides: `dspark-sim step --model v4` gives ours
-# (one process per step, --ours-from-sim). DSPARK_ORACLE_STEPS (default 1000) caps the dump.
+# The dumped run is a DeepSeek-V4 run (`run --model v4`: 256-token KV blocks, the V4 states); its
+# index.json names the model, and `dspark-sim step --model v4` gives ours (one process per step,
+# --ours-from-sim). DSPARK_ORACLE_STEPS (default 1000) caps the dump.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,7 +42,7 @@ for pair in "${PAIRS[@]}"; do
 done
 export TRITON_CACHE_DIR="$work/triton"
 
-"$SIM" run --trace "$DATA/azure_llm_inference_conv_2023.csv" --num-requests 400 --mode adaptive \
+"$SIM" run --model v4 --trace "$DATA/azure_llm_inference_conv_2023.csv" --num-requests 400 --mode adaptive \
   --dump-steps "$work/azure" --dump-steps-limit "$STEPS" --out "$OUT/run-azure" >"$OUT/run-azure.log" 2>&1 || true
 
 rc=0

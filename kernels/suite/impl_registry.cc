@@ -229,6 +229,12 @@ bool ImplRunsOn(Impl impl, ModelKind model) {
   return std::find(m.begin(), m.end(), model) != m.end();
 }
 
+std::string AdaptiveVerificationWhatIf(Impl impl) {
+  if (impl.info().released_with_adaptive_verification) return "";
+  return absl::StrCat("vLLM ", impl.info().vllm_release,
+                      " never shipped adaptive verification (0.28.0 on): these results are a what-if");
+}
+
 std::string ImplModels(Impl impl) {
   std::string out;
   for (ModelKind m : impl.info().models) absl::StrAppend(&out, out.empty() ? "" : ", ", std::string(ModelName(m)));

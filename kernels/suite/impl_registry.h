@@ -230,6 +230,9 @@ absl::StatusOr<std::vector<Impl>> ParseImplListForModel(std::string_view list, M
 bool ImplRunsOn(Impl impl, ModelKind model);
 // "DeepSeek-V4.1" or "DeepSeek-V4, DeepSeek-V4.1": the models `impl` builds.
 std::string ImplModels(Impl impl);
+// For a state whose release never shipped adaptive verification (vLLM before 0.28.0): "vLLM X never
+// shipped adaptive verification (0.28.0 on): these results are a what-if"; "" for any other.
+std::string AdaptiveVerificationWhatIf(Impl impl);
 // "a, b, c (alias d, e)": the accepted names, for error messages.
 std::string ImplNameList();
 // One line per implementation: "  name (aliases): description", for --help.

@@ -84,6 +84,14 @@ std::vector<std::string> Caveats(const RunResult& r, const RunConfig& config) {
           "its length",
           served, offered));
   }
+  if (!r.adaptive_what_ifs.empty()) {
+    std::vector<std::string> names;
+    for (const auto& [name, text] : r.adaptive_what_ifs) names.push_back(name);
+    out.push_back(absl::StrCat("what-if: ", absl::StrJoin(names, ", "),
+                               ": their releases never shipped adaptive verification (vLLM 0.28.0 on), so their "
+                               "results in this adaptive run describe no release (summary.json "
+                               "what_if_adaptive_verification)"));
+  }
   if (!r.estimated_metadata_costs.empty())
     out.push_back(absl::StrCat("time model: metadata costs of ", absl::StrJoin(r.estimated_metadata_costs, ", "),
                                " are estimated (not in the calibration file); `dspark-sim calibrate` measures them"));

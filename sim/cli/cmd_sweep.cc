@@ -89,6 +89,7 @@ po::options_description VisibleOptions() {
     ("num-requests", po::value<std::string>()->default_value("auto"), "axis: request counts; auto = max(32, 2 x concurrency) as the seed ran, or run's default at concurrency 0")
     ("num-prompts", po::value<std::string>(), "vLLM's name of --num-requests")
     ("mode", po::value<std::string>()->default_value("none,dspark,adaptive"), "axis: none, dspark, adaptive")
+    ("model", po::value<std::string>()->default_value("v4.1"), "model layout of every point (run --model): v4.1 or v4; all in --time-impl and --impl means its states")
     ("time-impl", po::value<std::string>()->default_value("all"), absl::StrCat("axis: implementations that time the steps (each point's run --time-impl): a comma list, or all, of\n", ImplHelpText()).c_str())
     ("impl", po::value<std::string>()->default_value("same"), "implementations each point's metadata check runs (run --impl): same (the point's --time-impl), all, or a comma list")
     ("executor", po::value<std::string>()->default_value("cpu"), "what runs a point: cpu (the simulator) or gpu (when built with the GPU executor)")
@@ -263,7 +264,7 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
   if (vm.count("merge")) {
     c.merge_inputs = vm["merge"].as<std::vector<std::string>>();
     for (const char* name : {"workload", "trace", "concurrency", "max-concurrency", "batch-size",
-                             "num-requests", "num-prompts", "mode", "time-impl", "impl", "shard",
+                             "num-requests", "num-prompts", "mode", "model", "time-impl", "impl", "shard",
                              "max-points"})
       if (vm.count(name) && !vm[name].defaulted())
         return absl::InvalidArgumentError(absl::StrCat("--merge takes only the folders and --out; got --", name));
@@ -323,12 +324,17 @@ absl::StatusOr<SweepConfig> ParseSweepArgs(int argc, char** argv, std::string* h
       return absl::InvalidArgumentError(absl::StrCat("--mode: '", m, "' is listed twice"));
     c.modes.push_back(*mode);
   }
-  auto impls = ParseImplKeyList(vm["time-impl"].as<std::string>());
+  {
+    absl::StatusOr<ModelKind> model = ParseModel(vm["model"].as<std::string>());
+    if (!model.ok()) return absl::InvalidArgumentError(absl::StrCat("--model: ", model.status().message()));
+    c.model = *model;
+  }
+  auto impls = ParseImplListForModel(vm["time-impl"].as<std::string>(), c.model);
   if (!impls.ok()) return absl::InvalidArgumentError(absl::StrCat("--time-impl: ", impls.status().message()));
   c.impls = *impls;
   c.check_impls = vm["impl"].as<std::string>();
   if (c.check_impls != "same") {
-    auto checked = ParseImplKeyList(c.check_impls);
+    auto checked = ParseImplListForModel(c.check_impls, c.model);
     if (!checked.ok()) return absl::InvalidArgumentError(absl::StrCat("--impl: ", checked.status().message()));
   }
   c.executor = vm["executor"].as<std::string>();

@@ -75,11 +75,7 @@ absl::StatusOr<std::vector<SeedCase>> ParseCases(const std::string& list) {
 // A state whose release never shipped adaptive verification (before 0.28.0) on an adaptive case:
 // a what-if, labelled so in the console and the --json file.
 bool AdaptiveWhatIf(Impl impl, SeedCase c) {
-  return !impl.info().released_with_adaptive_verification && SeedCaseName(c).rfind("adaptive", 0) == 0;
-}
-std::string AdaptiveWhatIfText(Impl impl) {
-  return absl::StrCat("vLLM ", impl.info().vllm_release,
-                      " never shipped adaptive verification (0.28.0 on): these results are a what-if");
+  return !AdaptiveVerificationWhatIf(impl).empty() && SeedCaseName(c).rfind("adaptive", 0) == 0;
 }
 
 po::options_description VerifyOptions() {
@@ -206,7 +202,7 @@ int VerifyMain(VerifyConfig& cfg) {
     for (SeedCase c : cfg.cases)
       if (AdaptiveWhatIf(impl, c)) {
         std::printf("\nwhat-if: %s on %s: %s\n", std::string(ImplName(impl)).c_str(),
-                    std::string(SeedCaseName(c)).c_str(), AdaptiveWhatIfText(impl).c_str());
+                    std::string(SeedCaseName(c)).c_str(), AdaptiveVerificationWhatIf(impl).c_str());
         break;
       }
   std::printf("\nstale-host counts are expected findings for the host mappings of vllm-pre47474 / vllm-47474 on"
@@ -228,7 +224,7 @@ int VerifyMain(VerifyConfig& cfg) {
       auto& row = j["seed_cases"][std::string(ImplName(impl))][std::string(SeedCaseName(c))];
       row = {{"launches", r->counters.Launches()}, {"kernels", r->counters.kernels},
              {"stale_host_cells", cells[0]}, {"padding_residue_cells", cells[1]}, {"bug_cells", cells[2]}};
-      if (AdaptiveWhatIf(impl, c)) row["what_if"] = AdaptiveWhatIfText(impl);
+      if (AdaptiveWhatIf(impl, c)) row["what_if"] = AdaptiveVerificationWhatIf(impl);
       if (impl.info().execution != MetadataExecution::kEager)  // vllm-0.34: how vLLM runs the step
         row["graph_launches"] = r->counters.graph_launches;
     }

@@ -136,6 +136,8 @@ absl::Status StepDumpExecutor::Finish(nlohmann::json* section) {
                      {"spec_k", consts_.spec_k},
                      {"prefill_segment", consts_.prefill_segment},
                      {"compressor_ring_capacity", CompressorRingCapacity(consts_.spec_k)}};
+  // The model layout the steps were built for (run --model): absent means DeepSeek-V4.1.
+  if (consts_.model != ModelKind::kV41) index["consts"]["model"] = std::string(ModelFlag(consts_.model));
   index["steps_in_run"] = seen_;
   index["steps_dumped"] = steps_.size();
   index["limit"] = limit_;

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "kernels/batch.h"
 #include "kernels/common/status_macros.h"
+#include "kernels/suite/impl_registry.h"
 #include "kernels/topb_alloc.cuh"
 #include "sim/model/acceptance.h"
 #include "sim/results/out_folder.h"
@@ -18,6 +19,10 @@
 #include "sim/workload/input_file.h"
 
 namespace dspark::sim {
+
+Impl DefaultTimeImpl(ModelKind model) {
+  return model == ModelKind::kV41 ? Impl::kFused : ImplsOfModel(model).back();
+}
 
 absl::Status RunConfig::Validate() const {
   const SchedulerConfig& s = scheduler;
@@ -71,12 +76,18 @@ absl::Status RunConfig::Validate() const {
     return absl::InvalidArgumentError(absl::StrFormat(
         "--max-model-len=%d is too short for speculation with K=%d (need >= %d)", s.max_model_len,
         s.spec_k, 2 * s.spec_k + 3));
-  // No option sets the block size: the metadata kernels assume ModelConsts::mla_block_size.
-  if (s.block_size != ModelConsts{}.mla_block_size)
+  // No option sets the block size: it is the model's (--model), which the metadata kernels assume.
+  if (s.block_size != ModelConstsFor(model).mla_block_size)
     return absl::InvalidArgumentError(absl::StrFormat(
-        "block_size: expected %d (the KV block size of the metadata kernels; no option sets it), "
-        "got %d",
-        ModelConsts{}.mla_block_size, s.block_size));
+        "block_size: expected %d (the KV block size of %s's metadata kernels; --model sets it), got %d",
+        ModelConstsFor(model).mla_block_size, std::string(ModelName(model)), s.block_size));
+  for (Impl impl : impls)
+    if (!ImplRunsOn(impl, model))
+      return absl::InvalidArgumentError(absl::StrCat("--impl: ", std::string(ImplKey(impl)), " builds ", ImplModels(impl),
+                                                     ", not ", std::string(ModelName(model)), " (--model)"));
+  if (!ImplRunsOn(time_impl, model))
+    return absl::InvalidArgumentError(absl::StrCat("--time-impl: ", std::string(ImplKey(time_impl)), " builds ",
+                                                   ImplModels(time_impl), ", not ", std::string(ModelName(model)), " (--model)"));
   const int64_t per_req_blocks = (int64_t{s.max_model_len} + s.block_size - 1) / s.block_size;
   // Every running request at max_model_len holds per_req_blocks; a larger pool is never used,
   // and would only be allocated (the free list is 4 bytes a block).
@@ -252,6 +263,7 @@ nlohmann::json RunConfig::ToJson() const {
   // Only when not the defaults, so that a sweep point's id (a hash of this) stays the same.
   if (over_length != OverLength::kError) j["over_length"] = std::string(OverLengthName(over_length));
   if (time_scale != 1.0) j["time_scale"] = time_scale;
+  if (model != ModelKind::kV41) j["model"] = std::string(ModelFlag(model));
   if (what_if_57207)
     j["what_if_57207"] = "what-if: the released vLLM states also build #57207's FP8 prefill segmentation, which no release has";
   // Adaptive runs say whose adaptive verification they follow (other modes have none).

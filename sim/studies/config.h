@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "kernels/batch.h"
 #include "nlohmann/json.hpp"
 #include "sim/model/scheduler.h"
 #include "sim/workload/trace.h"
@@ -21,6 +22,10 @@ namespace dspark::sim {
 inline constexpr int64_t kMaxGeneratedRequests = int64_t{1} << 22;
 // Smallest --burstiness (gamma shape of the inter-arrival gaps) whose draws do not underflow.
 inline constexpr double kMinBurstiness = 1e-3;
+
+// The implementation that times a run's steps when --time-impl is not given: on DeepSeek-V4.1 the
+// seed's After (vllm-0.31), on DeepSeek-V4 its newest release's state (vllm-0.29).
+Impl DefaultTimeImpl(ModelKind model);
 
 struct RunConfig {
   std::vector<std::string> argv;  // as given, for summary.json meta
@@ -52,6 +57,9 @@ struct RunConfig {
   std::string acceptance_curve;   // "p1,...,pK": overrides the preset's curve
   double confidence_concentration = 0;  // kappa of the confidence Beta; 0: the preset's
 
+  // The model layout (--model): its releases' states run and check the steps, and its KV block
+  // size is the scheduler's (ModelConstsFor).
+  ModelKind model = ModelKind::kV41;
   // Metadata implementations: checked each step (when `check`), and the one that times steps.
   std::string impl_list = "all";
   std::vector<Impl> impls;

@@ -198,6 +198,7 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& given_config) {
   request.dump_dir = config.dump_steps;
   request.dump_limit = config.dump_steps_limit;
   request.what_if = config.what_if;
+  request.consts = ModelConstsFor(config.model);
   request.consts.what_if_57207 = config.what_if_57207;
   // Read once (ReadGitRevision runs git twice): the step dumps' meta differs only in its tool.
   const nlohmann::ordered_json meta = ResultMeta({"dspark-sim run", "", kSchemaVersion, config.argv, config.seed});
@@ -286,9 +287,16 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& given_config) {
   result.workload = workload.facts;
   result.acceptance_preset = acceptance_params.name;
   result.expected_acceptance_length = ExpectedAcceptanceLength(acceptance_params.curve.data(), spec_k);
-  // Only the states a run can run (DeepSeek-V4.1's: run has no --model) are named.
-  for (Impl impl : ImplsOfModel(ModelKind::kV41))
+  // Only the states of the run's model are named.
+  for (Impl impl : ImplsOfModel(config.model))
     if (time_params.impls[impl.index()].estimated) result.estimated_metadata_costs.emplace_back(ImplKey(impl));
+  if (config.scheduler.mode == SpecMode::kAdaptive) {
+    std::vector<Impl> used = config.check ? config.impls : std::vector<Impl>{};
+    if (std::find(used.begin(), used.end(), config.time_impl) == used.end()) used.push_back(config.time_impl);
+    for (Impl impl : used)
+      if (std::string text = AdaptiveVerificationWhatIf(impl); !text.empty())
+        result.adaptive_what_ifs.emplace_back(std::string(ImplKey(impl)), std::move(text));
+  }
   const Scheduler& sched = engine.scheduler();
   result.scheduler.steps = engine.steps();
   result.scheduler.simulated_time_s = engine.now_s();
@@ -316,6 +324,10 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& given_config) {
                      {"time_impl", std::string(ImplKey(config.time_impl))},
                      {"serializes_host", time_params.impls[config.time_impl.index()].serializes_host},
                      {"estimated_metadata_costs", estimated}};
+  if (!result.adaptive_what_ifs.empty()) {
+    nlohmann::json& what_if = s["what_if_adaptive_verification"] = nlohmann::json::object();
+    for (const auto& [name, text] : result.adaptive_what_ifs) what_if[name] = text;
+  }
   const SchedulerResult& sr = result.scheduler;
   s["scheduler"] = {{"steps", sr.steps},
                     {"simulated_time_s", sr.simulated_time_s},

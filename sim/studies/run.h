@@ -64,6 +64,9 @@ struct RunResult {
   std::string acceptance_preset;
   double expected_acceptance_length = 0;  // with all drafts (summary.json acceptance)
   std::vector<std::string> estimated_metadata_costs;  // implementations whose costs are estimates
+  // Under adaptive verification, the run's states (checked or timing) whose release never shipped
+  // it: {name, what-if text} (AdaptiveVerificationWhatIf); their results describe no release.
+  std::vector<std::pair<std::string, std::string>> adaptive_what_ifs;
   ServingResult serving;         // vLLM's result keys
   SpeculativeCounts speculative;  // metrics.speculative
   int64_t preemptions = 0;        // metrics.preemptions

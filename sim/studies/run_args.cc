@@ -77,8 +77,9 @@ po::options_description RunOptions() {
     ("av-release", po::value<std::string>()->default_value("0.34.0"), "the vLLM release whose adaptive verification the run follows, 0.28.0 to 0.34.0 (they differ only in the allocation's tie order: 0.28-0.33 use torch.topk's unspecified one)")
     ("vocab-size", po::value<int32_t>()->default_value(129280), "target vocabulary: sizes the rejection sampler's logits chunk, which caps the adaptive budget")
     ("spec-k", po::value<int32_t>()->default_value(5), "DSpark speculative length K")
-    ("impl", po::value<std::string>()->default_value("all"), absl::StrCat("implementations the metadata check runs: a comma list, or all, of\n", ImplHelpText()).c_str())
-    ("time-impl", po::value<std::string>()->default_value("fused"), "implementation whose metadata cost (and host syncs) time the steps")
+    ("model", po::value<std::string>()->default_value("v4.1"), "model layout: v4.1 (DeepSeek-V4.1) or v4 (DeepSeek-V4, 256-token KV blocks): only the states whose release shipped with it run (all = those)")
+    ("impl", po::value<std::string>()->default_value("all"), absl::StrCat("implementations the metadata check runs: a comma list, or all (the model's), of\n", ImplHelpText()).c_str())
+    ("time-impl", po::value<std::string>(), "implementation whose metadata cost (and host syncs) time the steps (default: the seed's After, vllm-0.31, on v4.1; the newest V4 release, vllm-0.29, on v4)")
     ("check", po::bool_switch(), "run every step's metadata through the implementations (default)")
     ("no-check", po::bool_switch(), "do not run the metadata check")
     ("executor", po::value<std::string>()->default_value("cpu"), "cpu: metadata emulated on the CPU (--check), costs from the time model; gpu: every step also runs through the kernels on the GPU (CUDA graphs per padded size, top-B on the device), timed and compared exactly (section gpu_executor of summary.json; needs a CUDA build and device)")
@@ -236,13 +237,23 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   if (c.scheduler.vocab_size < 1)
     return absl::InvalidArgumentError(absl::StrCat("--vocab-size: expected >= 1, got ", c.scheduler.vocab_size));
   c.scheduler.spec_k = vm["spec-k"].as<int32_t>();
+  {
+    absl::StatusOr<ModelKind> model = ParseModel(vm["model"].as<std::string>());
+    if (!model.ok()) return absl::InvalidArgumentError(absl::StrCat("--model: ", model.status().message()));
+    c.model = *model;
+  }
+  c.scheduler.block_size = ModelConstsFor(c.model).mla_block_size;
   c.impl_list = vm["impl"].as<std::string>();
-  auto impls = ParseImplKeyList(c.impl_list);
+  auto impls = ParseImplListForModel(c.impl_list, c.model);
   if (!impls.ok()) return absl::InvalidArgumentError(absl::StrCat("--impl: ", impls.status().message()));
   c.impls = *impls;
-  auto time_impl = ParseImplKey(vm["time-impl"].as<std::string>());
-  if (!time_impl.ok()) return absl::InvalidArgumentError(absl::StrCat("--time-impl: ", time_impl.status().message()));
-  c.time_impl = *time_impl;
+  if (vm.count("time-impl")) {
+    auto time_impl = ParseImplKey(vm["time-impl"].as<std::string>());
+    if (!time_impl.ok()) return absl::InvalidArgumentError(absl::StrCat("--time-impl: ", time_impl.status().message()));
+    c.time_impl = *time_impl;
+  } else {
+    c.time_impl = DefaultTimeImpl(c.model);
+  }
   DS_ASSIGN_OR_RETURN(c.check, PairedSwitch(vm, "check"));
   c.executor = vm["executor"].as<std::string>();
   const std::string gpu_l2 = vm["gpu-l2"].as<std::string>();

@@ -201,6 +201,7 @@ absl::StatusOr<SweepOutcome> RunSweep(const SweepConfig& config, std::FILE* prog
                        {"batch_size", config.batch_sizes}, {"num_requests", config.num_requests},
                        {"concurrency", config.concurrency}, {"mode", modes}, {"impl", impls}};
   meta_file["check_impls"] = config.check_impls;
+  if (config.model != ModelKind::kV41) meta_file["model"] = std::string(ModelFlag(config.model));
   meta_file["run_args"] = config.run_args;
   ojson planned = ojson::array();
   for (const SweepPoint& p : points) {

@@ -62,6 +62,7 @@ struct SweepConfig {
   std::vector<std::string> traces;
   std::vector<int32_t> concurrency = {1, 8, 128, 1024};  // [requests in flight], 0 = none
   std::vector<int32_t> batch_sizes = {256};              // max_num_seqs [requests]
+  ModelKind model = ModelKind::kV41;  // every point's run --model
   std::vector<Impl> impls = ImplsOfModel(ModelKind::kV41);  // each point's --time-impl
   std::vector<SpecMode> modes = {SpecMode::kNone, SpecMode::kDSpark, SpecMode::kAdaptive};
   std::vector<int64_t> num_requests = {kAutoRequests};   // [requests]

@@ -33,6 +33,7 @@ std::string CodeText(const ojson& code) {
 absl::StatusOr<ojson> SweepFingerprint(const SweepConfig& c, const std::vector<SweepPoint>& points) {
   ojson fp;
   fp["run"] = {{"seed", c.seed}, {"executor", c.executor}, {"check_impls", c.check_impls}, {"run_args", c.run_args}};
+  if (c.model != ModelKind::kV41) fp["run"]["model"] = std::string(ModelFlag(c.model));
   ojson traces = ojson::array();
   for (const std::string& t : c.traces) {
     absl::StatusOr<std::string> sha1 = FileSha1(t);

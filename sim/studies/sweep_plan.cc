@@ -186,6 +186,7 @@ absl::StatusOr<std::vector<SweepPoint>> PlanSweep(const SweepConfig& c) {
                                        c.check_impls == "same" ? std::string(ImplKey(impl)) : c.check_impls,
                                        "--seed", std::to_string(c.seed)});
               if (p.num_requests > 0) args.insert(args.end(), {"--num-requests", std::to_string(p.num_requests)});
+              if (c.model != ModelKind::kV41) args.insert(args.end(), {"--model", std::string(ModelFlag(c.model))});
               std::vector<char*> argv;
               for (std::string& a : args) argv.push_back(a.data());
               std::string help;

@@ -105,6 +105,10 @@ std::vector<Case> RunCases() {
                       "262144 (the metadata check allocates 384 int32 per token of a step, a "
                       "block-table row and an SWA window, and at most 67108864; with --no-check and "
                       "--executor cpu there is no such limit)"));
+  v.push_back(RunArgs("ModelUnknown", {"--model", "v5"},
+                      "--model: model 'v5': expected v4 (DeepSeek-V4) or v4.1 (DeepSeek-V4.1)"));
+  v.push_back(RunArgs("TimeImplOfAnotherModel", {"--model", "v4", "--time-impl", "fused-suite"},
+                      "--time-impl: fused-suite builds DeepSeek-V4.1, not DeepSeek-V4 (--model)"));
   v.push_back(RunArgs("MaxNumSeqsZero", {"--max-num-seqs", "0"},
                       "--max-num-seqs: expected an integer in [1, 1048576], got 0"));
   v.push_back(RunArgs("MaxNumSeqsNegative", {"--max-num-seqs", "-4"},
@@ -125,9 +129,9 @@ std::vector<Case> RunCases() {
                       "block, which holds at most 1024 requests and 4096 slots (max_num_seqs * K "
                       "= 5125)"));
   {
-    Case c = RunArgs("BlockSize0", {}, "block_size: expected 64 (the KV block size of the "
-                                       "metadata kernels; no option sets it), got 0");
-    c.input = "`SchedulerConfig::block_size = 0` (no option sets it)";
+    Case c = RunArgs("BlockSize0", {}, "block_size: expected 64 (the KV block size of DeepSeek-V4.1's "
+                                       "metadata kernels; --model sets it), got 0");
+    c.input = "`SchedulerConfig::block_size = 0` (only --model sets it)";
     c.format = "RunConfig API";
     c.edit = [](RunConfig* config) { config->scheduler.block_size = 0; };
     v.push_back(c);
