@@ -21,9 +21,9 @@
 #include "absl/strings/str_format.h"
 #include "kernels/batch.h"
 #include "kernels/builder_lookup.cuh"
-#include "kernels/common/clean_pages.h"
 #include "kernels/common/grid.h"
 #include "kernels/common/hd.h"
+#include "kernels/per_token_slots.cuh"
 
 namespace dspark {
 
@@ -92,36 +92,14 @@ DS_HD_INLINE int64_t CompressedSlotOfToken(const CompressedSlotParams& p, const 
   return CompressedSlotOfStoredToken(p, qsl, t);
 }
 
-struct CompressedSlotKernel {
-  static constexpr int32_t kTokensPerBlock = 256;
-  static constexpr int kPhases = 2;
-  using Shared = QslShared;
-  CompressedSlotParams p;
-
-  static LaunchShape Shape(const CompressedSlotParams& p) {
-    return {CeilDiv(p.capacity, kTokensPerBlock), kTokensPerBlock};
-  }
-
-  DS_HD void Phase(int phase, const ThreadCtx& c, Shared& s) const {
-    if (phase == 0) {
-      LoadSharedQsl(p.query_start_loc, p.token_to_req, p.num_reqs, c, s);
-      return;
-    }
-    const int32_t t = c.block * kTokensPerBlock + c.thread;
-    if (t >= p.capacity) return;
-    p.out[t] = CompressedSlotOfToken(p, QslView(p.query_start_loc, p.token_to_req, p.num_reqs, s), t);
-  }
-
-  // CPU path: the element function over the real tokens, reading the global boundaries (the
-  // shared copy holds the same values); every t >= qsl[R] gets the one value it returns there.
-  void CpuRun(LaunchShape shape) const {
-    const int32_t n = MinI(shape.grid * kTokensPerBlock, p.capacity);
-    const int32_t* qsl = p.query_start_loc;
-    const int32_t real = MaxI(MinI(qsl[p.num_reqs], n), 0);
-    for (int32_t t = 0; t < real; ++t) p.out[t] = CompressedSlotOfToken(p, qsl, t);
-    if (real < n) clean_pages::TailFill(p.out + real, p.out + n, CompressedSlotOfToken(p, qsl, real));
+// The compressed slot as PerTokenSlotKernel's slot function.
+struct CompressedSlotFn {
+  DS_HD int64_t operator()(const CompressedSlotParams& p, const int32_t* qsl, int32_t t) const {
+    return CompressedSlotOfToken(p, qsl, t);
   }
 };
+
+using CompressedSlotKernel = PerTokenSlotKernel<CompressedSlotParams, CompressedSlotFn>;
 
 #if defined(__CUDACC__)
 inline cudaError_t LaunchCompressedSlots(const CompressedSlotParams& p, cudaStream_t stream) {

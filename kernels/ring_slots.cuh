@@ -23,9 +23,9 @@
 #include "absl/strings/str_format.h"
 #include "kernels/batch.h"
 #include "kernels/builder_lookup.cuh"
-#include "kernels/common/clean_pages.h"
 #include "kernels/common/grid.h"
 #include "kernels/common/hd.h"
+#include "kernels/per_token_slots.cuh"
 
 namespace dspark {
 
@@ -75,33 +75,14 @@ DS_HD_INLINE int64_t RingSlotOfToken(const RingSlotParams& p, const int32_t* qsl
   return static_cast<int64_t>(blk) * p.ring_capacity + pos % p.ring_capacity;
 }
 
-struct RingSlotKernel {
-  static constexpr int32_t kTokensPerBlock = 256;
-  static constexpr int kPhases = 2;
-  using Shared = QslShared;
-  RingSlotParams p;
-
-  static LaunchShape Shape(const RingSlotParams& p) { return {CeilDiv(p.capacity, kTokensPerBlock), kTokensPerBlock}; }
-
-  DS_HD void Phase(int phase, const ThreadCtx& c, Shared& s) const {
-    if (phase == 0) {
-      LoadSharedQsl(p.query_start_loc, p.token_to_req, p.num_reqs, c, s);
-      return;
-    }
-    const int32_t t = c.block * kTokensPerBlock + c.thread;
-    if (t >= p.capacity) return;
-    p.out[t] = RingSlotOfToken(p, QslView(p.query_start_loc, p.token_to_req, p.num_reqs, s), t);
-  }
-
-  // CPU path: as CompressedSlotKernel::CpuRun.
-  void CpuRun(LaunchShape shape) const {
-    const int32_t n = MinI(shape.grid * kTokensPerBlock, p.capacity);
-    const int32_t* qsl = p.query_start_loc;
-    const int32_t real = MaxI(MinI(qsl[p.num_reqs], n), 0);
-    for (int32_t t = 0; t < real; ++t) p.out[t] = RingSlotOfToken(p, qsl, t);
-    if (real < n) clean_pages::TailFill(p.out + real, p.out + n, RingSlotOfToken(p, qsl, real));
+// The ring slot as PerTokenSlotKernel's slot function.
+struct RingSlotFn {
+  DS_HD int64_t operator()(const RingSlotParams& p, const int32_t* qsl, int32_t t) const {
+    return RingSlotOfToken(p, qsl, t);
   }
 };
+
+using RingSlotKernel = PerTokenSlotKernel<RingSlotParams, RingSlotFn>;
 
 #if defined(__CUDACC__)
 inline cudaError_t LaunchRingSlots(const RingSlotParams& p, cudaStream_t stream) {

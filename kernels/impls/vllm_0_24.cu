@@ -41,12 +41,9 @@ absl::Status RunVllm024(Backend& be, const SuiteStep& s) {
   }
   // CompressorMetadataBuilder.build (x3): its own int64 mapping [h2d] narrowed into its buffer [k],
   // block_table_tensor.clamp_(min=0) [k].
-  for (int c = 0; c < kV4Compressors; ++c) {
-    int32_t* buf = be.template Scratch<int32_t>(own);
-    DS_RETURN_IF_ERROR(be.status());
-    DS_RETURN_IF_ERROR(TokenMapFromHost(be, s, buf, /*zero_tail=*/false, HostMapType::kInt64).status());
-    DS_RETURN_IF_ERROR(CompressorV4BuildOps(be, s));
-  }
+  DS_RETURN_IF_ERROR(CompressorsV4OwnMapOps(be, s, own, [&](int32_t* out) {
+    return TokenMapFromHost(be, s, out, /*zero_tail=*/false, HostMapType::kInt64);
+  }));
   return IndexerV4NativeOps(be, s);
 }
 

@@ -24,18 +24,8 @@ absl::Status RunVllm027(Backend& be, const SuiteStep& s) {
   // The SWA group's mapping is the compared token_to_req.
   DS_ASSIGN_OR_RETURN(const int32_t* swa_t2r, map(s.out.token_to_req));
   DS_RETURN_IF_ERROR(SwaBuildOps(be, s, swa_t2r));
-  for (int k = 0; k < 2; ++k) {
-    int32_t* buf = be.template Scratch<int32_t>(own);
-    DS_RETURN_IF_ERROR(be.status());
-    DS_ASSIGN_OR_RETURN(const int32_t* t2r, map(buf));
-    DS_RETURN_IF_ERROR(MlaV4BuildOps(be, s, k, t2r, /*clamp_in_place=*/true));
-  }
-  for (int c = 0; c < kV4Compressors; ++c) {
-    int32_t* buf = be.template Scratch<int32_t>(own);
-    DS_RETURN_IF_ERROR(be.status());
-    DS_RETURN_IF_ERROR(map(buf).status());
-    DS_RETURN_IF_ERROR(CompressorV4BuildOps(be, s));
-  }
+  DS_RETURN_IF_ERROR(MlaV4OwnMapOps(be, s, own, map));
+  DS_RETURN_IF_ERROR(CompressorsV4OwnMapOps(be, s, own, map));
   return IndexerV4NativeOps(be, s);
 }
 

@@ -104,34 +104,25 @@ struct AddScalarKernel {
   DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
 
-// x.to(torch.int64)
-struct CastToInt64Kernel {
+// A cast between the int32 and int64 tensors: x.to(torch.int64), or int32_dst.copy_(int64_src),
+// the narrowing copy_ PyTorch runs on the device after moving an int64 host tensor there (values
+// fit: token-to-request indices).
+template <class From, class To>
+struct CastKernel {
   static constexpr int kPhases = 1;
   using Shared = NoShared;
-  const int32_t* in;  // [n]
-  int64_t* out;       // [n]
-  int32_t n;          // [elements]
+  const From* in;  // [n]
+  To* out;         // [n]
+  int32_t n;       // [elements]
 
   LaunchShape Shape() const { return ElementwiseShape(n); }
   DS_HD int32_t Elements() const { return n; }
-  DS_HD void Element(int32_t i) const { out[i] = in[i]; }
+  DS_HD void Element(int32_t i) const { out[i] = static_cast<To>(in[i]); }
   DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
 
-// int32_dst.copy_(int64_src): the narrowing copy_ PyTorch runs on the device after moving an int64
-// host tensor there (values fit: token-to-request indices).
-struct CastToInt32Kernel {
-  static constexpr int kPhases = 1;
-  using Shared = NoShared;
-  const int64_t* in;  // [n]
-  int32_t* out;       // [n]
-  int32_t n;          // [elements]
-
-  LaunchShape Shape() const { return ElementwiseShape(n); }
-  DS_HD int32_t Elements() const { return n; }
-  DS_HD void Element(int32_t i) const { out[i] = static_cast<int32_t>(in[i]); }
-  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
-};
+using CastToInt64Kernel = CastKernel<int32_t, int64_t>;
+using CastToInt32Kernel = CastKernel<int64_t, int32_t>;
 
 // torch.where(mask, a, scalar) with an int64 `a`.
 struct WhereInt64Kernel {
@@ -146,21 +137,6 @@ struct WhereInt64Kernel {
   LaunchShape Shape() const { return ElementwiseShape(n); }
   DS_HD int32_t Elements() const { return n; }
   DS_HD void Element(int32_t i) const { out[i] = mask[i] != 0 ? a[i] : scalar; }
-  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
-};
-
-// (x != scalar) for an int64 tensor, as an int32 0 / 1 mask.
-struct NeInt64ScalarKernel {
-  static constexpr int kPhases = 1;
-  using Shared = NoShared;
-  const int64_t* in;  // [n]
-  int64_t scalar;
-  int32_t* out;       // [n]
-  int32_t n;          // [elements]
-
-  LaunchShape Shape() const { return ElementwiseShape(n); }
-  DS_HD int32_t Elements() const { return n; }
-  DS_HD void Element(int32_t i) const { out[i] = in[i] != scalar; }
   DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
 

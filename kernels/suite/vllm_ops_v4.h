@@ -124,6 +124,36 @@ absl::Status CompressorV4BuildOps(Backend& be, const SuiteStep& s) {
   return be.status();
 }
 
+// Up to 0.30.0 each KV-cache group builds its own token map (file comment): `map(buf)` is the
+// state's mapping into `buf`, returning absl::StatusOr<const int32_t*>; every group maps into a
+// scratch buffer of `own` entries of its own, taken just before its mapping.
+//
+// The two MLA groups, C4A then C128A, each reading its own map: the block-table clamp in place and
+// C128A's active width (0.26.0 on).
+template <class Backend, class MapFn>
+absl::Status MlaV4OwnMapOps(Backend& be, const SuiteStep& s, size_t own, const MapFn& map) {
+  for (int k = 0; k < 2; ++k) {
+    int32_t* buf = be.template Scratch<int32_t>(own);
+    DS_RETURN_IF_ERROR(be.status());
+    DS_ASSIGN_OR_RETURN(const int32_t* t2r, map(buf));
+    DS_RETURN_IF_ERROR(MlaV4BuildOps(be, s, k, t2r, /*clamp_in_place=*/true));
+  }
+  return absl::OkStatus();
+}
+
+// The three compressor groups (CompressorMetadataBuilder.build x3): each maps (no op here reads
+// the map), then clamps the block table.
+template <class Backend, class MapFn>
+absl::Status CompressorsV4OwnMapOps(Backend& be, const SuiteStep& s, size_t own, const MapFn& map) {
+  for (int c = 0; c < kV4Compressors; ++c) {
+    int32_t* buf = be.template Scratch<int32_t>(own);
+    DS_RETURN_IF_ERROR(be.status());
+    DS_RETURN_IF_ERROR(map(buf).status());
+    DS_RETURN_IF_ERROR(CompressorV4BuildOps(be, s));
+  }
+  return absl::OkStatus();
+}
+
 // DeepseekV32IndexerMetadataBuilder.build, ratio 4, before the decode path (every state):
 // get_compressed_slot_mapping (no slot_mapping): out.fill_(-1) [f] + kernel [k] into
 // indexer_r2_slots; compressed_seq_lens = seq_lens // 4 [k] into indexer_r2_csl; then the
