@@ -14,6 +14,7 @@
 #include "sim/results/out_folder.h"
 #include "sim/studies/run.h"
 #include "sim/studies/sweep.h"
+#include "tests/common/parse_args.h"
 #include "tests/common/spawn_util.h"
 #include "tests/common/temp_folders.h"
 
@@ -24,16 +25,7 @@ namespace fs = std::filesystem;
 using ::dspark::testing_util::SlurpFile;
 using ::dspark::testing_util::WriteTextFile;
 
-absl::StatusOr<RunConfig> ParseRun(std::vector<std::string> args) {
-  args.insert(args.begin(), "run");
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  std::string help;
-  auto c = ParseRunArgs(static_cast<int>(argv.size()), argv.data(), &help);
-  if (!c.ok()) return c.status();
-  if (absl::Status s = c->Validate(); !s.ok()) return s;
-  return c;
-}
+absl::StatusOr<RunConfig> ParseRun(std::vector<std::string> args) { return test::ParseValidRun(std::move(args)); }
 
 TEST(Abbreviations, RunRefusesThemAndNamesTheOption) {
   for (const auto& [typed, meant] : std::vector<std::pair<std::string, std::string>>{

@@ -10,6 +10,7 @@
 
 #include "sim/studies/run.h"
 #include "sim/studies/sweep.h"
+#include "tests/common/parse_args.h"
 #include "tests/common/spawn_util.h"
 #include "tests/common/temp_folders.h"
 
@@ -18,18 +19,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-absl::Status ParseRun(std::vector<std::string> args) {
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  std::string help;
-  return ParseRunArgs(static_cast<int>(argv.size()), argv.data(), &help).status();
-}
-
+// args[0] is the command's name.
+absl::Status ParseRun(std::vector<std::string> args) { return test::ParseArgv(ParseRunArgs, std::move(args)).status(); }
 absl::Status ParseSweep(std::vector<std::string> args) {
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  std::string help;
-  return ParseSweepArgs(static_cast<int>(argv.size()), argv.data(), &help).status();
+  return test::ParseArgv(ParseSweepArgs, std::move(args)).status();
 }
 
 TEST(StrayArguments, RunAndSweepNameTheWord) {

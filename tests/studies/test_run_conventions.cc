@@ -14,6 +14,7 @@
 #include "sim/studies/sweep.h"
 #include "sim/observe/serving_result.h"
 #include "sim/studies/workload.h"
+#include "tests/common/parse_args.h"
 #include "tests/common/temp_folders.h"
 #include "tests/common/test_paths.h"
 
@@ -23,13 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing_util::SlurpFile;
 
-absl::StatusOr<RunConfig> Parse(std::vector<std::string> args) {
-  args.insert(args.begin(), "run");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  std::string help;
-  return ParseRunArgs(static_cast<int>(argv.size()), argv.data(), &help);
-}
+absl::StatusOr<RunConfig> Parse(std::vector<std::string> args) { return test::ParseRun(std::move(args)); }
 
 absl::StatusOr<RunResult> RunWith(std::vector<std::string> args) {
   auto c = Parse(args);
@@ -211,13 +206,7 @@ TEST(VllmFlags, AliasesMeanTheSameAndCannotBothBeGiven) {
 }
 
 TEST(VllmFlags, SweepTakesTheAliasesForItsAxes) {
-  const auto parse = [](std::vector<std::string> args) {
-    args.insert(args.begin(), "sweep");
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    std::string help;
-    return ParseSweepArgs(static_cast<int>(argv.size()), argv.data(), &help);
-  };
+  const auto parse = [](std::vector<std::string> args) { return test::ParseSweep(std::move(args)); };
   auto c = parse({"--max-concurrency", "2,4", "--num-prompts", "6"});
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->concurrency, (std::vector<int32_t>{2, 4}));

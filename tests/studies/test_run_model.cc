@@ -10,6 +10,7 @@
 
 #include "sim/studies/run.h"
 #include "sim/studies/sweep.h"
+#include "tests/common/parse_args.h"
 #include "tests/common/temp_folders.h"
 #include "tests/common/test_paths.h"
 
@@ -18,27 +19,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-absl::StatusOr<RunConfig> ParseRun(std::vector<std::string> args) {
-  args.insert(args.begin(), "run");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  std::string help;
-  return ParseRunArgs(static_cast<int>(argv.size()), argv.data(), &help);
-}
+using test::ParseRun;
+using test::ParseSweep;
 
-// Parsed and validated, as the command does before it runs.
-absl::Status ParseAndValidate(std::vector<std::string> args) {
-  absl::StatusOr<RunConfig> c = ParseRun(std::move(args));
-  return c.ok() ? c->Validate() : c.status();
-}
-
-absl::StatusOr<SweepConfig> ParseSweep(std::vector<std::string> args) {
-  args.insert(args.begin(), "sweep");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  std::string help;
-  return ParseSweepArgs(static_cast<int>(argv.size()), argv.data(), &help);
-}
+absl::Status ParseAndValidate(std::vector<std::string> args) { return test::ParseValidRun(std::move(args)).status(); }
 
 TEST(RunModel, V4TakesItsBlocksItsStatesAndItsNewestReleaseToTime) {
   auto v41 = ParseRun({"--workload", "chat"});

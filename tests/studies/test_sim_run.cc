@@ -9,6 +9,7 @@
 
 #include "sim/studies/run.h"
 #include "sim/observe/metrics.h"
+#include "tests/common/parse_args.h"
 #include "tests/common/temp_folders.h"
 #include "tests/common/test_paths.h"
 
@@ -18,13 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 const std::string kRepo = testing_util::SourceRoot().string();
 
-absl::StatusOr<RunConfig> Parse(std::vector<std::string> args) {
-  args.insert(args.begin(), "run");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  std::string help;
-  return ParseRunArgs(static_cast<int>(argv.size()), argv.data(), &help);
-}
+absl::StatusOr<RunConfig> Parse(std::vector<std::string> args) { return test::ParseRun(std::move(args)); }
 
 using testing_util::SlurpFile;
 

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "sim/studies/sweep.h"
+#include "tests/common/parse_args.h"
 #include "tests/common/sweep_test_util.h"
 #include "tests/common/temp_folders.h"
 #include "sim/model/time_model.h"
@@ -23,11 +24,7 @@ namespace fs = std::filesystem;
 using ojson = nlohmann::ordered_json;
 
 absl::StatusOr<SweepConfig> Parse(std::vector<std::string> args, std::string* help = nullptr) {
-  args.insert(args.begin(), "sweep");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  std::string unused;
-  return ParseSweepArgs(static_cast<int>(argv.size()), argv.data(), help ? help : &unused);
+  return test::ParseSweep(std::move(args), help);
 }
 
 std::string TempDir(const std::string& name) { return ::dspark::testing_util::ProcessTempDir("sweep", name, true); }
