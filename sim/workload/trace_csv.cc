@@ -30,6 +30,20 @@ absl::StatusOr<int32_t> ParseTokens(const Location& loc, const CsvField& f, absl
   return static_cast<int32_t>(v);
 }
 
+// A request's prompt (>= 1 tokens) and output (>= min_output) lengths, in that order, into `row`.
+absl::Status ParseLengths(const Location& loc, const CsvField& prompt_field, absl::string_view prompt_name,
+                          const CsvField& output_field, absl::string_view output_name, int32_t min_output,
+                          RawRow* row) {
+  absl::StatusOr<int32_t> prompt = ParseTokens(loc, prompt_field, prompt_name, 1);
+  if (!prompt.ok()) return prompt.status();
+  absl::StatusOr<int32_t> output = ParseTokens(loc, output_field, output_name, min_output);
+  if (!output.ok()) return output.status();
+  row->prompt_len = *prompt;
+  row->output_len = *output;
+  row->prompt_column = prompt_field.column;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<double> ParseSeconds(const Location& loc, const CsvField& f, absl::string_view name) {
   double v = 0;
   if (!absl::SimpleAtod(f.text, &v) || !std::isfinite(v) || v < 0)
@@ -126,13 +140,9 @@ absl::StatusOr<RowKind> ParseCsvRow(TraceFormat format, const Location& loc,
   switch (format) {
     case TraceFormat::kAzure: {
       if (auto s = ParseAzureTimestamp(loc, fields[col[0]], row); !s.ok()) return s;
-      auto prompt = ParseTokens(loc, fields[col[1]], "ContextTokens", 1);
-      if (!prompt.ok()) return prompt.status();
-      auto output = ParseTokens(loc, fields[col[2]], "GeneratedTokens", 1);
-      if (!output.ok()) return output.status();
-      row->prompt_len = *prompt;
-      row->output_len = *output;
-      row->prompt_column = fields[col[1]].column;
+      if (auto s = ParseLengths(loc, fields[col[1]], "ContextTokens", fields[col[2]], "GeneratedTokens", 1, row);
+          !s.ok())
+        return s;
       return RowKind::kRequest;
     }
     case TraceFormat::kVidur: {
@@ -140,16 +150,13 @@ absl::StatusOr<RowKind> ParseCsvRow(TraceFormat format, const Location& loc,
       absl::StatusOr<double> t = 0.0;
       if (col[0] >= 0) t = ParseSeconds(loc, fields[col[0]], "arrived_at");
       if (!t.ok()) return t.status();
-      auto prompt = ParseTokens(loc, fields[col[1]], "num_prefill_tokens", 1);
-      if (!prompt.ok()) return prompt.status();
-      auto output = ParseTokens(loc, fields[col[2]], "num_decode_tokens", 1);
-      if (!output.ok()) return output.status();
+      if (auto s = ParseLengths(loc, fields[col[1]], "num_prefill_tokens", fields[col[2]], "num_decode_tokens", 1,
+                                row);
+          !s.ok())
+        return s;
       row->frac_s = *t;
-      row->prompt_len = *prompt;
-      row->output_len = *output;
       row->time_column = col[0] >= 0 ? fields[col[0]].column : 1;
       row->time_text = col[0] >= 0 ? std::string(fields[col[0]].text) : "0 (no arrived_at)";
-      row->prompt_column = fields[col[1]].column;
       return RowKind::kRequest;
     }
     case TraceFormat::kBurstGpt:
@@ -161,27 +168,23 @@ absl::StatusOr<RowKind> ParseCsvRow(TraceFormat format, const Location& loc,
       if (!t.ok()) return t.status();
       if (fields[col[1]].text.empty())
         return RowError(loc, fields[col[1]].column, "Model", "expected a model name, got ''");
-      auto prompt = ParseTokens(loc, fields[col[2]], "Request tokens", 1);
-      if (!prompt.ok()) return prompt.status();
-      auto output = ParseTokens(loc, fields[col[3]], "Response tokens", 0);
-      if (!output.ok()) return output.status();
+      if (auto s = ParseLengths(loc, fields[col[2]], "Request tokens", fields[col[3]], "Response tokens", 0, row);
+          !s.ok())
+        return s;
+      const int64_t sum = int64_t{row->prompt_len} + row->output_len;
       int64_t total = 0;
       const CsvField& tf = fields[col[4]];
-      if (!absl::SimpleAtoi(tf.text, &total) || total != int64_t{*prompt} + *output)
+      if (!absl::SimpleAtoi(tf.text, &total) || total != sum)
         return RowError(loc, tf.column, "Total tokens",
-                        absl::StrFormat("expected Request tokens + Response tokens = %d, got %s",
-                                        int64_t{*prompt} + *output, Quote(tf.text)));
+                        absl::StrFormat("expected Request tokens + Response tokens = %d, got %s", sum, Quote(tf.text)));
       if (fields[col[5]].text.empty())
         return RowError(loc, fields[col[5]].column, "Log Type", "expected a log type, got ''");
       row->frac_s = *t;
-      row->prompt_len = *prompt;
-      row->output_len = *output;
       row->time_column = fields[col[0]].column;
       row->time_text = lengths_only ? "0 (lengths only)" : std::string(fields[col[0]].text);
-      row->prompt_column = fields[col[2]].column;
       // A logged request with no response failed in the original service: it is not part of
       // the offered load that completed, and a zero-length output cannot be simulated.
-      if (*output == 0) return RowKind::kFailedRequest;
+      if (row->output_len == 0) return RowKind::kFailedRequest;
       // vLLM's BurstGPTDataset.load_data(): df[df["Model"] == "GPT-4"].
       if (lengths_only && fields[col[1]].text != "GPT-4") return RowKind::kOtherModel;
       return RowKind::kRequest;
