@@ -18,7 +18,7 @@ import copy
 
 import numpy as np
 
-from vllm_oracle import ReleaseSuite, _Cfg, prefill_chunk_outputs, warm_noncausal_swa
+from vllm_oracle import ReleaseSuite, _Cfg, launch_counting, prefill_chunk_outputs, warm_noncausal_swa
 
 C128A_MAX = 8192  # cdiv(cdiv(max_model_len = 1M, 128), 128) * 128: sparse_mla.py's c128a_max_compressed
 V4_BLOCK = 256    # FlashMLA's sparse V4 backend: kernel block size 256
@@ -146,13 +146,7 @@ class ReleaseSuiteV4(ReleaseSuite):
         base = self.common(step)
         base.max_seq_len = int(step.host["seq_lens"].max()) if z["num_reqs"] else 0
         out, launches = {}, {}
-
-        def call(name, fn):
-            if profile is None:
-                return fn()
-            res, n = profile(fn)
-            launches[name] = n
-            return res
+        call = launch_counting(profile, launches)
 
         def group_cm():
             cm = copy.copy(base)  # the runner's per-group shallow copy: no token map cached yet

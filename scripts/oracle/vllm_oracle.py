@@ -283,6 +283,17 @@ def prefill_chunk_outputs(prefill, pre: str, out: dict) -> None:
     out[pre + "prefill_token_to_seq"] = cat(tts)
 
 
+def launch_counting(profile, launches: dict):
+    """call(name, fn): fn(), and with a profiler its launch count recorded in launches[name]."""
+    def call(name, fn):
+        if profile is None:
+            return fn()
+        res, n = profile(fn)
+        launches[name] = n
+        return res
+    return call
+
+
 class ReleaseSuite:
     """The release's builders for one model layout, constructed as vLLM's runner would."""
 
@@ -525,13 +536,7 @@ class ReleaseSuite:
         cm = self.common(step)
         out = {}
         launches = {}
-
-        def call(name, fn):
-            if profile is None:
-                return fn()
-            res, n = profile(fn)
-            launches[name] = n
-            return res
+        call = launch_counting(profile, launches)
 
         # The token map first, on its own, so that each builder's launch count is its own: in a
         # V4.1 layer group the SWA builder maps the tokens (the CommonAttentionMetadata's cached
