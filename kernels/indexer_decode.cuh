@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
@@ -130,6 +131,15 @@ DS_HD_INLINE void IndexerCopyRowFrom(const IndexerDecodeParams& p, int32_t t, co
       if (col < p.bt_width) dst[col] = v[i];
     }
   }
+}
+// The CPU path of IndexerCopyRowFrom with one lane of one: the same cells, the row in one copy
+// (zeros in one fill when src is nullptr). src is the block table, never bt_out.
+inline void IndexerCopyRowCpu(const IndexerDecodeParams& p, int32_t t, const int32_t* src) {
+  if (p.bt_width <= 0) return;
+  int32_t* dst = p.bt_out + static_cast<int64_t>(t) * p.out_stride;
+  const size_t bytes = static_cast<size_t>(p.bt_width) * sizeof(int32_t);
+  if (src != nullptr) std::memcpy(dst, src, bytes);
+  else std::memset(dst, 0, bytes);
 }
 // The block-table row token row t copies: request r's, or nullptr (zeros) when !valid.
 DS_HD_INLINE const int32_t* IndexerRowSource(const IndexerDecodeParams& p, bool valid, int32_t r) {
@@ -251,7 +261,7 @@ struct IndexerDecodeKernel {
       const bool valid = t < actual;
       const int32_t r = valid ? FindRequest(qsl, p.num_decodes, t) : 0;
       IndexerWriteTokenScalars(p, t, valid, r, valid ? qsl[r] : 0, valid ? qsl[r + 1] : 0, actual);
-      IndexerCopyTokenRow(p, t, valid, r, 0, 1);
+      IndexerCopyRowCpu(p, t, IndexerRowSource(p, valid, r));
     }
     // The seq_out tail chunks [0, tails): IndexerZeroSeqTail's cells, one fill.
     const int32_t tails = MinI(IndexerTailBlocks(p), shape.grid - p.num_decode_tokens);

@@ -316,11 +316,11 @@ struct FusedSuiteKernelOf : FusedSuitePrefillPart<kMode> {
         WriteSlot(job, t, job < 2 ? SlotOf(t) : -1, s);
     for (int32_t t = 0; t < p.num_decode_tokens; ++t) {
       // The row blocks' cells (CopyRowChunkOf's are IndexerCopyTokenRow's): each ratio's row by
-      // the indexer's copy, one lane of one, columns in order instead of a call per 4 columns.
+      // the indexer's CPU copy, one copy per row instead of a call per 4 columns.
       const int32_t r = RowRequest(t, s);
       for (int32_t k = 0; k < 2 && p.row_chunks > 0; ++k) {
         const IndexerDecodeParams ratio = SuiteIndexerParams(p, k, p.seq_lens);
-        IndexerCopyRowFrom(ratio, t, IndexerRowSource(ratio, r >= 0, r), 0, 1);
+        IndexerCopyRowCpu(ratio, t, IndexerRowSource(ratio, r >= 0, r));
       }
     }
     CpuWriteTails();
