@@ -198,7 +198,8 @@ def result_digest(out_dir):
                     keep = [i for i, h in enumerate(header) if "wall" not in h and h not in ("cpu_s",)]
                     data = "\n".join(",".join(c for i, c in enumerate(r.split(",")) if i in keep)
                                      for r in rows).encode()
-            if f.endswith(".json") or f.endswith(".jsonl"):
+            # A JSON file by its name, or by its content: --result-filename may name it anything.
+            if f.endswith(".json") or f.endswith(".jsonl") or data.lstrip().startswith(b"{"):
                 try:
                     docs = [json.loads(line) for line in data.decode().splitlines() if line.strip()] \
                         if f.endswith(".jsonl") else [json.loads(data)]
