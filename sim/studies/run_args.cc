@@ -109,7 +109,7 @@ po::options_description RunOptions() {
     ("what-if", po::value<std::string>(), "a labelled what-if no vLLM release runs: record-av-graphs (adaptive verification steps' metadata builds recorded and replayed under vLLM's recorded-graph key from its capture batch, as 0.33.0+ records uniform decode) or record-av-graphs-at-first-step (recorded from the first step of each key); reports which outputs and host values the replays freeze wrong, in summary.json's what_if_record_av_graphs")
     ("what-if-57207", po::bool_switch(), "a labelled what-if: the released vLLM states (vllm-0.31, vllm-0.34, ...) also build #57207's FP8 prefill segmentation, which no release up to 0.34.0 has (its host plan, copies and fills: 10 more launches per prefill step); the seed's Before and the fused suite build it always")
     ("no-dedup", po::bool_switch(), "emulate and compare every builder of every implementation itself, not once per step for the implementations that run it on the same inputs (for auditing; results are identical)")
-    ("check-invariants", po::bool_switch(), "independent invariant check of every step: budgets, graph padding, KV partition, each request finished once (sim/invariants.h; O(KV pool) per step)");
+    ("check-invariants", po::bool_switch(), "independent invariant check of every step: budgets, graph padding, KV partition, each request finished once (sim/observe/invariants.h; O(KV pool) per step)");
   // clang-format on
   return d;
 }
