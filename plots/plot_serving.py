@@ -1,6 +1,7 @@
 """The plots and tables of a sweep folder (sweep.jsonl): serving metrics against concurrency per
 group, mode and implementation, and each implementation's change against the baseline (the
-implementation whose role in the result files' registry is baseline)."""
+implementation whose role in the result files' registry is baseline; in a DeepSeek-V4 group, which
+cannot hold it, the group's vLLM state (a))."""
 
 import matplotlib.pyplot as plt
 
@@ -107,11 +108,11 @@ def plot_serving_vs_baseline(rows, reg, out):
     """Each implementation's change against the baseline at the same point: 100 * (x / base - 1)."""
     for title, slug, members in rio.sweep_groups(rows):
         stem = f"serving_vs_baseline_{slug}"
-        base_name = reg.baseline
+        present = {r["impl"] for r in members}
+        base_name = reg.baseline_of(present) or reg.baseline
         if base_name is None:
             out.skip(stem, reg.why_no_baseline())
             continue
-        present = {r["impl"] for r in members}
         impls = [i for i in reg.ordered(present) if i != base_name]
         if base_name not in present or not impls:
             have = ", ".join(reg.ordered(present))
@@ -181,7 +182,7 @@ def serving_tables(rows, reg):
             impls = reg.ordered({r["impl"] for r in members if r["mode"] == mode})
             value = {(r["concurrency"], r["impl"]): r for r in members if r["mode"] == mode}
             concurrencies = sorted({c for c, _ in value})
-            base = reg.baseline if reg.baseline in impls else None
+            base = reg.baseline_of(impls)
             for key, label, digits, better in specs:
                 if key == "mean_acceptance_length" and mode == "none":
                     continue

@@ -196,6 +196,19 @@ class ImplRegistry:
     def baseline(self):
         return self.with_role("baseline")
 
+    def baseline_of(self, names):
+        """The baseline among `names`: the registry's baseline when one of them, else (a DeepSeek-V4
+        sweep, whose states exclude it) the first of them in order that is vLLM's state (a); None
+        when neither is there."""
+        names = set(names)
+        if self.baseline in names:
+            return self.baseline
+        for name in self.ordered(names):
+            e = self.entry(name)
+            if e and str(e.get("vllm_state") or "").startswith("(a)"):
+                return name
+        return None
+
     def label(self, name):
         """Legend text: the name, its vLLM state's letter and its role, e.g.
         "vllm-pre56562 (c), seed Before"."""

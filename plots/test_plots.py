@@ -173,6 +173,15 @@ class ResultFilesTest(PlotTestCase):
             for alias in entry["aliases"]:
                 self.assertEqual(reg.canonical(alias), name)
 
+    def test_a_deepseek_v4_group_is_against_its_state_a(self):
+        reg = registry(os.path.join(WORK, "results", "run", "summary.json"))
+        # A DeepSeek-V4.1 group holds the registry's baseline; a DeepSeek-V4 group (its states
+        # only) is against its state (a), the first of them in order.
+        self.assertEqual(reg.baseline_of(set(reg.entries)), reg.baseline)
+        v4 = {"vllm-0.27", "vllm-0.29", "vllm-0.24"}
+        self.assertEqual(reg.baseline_of(v4), "vllm-0.24")
+        self.assertIsNone(reg.baseline_of({"vllm-0.29", "fused-suite"}))
+
     def test_sweep_rows_name_registered_implementations(self):
         reg = registry(os.path.join(WORK, "results", "sweep", "sweep_meta.json"))
         impls = {r["impl"] for r in rio.ok_rows(rio.read_sweep(os.path.join(WORK, "results", "sweep")))}
