@@ -29,6 +29,7 @@
 #include "kernels/batch.h"
 #include "kernels/common/status_macros.h"
 #include "sim/model/acceptance.h"
+#include "sim/exec/check_memory.h"
 #include "sim/exec/cuda_device.h"
 #include "sim/engine/engine.h"
 #include "sim/engine/stop_signal.h"
@@ -133,6 +134,30 @@ absl::Status MaxModelLenFromTrace(RunConfig* config) {
 
 }  // namespace
 
+namespace {
+uint64_t OutputTokens(const std::vector<RequestSpec>& requests) {
+  uint64_t tokens = 0;
+  for (const RequestSpec& r : requests) tokens += static_cast<uint64_t>(std::max(r.output_len, 0));
+  return tokens;
+}
+}  // namespace
+
+uint64_t RunRecordBytes(const std::vector<RequestSpec>& requests) {
+  constexpr uint64_t kPerRequest = 1024;    // RequestRecord, RequestSpec, the scheduler's entry
+  constexpr uint64_t kPerOutputToken = 12;  // a float gap, with the series' growth
+  return requests.size() * kPerRequest + OutputTokens(requests) * kPerOutputToken;
+}
+
+absl::Status CheckRunRecordMemory(const std::vector<RequestSpec>& requests, uint64_t available_bytes) {
+  const uint64_t need = RunRecordBytes(requests);
+  if (need <= available_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "this run keeps about %.2f GB for its result (%d requests, %d output tokens: a record per request and the "
+      "inter-token gaps), the machine has %.2f GB available; replay fewer requests with --num-requests",
+      static_cast<double>(need) / 1e9, requests.size(), OutputTokens(requests),
+      static_cast<double>(available_bytes) / 1e9));
+}
+
 absl::StatusOr<RunResult> ExecuteRun(const RunConfig& given_config) {
   RunConfig config = given_config;
   DS_RETURN_IF_ERROR(config.Validate());
@@ -152,6 +177,14 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& given_config) {
   };
   if (std::error_code exists_ec; fs::exists(config.out_dir, exists_ec)) DS_RETURN_IF_ERROR(lock_out());
   DS_ASSIGN_OR_RETURN(Workload workload, BuildWorkload(config));
+  // What the run keeps for its result grows with the workload: refused before the first step
+  // when it cannot fit, said when it is large.
+  DS_RETURN_IF_ERROR(CheckRunRecordMemory(workload.requests, AvailableHostMemory()));
+  if (const uint64_t keeps = RunRecordBytes(workload.requests); keeps > (uint64_t{1} << 30))
+    std::fprintf(stderr,
+                 "dspark-sim run: keeps about %.1f GB for the result of %zu requests as it goes (and %d bytes per "
+                 "step row kept, --steps-csv-stride)\n",
+                 static_cast<double>(keeps) / 1e9, workload.requests.size(), static_cast<int>(sizeof(StepRecord)));
   if (!config.dump_workload.empty())
     DS_RETURN_IF_ERROR(WriteFileAtomically(config.dump_workload, ToJsonl(workload.requests)));
 

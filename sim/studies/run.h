@@ -25,6 +25,16 @@ namespace dspark::sim {
 // returns a config and sets *help to the usage text.
 absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help);
 
+// [bytes] An estimate of what a run keeps for its result as it goes, from its requests: a record
+// and the scheduler's state per request (1 KB) and the inter-token gaps per output token (a float,
+// with the series' growth: 12 bytes), within about 20 % of the peak RSS of traces of 20k to 3M
+// requests. Every steps_csv_stride-th step's record (64 bytes) comes on top; the step count is
+// not known before the run. It grows with the trace, not with the check.
+uint64_t RunRecordBytes(const std::vector<RequestSpec>& requests);
+// OK when RunRecordBytes fits available_bytes; ResourceExhausted naming the requests, their output
+// tokens, the estimate and what to lower otherwise.
+absl::Status CheckRunRecordMemory(const std::vector<RequestSpec>& requests, uint64_t available_bytes);
+
 // Whether `name` (without dashes) is an option of `run` that takes no value (--no-check):
 // `sweep` turns a --config file's `name = true/false` into that switch or its opposite.
 bool IsRunSwitch(const std::string& name);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <string>
 
+#include "sim/studies/run.h"
 #include "tests/common/cli_run.h"
 #include "tests/common/temp_folders.h"
 
@@ -55,6 +56,32 @@ TEST(StepMemory, AStepAboveTheAddressSpaceLimitIsRefusedBeforeItAllocates) {
             std::string::npos)
       << err;
   EXPECT_FALSE(fs::exists(out));
+}
+
+// What a run keeps for its result grows with the trace's requests and output tokens: a run whose
+// estimate is above the memory available is refused before its first step, naming both sizes.
+TEST(RunMemory, TheRecordsOfATraceAreBoundedBeforeTheRun) {
+  std::vector<RequestSpec> requests(1000);
+  int64_t output_tokens = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    requests[i].id = static_cast<int64_t>(i);
+    requests[i].prompt_len = 100;
+    requests[i].output_len = 1 + static_cast<int32_t>(i % 7);
+    output_tokens += requests[i].output_len;
+  }
+  const uint64_t bytes = RunRecordBytes(requests);
+  // More requests or longer outputs keep more.
+  std::vector<RequestSpec> longer = requests;
+  for (RequestSpec& r : longer) r.output_len *= 100;
+  EXPECT_GT(RunRecordBytes(longer), bytes);
+  std::vector<RequestSpec> more = requests;
+  more.insert(more.end(), requests.begin(), requests.end());
+  EXPECT_GT(RunRecordBytes(more), bytes);
+  EXPECT_TRUE(CheckRunRecordMemory(requests, bytes).ok());
+  const absl::Status refused = CheckRunRecordMemory(requests, bytes - 1);
+  ASSERT_TRUE(absl::IsResourceExhausted(refused)) << refused;
+  EXPECT_NE(std::string(refused.message()).find("(1000 requests, " + std::to_string(output_tokens) + " output tokens"), std::string::npos) << refused;
+  EXPECT_NE(std::string(refused.message()).find("--num-requests"), std::string::npos) << refused;
 }
 
 TEST(StepOutput, WithoutOutTheReportGoesToAFileAndTheConsoleSaysWhere) {
