@@ -306,7 +306,11 @@ def findings_of(r, command):
 
 def reorder(rng, groups):
     """The same groups in another order; a repeated option keeps its relative order (the second
-    of two is the one refused or kept)."""
+    of two is the one refused or kept). An end-of-options marker `--` and all after it stay where
+    they are: moving an option past it makes the option a positional word."""
+    for k, g in enumerate(groups):
+        if g == ["--"]:
+            return reorder(rng, groups[:k]) + groups[k:] if k > 0 else list(groups)
     order = list(range(len(groups)))
     rng.shuffle(order)
     # Keep repeated option names in their original relative order.
