@@ -59,14 +59,9 @@ DSPARK_REGISTER_IMPL(vllm_0_24, ::dspark::RunVllm024, [] {
   i.vllm_state = "(a) before #47474";
   i.vllm_release = "0.24.0 (0.20.0-0.24.0)";
   ::dspark::vllm_ops::HostMappedV4State(i);
-  // Estimated costs of DeepSeek-V4 (no calibration measures V4 yet): the GPU us per suite of an
-  // H200 bench of the V4 states (graph method, cold L2, batch 16,
-  // docs/oracle-results/h200-bench-v4-47474.md), the launches `verify --model v4 --json` counts
-  // at batch 16, and the per-token and host terms of its DeepSeek-V4.1 counterpart, vllm-pre47474.
+  // Estimated costs (EstimatedV4Costs); per-token and host terms as vllm-pre47474's.
   // That bench ran before the int64 token maps were modelled (4 launches fewer at decode).
-  i.default_cost.declared = true;
-  i.default_cost.gpu_us = {116.0, 136.5, 116.1, 63.7, 64.0, 69.1, 64.3, 64.9};
-  i.default_cost.gpu_us_per_token = 0.009;
-  i.default_cost.launches = {34, 49, 44, 37, 37, 42, 37, 37};
+  ::dspark::vllm_ops::EstimatedV4Costs(i, {116.0, 136.5, 116.1, 63.7, 64.0, 69.1, 64.3, 64.9},
+                                        {34, 49, 44, 37, 37, 42, 37, 37}, 0.009, 0.0, 0.0);
   return i;
 })

@@ -41,15 +41,8 @@ DSPARK_REGISTER_IMPL(vllm_0_27, ::dspark::RunVllm027, [] {
   i.vllm_state = "(b) #47474";
   i.vllm_release = "0.27.1 (0.25.0-0.27.1)";
   ::dspark::vllm_ops::HostMappedV4State(i);
-  // Estimated costs of DeepSeek-V4 (no calibration measures V4 yet): the GPU us per suite of an
-  // H200 bench of the V4 states (graph method, cold L2, batch 16,
-  // docs/oracle-results/h200-bench-v4-47474.md), the launches `verify --model v4 --json` counts
-  // at batch 16, and the per-token and host terms of its DeepSeek-V4.1 counterpart, vllm-47474.
-  i.default_cost.declared = true;
-  i.default_cost.gpu_us = {116.7, 137.0, 116.4, 60.8, 62.8, 72.3, 68.2, 67.7};
-  i.default_cost.gpu_us_per_token = 0.008;
-  i.default_cost.host_us = 60.0;
-  i.default_cost.host_us_per_req = 0.3;
-  i.default_cost.launches = {28, 43, 44, 31, 31, 42, 37, 37};
+  // Estimated costs (EstimatedV4Costs); per-token and host terms as vllm-47474's.
+  ::dspark::vllm_ops::EstimatedV4Costs(i, {116.7, 137.0, 116.4, 60.8, 62.8, 72.3, 68.2, 67.7},
+                                        {28, 43, 44, 31, 31, 42, 37, 37}, 0.008, 60.0, 0.3);
   return i;
 })

@@ -44,15 +44,8 @@ DSPARK_REGISTER_IMPL(vllm_0_29, ::dspark::RunVllm029, [] {
   i.style = {"#882255", "..", "P"};
   i.traits.reads_host_totals = true;
   i.traits.old_indexer_chain = true;
-  // Estimated costs of DeepSeek-V4 (no calibration measures V4 yet): the GPU us per suite of an
-  // H200 bench of the V4 states (graph method, cold L2, batch 16,
-  // docs/oracle-results/h200-bench-v4-47474.md), the launches `verify --model v4 --json` counts
-  // at batch 16, and the per-token and host terms of its DeepSeek-V4.1 counterpart, vllm-pre56562.
-  i.default_cost.declared = true;
-  i.default_cost.gpu_us = {143.2, 137.8, 144.3, 128.3, 112.1, 119.1, 120.2, 121.4};
-  i.default_cost.gpu_us_per_token = 0.006;
-  i.default_cost.host_us = 30.0;
-  i.default_cost.host_us_per_req = 0.05;
-  i.default_cost.launches = {70, 85, 106, 93, 93, 102, 102, 102};
+  // Estimated costs (EstimatedV4Costs); per-token and host terms as vllm-pre56562's.
+  ::dspark::vllm_ops::EstimatedV4Costs(i, {143.2, 137.8, 144.3, 128.3, 112.1, 119.1, 120.2, 121.4},
+                                        {70, 85, 106, 93, 93, 102, 102, 102}, 0.006, 30.0, 0.05);
   return i;
 })

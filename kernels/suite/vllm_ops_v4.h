@@ -13,6 +13,7 @@
 // group whose builder reads `token_to_req_indices` builds the mapping again: six mappings a step.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -41,6 +42,22 @@ inline void HostMappedV4State(ImplInfo& i) {
   i.traits.graph_capturable = false;
   i.traits.serializes_host = false;
   i.traits.native_indexer_decode = true;
+}
+
+// A DeepSeek-V4 state's estimated costs (no calibration measures V4 yet): `gpu_us`, the GPU us per
+// suite of an H200 bench of the V4 states (graph method, cold L2, batch 16,
+// docs/oracle-results/h200-bench-v4-47474.md); `launches`, what `verify --model v4 --json` counts
+// at batch 16; the per-token and host terms of the state's DeepSeek-V4.1 counterpart. Cases in
+// the order prefill, chunked prefill, mixed, decode, verify, adaptive verify, draft, adaptive draft.
+inline void EstimatedV4Costs(ImplInfo& i, const std::array<double, ImplCostDefaults::kCases>& gpu_us,
+                             const std::array<int32_t, ImplCostDefaults::kCases>& launches, double gpu_us_per_token,
+                             double host_us, double host_us_per_req) {
+  i.default_cost.declared = true;
+  i.default_cost.gpu_us = gpu_us;
+  i.default_cost.launches = launches;
+  i.default_cost.gpu_us_per_token = gpu_us_per_token;
+  i.default_cost.host_us = host_us;
+  i.default_cost.host_us_per_req = host_us_per_req;
 }
 
 // CommonAttentionMetadata.max_seq_len: the host's longest sequence.
