@@ -367,12 +367,14 @@ int SweepMain(SweepConfig& config) {
   }
   // A pass-through option that every point's run refuses (--spec-k 0) leaves a sweep of skipped
   // rows only: that is the command line's error, not a result, refused before anything is written.
+  bool any_checks = false;  // whether a point's run checks (its parsed config, not the words)
   if (auto plan = PlanSweep(config); plan.ok()) {
     int64_t in_shard = 0, skipped = 0;
     std::string reason;
     for (const SweepPoint& p : *plan) {
       if (!InShard(p, config)) continue;
       ++in_shard;
+      any_checks = any_checks || p.config.check;
       if (p.skip_reason.empty()) continue;
       ++skipped;
       if (reason.empty()) reason = p.skip_reason;
@@ -394,9 +396,8 @@ int SweepMain(SweepConfig& config) {
               outcome->stopped_early ? "; stopped early (--max-points)" : "");
   std::vector<std::string> timed;
   for (Impl impl : config.impls) timed.emplace_back(ImplKey(impl));
-  const bool no_check = std::find(config.run_args.begin(), config.run_args.end(), "--no-check") != config.run_args.end();
   std::printf("  timed by (--time-impl): %s; each point's check (--impl): %s\n", absl::StrJoin(timed, ",").c_str(),
-              no_check ? "none (--no-check)"
+              !any_checks ? "none (--no-check)"
               : config.check_impls == "same" ? "same (the point's own)"
                                              : config.check_impls.c_str());
   std::printf("  wrote %s/{sweep.jsonl,sweep.csv,sweep_meta.json,points/}\n", config.out_dir.c_str());

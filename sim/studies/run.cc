@@ -132,14 +132,12 @@ absl::Status MaxModelLenFromTrace(RunConfig* config) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-namespace {
 uint64_t OutputTokens(const std::vector<RequestSpec>& requests) {
   uint64_t tokens = 0;
   for (const RequestSpec& r : requests) tokens += static_cast<uint64_t>(std::max(r.output_len, 0));
   return tokens;
 }
+
 }  // namespace
 
 uint64_t RunRecordBytes(const std::vector<RequestSpec>& requests) {
@@ -148,9 +146,9 @@ uint64_t RunRecordBytes(const std::vector<RequestSpec>& requests) {
   return requests.size() * kPerRequest + OutputTokens(requests) * kPerOutputToken;
 }
 
-absl::Status CheckRunRecordMemory(const std::vector<RequestSpec>& requests, uint64_t available_bytes) {
+absl::StatusOr<uint64_t> CheckRunRecordMemory(const std::vector<RequestSpec>& requests, uint64_t available_bytes) {
   const uint64_t need = RunRecordBytes(requests);
-  if (need <= available_bytes) return absl::OkStatus();
+  if (need <= available_bytes) return need;
   return absl::ResourceExhaustedError(absl::StrFormat(
       "this run keeps about %.2f GB for its result (%d requests, %d output tokens: a record per request and the "
       "inter-token gaps), the machine has %.2f GB available; replay fewer requests with --num-requests",
@@ -179,8 +177,8 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& given_config) {
   DS_ASSIGN_OR_RETURN(Workload workload, BuildWorkload(config));
   // What the run keeps for its result grows with the workload: refused before the first step
   // when it cannot fit, said when it is large.
-  DS_RETURN_IF_ERROR(CheckRunRecordMemory(workload.requests, AvailableHostMemory()));
-  if (const uint64_t keeps = RunRecordBytes(workload.requests); keeps > (uint64_t{1} << 30))
+  DS_ASSIGN_OR_RETURN(const uint64_t keeps, CheckRunRecordMemory(workload.requests, AvailableHostMemory()));
+  if (keeps > (uint64_t{1} << 30))
     std::fprintf(stderr,
                  "dspark-sim run: keeps about %.1f GB for the result of %zu requests as it goes (and %d bytes per "
                  "step row kept, --steps-csv-stride)\n",

@@ -31,9 +31,9 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
 // requests. Every steps_csv_stride-th step's record (64 bytes) comes on top; the step count is
 // not known before the run. It grows with the trace, not with the check.
 uint64_t RunRecordBytes(const std::vector<RequestSpec>& requests);
-// OK when RunRecordBytes fits available_bytes; ResourceExhausted naming the requests, their output
+// RunRecordBytes when it fits available_bytes; ResourceExhausted naming the requests, their output
 // tokens, the estimate and what to lower otherwise.
-absl::Status CheckRunRecordMemory(const std::vector<RequestSpec>& requests, uint64_t available_bytes);
+absl::StatusOr<uint64_t> CheckRunRecordMemory(const std::vector<RequestSpec>& requests, uint64_t available_bytes);
 
 // Whether `name` (without dashes) is an option of `run` that takes no value (--no-check):
 // `sweep` turns a --config file's `name = true/false` into that switch or its opposite.

@@ -77,8 +77,10 @@ TEST(RunMemory, TheRecordsOfATraceAreBoundedBeforeTheRun) {
   std::vector<RequestSpec> more = requests;
   more.insert(more.end(), requests.begin(), requests.end());
   EXPECT_GT(RunRecordBytes(more), bytes);
-  EXPECT_TRUE(CheckRunRecordMemory(requests, bytes).ok());
-  const absl::Status refused = CheckRunRecordMemory(requests, bytes - 1);
+  const absl::StatusOr<uint64_t> fits = CheckRunRecordMemory(requests, bytes);
+  ASSERT_TRUE(fits.ok()) << fits.status();
+  EXPECT_EQ(*fits, bytes);
+  const absl::Status refused = CheckRunRecordMemory(requests, bytes - 1).status();
   ASSERT_TRUE(absl::IsResourceExhausted(refused)) << refused;
   EXPECT_NE(std::string(refused.message()).find("(1000 requests, " + std::to_string(output_tokens) + " output tokens"), std::string::npos) << refused;
   EXPECT_NE(std::string(refused.message()).find("--num-requests"), std::string::npos) << refused;
