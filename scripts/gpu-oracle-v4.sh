@@ -45,9 +45,11 @@ export TRITON_CACHE_DIR="$work/triton"
 "$SIM" run --model v4 --trace "$DATA/azure_llm_inference_conv_2023.csv" --num-requests 400 --mode adaptive \
   --dump-steps "$work/azure" --dump-steps-limit "$STEPS" --out "$OUT/run-azure" >"$OUT/run-azure.log" 2>&1 || true
 
-rc=0
-for pair in "${PAIRS[@]}"; do
-  v="${pair%%=*}"; impl="${pair#*=}"
+# The releases run side by side (DSPARK_ORACLE_V4_SERIAL=1: one after another): each is a Python
+# process and its `dspark-sim step` children, bound by the host, not by the GPU, so three of them
+# take about as long as one on a machine with the cores for it.
+one_release() {  # release impl: seed cases, then the oracle over them and the dump
+  local v="$1" impl="$2"
   mkdir -p "$work/seed-$impl"
   for c in prefill chunked_prefill mixed decode verify adaptive_verify draft adaptive_draft; do
     "$SIM" step --model v4 --case "$c" --batch 16 --seed 4 --impl "$impl" --out "$work/seed-$impl/$c.json" >/dev/null ||
@@ -55,7 +57,18 @@ for pair in "${PAIRS[@]}"; do
   done
   python3 scripts/oracle/vllm_oracle.py --release "$v" --model v4 --device "${DSPARK_ORACLE_DEVICE:-cuda}" \
     --impl "$impl" --sim "$SIM" --ours-from-sim --no-timing --steps "$work/seed-$impl"/*.json \
-    --dump "$work/azure" --profile-every 25 --out "$OUT/oracle-v4-$v.json" >"$OUT/oracle-v4-$v.log" 2>&1 || rc=1
-  tail -1 "$OUT/oracle-v4-$v.log"
+    --dump "$work/azure" --profile-every 25 --out "$OUT/oracle-v4-$v.json" >"$OUT/oracle-v4-$v.log" 2>&1
+}
+rc=0
+pids=()
+for pair in "${PAIRS[@]}"; do
+  v="${pair%%=*}"; impl="${pair#*=}"
+  if [ "${DSPARK_ORACLE_V4_SERIAL:-0}" = 1 ]; then
+    one_release "$v" "$impl" || rc=1
+  else
+    one_release "$v" "$impl" & pids+=($!)
+  fi
 done
+for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
+for pair in "${PAIRS[@]}"; do tail -1 "$OUT/oracle-v4-${pair%%=*}.log"; done
 exit $rc

@@ -84,9 +84,12 @@ class CpuBackend {
   // Zeroed as before, by calloc: a large block comes from fresh pages that the kernel maps
   // (zero) only when a step first touches them, so a backend costs what its steps use, not
   // scratch_bytes, and no 34 MB clear runs per implementation.
-  explicit CpuBackend(size_t scratch_bytes = size_t{64} << 20)
+  // `staging_bytes`: the pinned staging arena the GPU backend stages host arrays through
+  // (SuiteStagingBytes); its copies are accounted here as there (the same 256-byte alignment),
+  // so that a step that would exhaust it on the GPU fails the same way in the emulation.
+  explicit CpuBackend(size_t scratch_bytes = size_t{64} << 20, size_t staging_bytes = SIZE_MAX)
       : storage_(static_cast<uint8_t*>(std::calloc(scratch_bytes == 0 ? 1 : scratch_bytes, 1))),
-        arena_(storage_.get(), storage_ ? scratch_bytes : 0) {}
+        arena_(storage_.get(), storage_ ? scratch_bytes : 0), staging_bytes_(staging_bytes) {}
 
   template <class K>
   void Launch(const K& k, LaunchShape shape) {
@@ -97,7 +100,17 @@ class CpuBackend {
   void OverlapNextLaunch() {}
   void CopyToDevice(void* dst, const void* src, size_t bytes) {
     ++counters_.h2d_copies;
-    if (bytes) std::memcpy(dst, src, bytes);
+    if (bytes == 0) return;
+    const size_t aligned = (staging_used_ + 255) & ~size_t{255};
+    if (aligned > staging_bytes_ || bytes > staging_bytes_ - aligned) {
+      if (status_.ok())
+        status_ = absl::ResourceExhaustedError(absl::StrFormat(
+            "pinned staging arena of %d bytes exhausted (as the GPU backend's would be)",
+            static_cast<int64_t>(staging_bytes_)));
+      return;
+    }
+    staging_used_ = aligned + bytes;
+    std::memcpy(dst, src, bytes);
   }
   void CopyToHost(void* dst, const void* src, size_t bytes) {
     ++counters_.d2h_copies;
@@ -132,6 +145,7 @@ class CpuBackend {
     return static_cast<T*>(p);
   }
   void ResetScratch() { arena_.Reset(); }
+  void ResetStaging() { staging_used_ = 0; }
   // The scratch arena's bytes [begin, end).
   const uint8_t* ScratchBegin() const { return storage_.get(); }
   const uint8_t* ScratchEnd() const { return storage_.get() + arena_.capacity(); }
@@ -153,6 +167,8 @@ class CpuBackend {
   OpCounters counters_;
   absl::Status status_;
   std::vector<size_t>* take_log_ = nullptr;
+  size_t staging_bytes_ = SIZE_MAX;  // [bytes] the GPU's pinned staging arena
+  size_t staging_used_ = 0;          // [bytes] taken since ResetStaging
 };
 
 }  // namespace dspark

@@ -202,10 +202,12 @@ absl::StatusOr<OpCounters> CpuSuite::Emulate(Impl impl, const BatchInputs& in) {
   const bool lazy_rows = memo != nullptr && impl.info().rows_via_builder_memo;
   if (!lazy_rows) GrowRows(&*buffers, RowsOf(in.sizes), st.layout.bt_out_stride, st.layout, kPoison);
   std::unique_ptr<CpuBackend>& backend = st.backends[Slot(impl)];
-  if (backend == nullptr || !backend->status().ok()) backend = std::make_unique<CpuBackend>(MaxWorkspaceBytes(st.layout));
+  if (backend == nullptr || !backend->status().ok())
+    backend = std::make_unique<CpuBackend>(MaxWorkspaceBytes(st.layout), SuiteStagingBytes(st.layout));
   CpuBackend& be = *backend;
   be.counters() = OpCounters{};
   be.ResetScratch();
+  be.ResetStaging();
 
   SuiteStep step;
   step.in = &in;

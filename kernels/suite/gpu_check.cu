@@ -47,7 +47,7 @@ bool SameDeviceArrays(const BatchInputs& a, const BatchInputs& b) {
 
 void GpuRegionCheck::AddToPlan(const SuiteLayout& layout, const GpuSuiteCapacity& capacity, int impls,
                                GpuMemoryPlan& plan) {
-  const uint64_t block = SatAdd(TasksBytes(impls), MaxRegionCheckBytes(layout));
+  const uint64_t block = SatAdd(TasksBytes(impls), MaxWantPackBytes(layout));
   plan.AddDevice("region check: tasks and reference", block);
   plan.AddDevice("region check: counts", 8 * CountsLen(impls));
   plan.AddPinned("region check: upload staging", block);
@@ -67,7 +67,7 @@ absl::StatusOr<std::unique_ptr<GpuRegionCheck>> GpuRegionCheck::Create(const Sui
   c->inputs_ = MakeGpuSuiteInputLayout(capacity);
   c->tasks_bytes_ = TasksBytes(impls);
   try {
-    const uint64_t block = SatAdd(c->tasks_bytes_, MaxRegionCheckBytes(layout));
+    const uint64_t block = SatAdd(c->tasks_bytes_, MaxWantPackBytes(layout));
     c->device_ = DeviceBuffer<uint8_t>(block);
     c->counts_ = DeviceBuffer<unsigned long long>(CountsLen(impls));
     c->upload_ = PinnedBuffer<uint8_t>(block);
@@ -240,7 +240,8 @@ absl::StatusOr<std::vector<SuiteRunResult>> GpuRegionCheck::Finish() {
     const int64_t* c = on_device_ ? counts.data() + 2 * per_impl * i : nullptr;
     if (c != nullptr && std::all_of(c, c + 2 * per_impl, [](int64_t v) { return v == 0; })) continue;
     // Only the differing regions come down; the others are the reference's cells (counted equal).
-    const MirrorPlan mirror = PlanMirror(regions, p.outs[i], mirror_.get(), c);
+    const MirrorPlan mirror =
+        PlanMirror(regions, p.outs[i], mirror_.get(), p.impls[i].info().traits, suite.consts(), c);
     for (const MirrorCopy& m : mirror.copies) {
       CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(m.dst, m.src, m.bytes, cudaMemcpyDeviceToHost, s));
       stats_.bytes_down += m.bytes;

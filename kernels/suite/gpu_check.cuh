@@ -1,5 +1,5 @@
 // The GPU executor's check of a staged step after its implementations ran (never inside a timed
-// region): the same SuiteRunResult per implementation as GpuSuite::Download, which downloads
+// region): the same SuiteRunResult per implementation as the whole-buffer check (tests/common/whole_buffer_check.cuh), which downloads
 // every whole output buffer (about 42 MB per implementation at a 16k capacity), at the cost of
 // the step's defined regions:
 //   1. download the device truth of the step's inputs (step-sized) into pinned memory;

@@ -68,6 +68,10 @@ uint64_t MaxRegionCheckBytes(const SuiteLayout& layout) {
   return SatAdd(GpuSuiteOutputSetBytes(layout), kMaxSuiteRegions * kCheckPackAlign);
 }
 
+uint64_t MaxWantPackBytes(const SuiteLayout& layout) {
+  return SatAdd(SatMul(2, GpuSuiteOutputSetBytes(layout)), kMaxSuiteRegions * kCheckPackAlign);
+}
+
 RegionSpan SpanOf(const SuiteRegion& r) {
   RegionSpan s;
   s.first = r.got_offset;
@@ -109,11 +113,12 @@ std::vector<RegionCompareTask> PlanCompareTasks(const std::vector<SuiteRegion>& 
 }
 
 MirrorPlan PlanMirror(const std::vector<SuiteRegion>& regions, const SuiteOutputs& src, uint8_t* mirror,
-                      const int64_t* counts) {
+                      const ImplTraits& traits, const ModelConsts& consts, const int64_t* counts) {
   // The arena holds each buffer a region reads from its cell 0 to the last cell any of its
   // regions reads, so an offset into the buffer is the same offset into the mirror's.
   std::map<const void*, int64_t> end_bytes;
   for (const SuiteRegion& r : regions) {
+    if (!RegionApplies(r, traits, consts)) continue;
     const RegionSpan s = SpanOf(r);
     int64_t& end = end_bytes[RegionBuffer(r, src)];
     end = std::max(end, (s.first + s.count) * ElemBytes(r));
@@ -135,6 +140,7 @@ MirrorPlan PlanMirror(const std::vector<SuiteRegion>& regions, const SuiteOutput
       *p = reinterpret_cast<int32_t*>(mirror);
   for (size_t i = 0; i < regions.size(); ++i) {
     const SuiteRegion& r = regions[i];
+    if (!RegionApplies(r, traits, consts)) continue;
     const void* buffer = RegionBuffer(r, src);
     uint8_t* host = host_of[buffer];
     SetRegionBuffer(r, v, host);

@@ -37,9 +37,14 @@ WantPack PlanWantPack(const std::vector<SuiteRegion>& regions);
 // Writes the packed cells into dst[0, pack.bytes).
 void WriteWantPack(const std::vector<SuiteRegion>& regions, const WantPack& pack, uint8_t* dst);
 
-// [bytes] bound on a want pack and on a host mirror of any step of `layout`: a region's cells
-// never exceed its buffer, so one implementation's output set plus the alignment of each block.
+// [bytes] bound on a host mirror of any step of `layout`: the mirror holds each buffer a region
+// reads once, so one implementation's output set plus the alignment of each block.
 uint64_t MaxRegionCheckBytes(const SuiteLayout& layout);
+// [bytes] bound on a want pack of any step of `layout`: a region's cells never exceed its buffer,
+// and a buffer is read by at most two regions (DeepSeek-V4's indexer fields, one region for each
+// indexer path: the native one of (a) and (b), the varlen one of (c)), so two output sets plus the
+// alignment of each block.
+uint64_t MaxWantPackBytes(const SuiteLayout& layout);
 
 // [elements] of a region's buffer that CompareSuite reads: [first, first + count).
 struct RegionSpan {
@@ -60,7 +65,10 @@ std::vector<RegionCompareTask> PlanCompareTasks(const std::vector<SuiteRegion>& 
 
 // Copies of the regions' spans from `src` (an implementation's buffers) into a host arena at
 // `mirror` (at least MaxRegionCheckBytes), and the SuiteOutputs that CompareSuite reads there.
-// Buffers no region reads point at the arena's base (never read). With `counts` (the device
+// Buffers no region reads point at the arena's base (never read). Only the regions the
+// implementation defines (RegionApplies under `traits` and `consts`) are mirrored: a region of
+// the other indexer path reads the same buffer, and its reference cells must not be written over
+// the ones this implementation's compare reads. With `counts` (the device
 // compare's, 2 per region), a region whose counts are both zero is not downloaded: its cells
 // equal the reference's, which WriteMirrorFills writes in its place (row by row at the buffer's
 // stride), so CompareSuite finds on the mirror exactly what it finds on the device's buffers.
@@ -76,7 +84,7 @@ struct MirrorPlan {
   SuiteOutputs view;
 };
 MirrorPlan PlanMirror(const std::vector<SuiteRegion>& regions, const SuiteOutputs& src, uint8_t* mirror,
-                      const int64_t* counts = nullptr);
+                      const ImplTraits& traits, const ModelConsts& consts, const int64_t* counts = nullptr);
 void WriteMirrorFills(const std::vector<SuiteRegion>& regions, const MirrorPlan& plan);
 
 // Differing cells by "builder.field" ("builder.field_padding" for the padding columns), zero

@@ -82,6 +82,10 @@ uint64_t GpuSuiteOutputSetBytes(const SuiteLayout& l) {
   const uint64_t rows = std::max<uint64_t>(static_cast<uint64_t>(std::max(l.prefill_rows, 0)), 1);
   bytes = SatAdd(bytes, 4 * std::max<uint64_t>(static_cast<uint64_t>(std::max(l.max_reqs, 0)), 1));
   bytes = SatAdd(bytes, SatMul(2 * 4, SatAdd(SatAdd(cu, rows), SatMul(2, cap))));
+  // DeepSeek-V4 (c128a_stride > 0): C128A's decode and prefill top-k rows int32 [cap, c128a_stride]
+  // and its decode lengths int32 [cap].
+  const uint64_t c128a = static_cast<uint64_t>(std::max(l.c128a_stride, 0));
+  if (c128a > 0) bytes = SatAdd(bytes, SatAdd(SatMul(2 * 4, cap, c128a), SatMul(4, cap)));
   // Prefill segments: seg_qsl [seg + 1], seg_seq_lens [max(seg, 1)], seg_count [2] (count, max
   // query len).
   return SatAdd(bytes, 4 * (seg + 1) + 4 * std::max<uint64_t>(seg, 1) + 8);
@@ -150,6 +154,8 @@ absl::StatusOr<GpuMemoryPlan> PlanGpuSuiteMemory(const GpuSuiteCapacity& c, cons
   layout.arange_len = std::max(c.max_tokens, consts.swa_window);
   layout.prefill_cu_len = PrefillChunkCuBound(c.max_reqs, c.max_tokens);
   layout.prefill_rows = static_cast<int32_t>(std::min<int64_t>(4 * int64_t{c.max_tokens}, std::numeric_limits<int32_t>::max()));
+  if (consts.model == ModelKind::kV4)  // C128A's row width, as MakeSuiteLayout sizes it
+    layout.c128a_stride = C128aWidth(consts, int64_t{std::max(c.max_bt_stride, 1)} * consts.mla_block_size);
   const GpuSuiteInputLayout in = MakeGpuSuiteInputLayout(c);
   const uint64_t reqs = static_cast<uint64_t>(c.max_reqs);
   GpuMemoryPlan plan;

@@ -19,12 +19,11 @@
 //                       with cudaGraphExecUpdate when the topology allows, re-instantiating
 //                       otherwise.
 //   Replay(impl)        launches the graph of the staged key.
-//   Download(impl)      synchronizes, downloads the device inputs (the truth, including any
-//                       in-place rewrite) and the impl's whole output buffers, and compares them
-//                       exactly with the reference: the same SuiteRunResult as CpuSuite::Run. Never
-//                       inside a timed region. The GPU executor checks with GpuRegionCheck instead
-//                       (kernels/suite/gpu_check.cuh: the defined regions only, compared on the
-//                       device); this is the old path its tests compare it with.
+//   DownloadImage(impl) synchronizes and downloads the impl's whole output buffers (the tests'
+//                       whole-buffer oracle compares them, tests/common/whole_buffer_check.cuh).
+//                       Never inside a timed region. The GPU executor and `bench` check with
+//                       GpuRegionCheck (kernels/suite/gpu_check.cuh: the defined regions only,
+//                       compared on the device).
 //   OverwriteDeviceQsl  rewrites the device query_start_loc in place (stale-boundary replay tests);
 //                       device_query_start_loc() exposes it to a kernel that rewrites it on the
 //                       suite's stream (the adaptive allocation).
@@ -78,7 +77,6 @@ class GpuSuite {
   // Graph statistics of the staged key (for tests of the update path).
   absl::StatusOr<const SuiteGraph*> Graph(Impl impl) const;
 
-  absl::StatusOr<SuiteRunResult> Download(Impl impl);
   absl::StatusOr<SuiteImage> DownloadImage(Impl impl);
 
   // The staged step for the region check (kernels/suite/gpu_check.cuh): sizes, flags, the host

@@ -1,5 +1,5 @@
-// GpuSuite's whole-buffer download and compare (the old check path, kept for `bench` and the
-// tests that compare it with the GPU executor's region check), what the region check reads, the
+// GpuSuite's whole-buffer download of an implementation's outputs (the tests' whole-buffer
+// oracle, tests/common/whole_buffer_check.cuh, compares it), what the region check reads, the
 // device-qsl rewrite of the stale-boundary tests, and the free-memory pre-flight.
 #include <unistd.h>
 
@@ -24,28 +24,6 @@ absl::StatusOr<SuiteImage> GpuSuite::DownloadImage(Impl impl) {
   SuiteImage im;
   DS_RETURN_IF_ERROR(o->Download(st.layout, im));
   return im;
-}
-
-absl::StatusOr<SuiteRunResult> GpuSuite::Download(Impl impl) {
-  State& st = *d_;
-  if (!st.staged) return absl::FailedPreconditionError("GpuSuite::Download: no step staged");
-  DS_ASSIGN_OR_RETURN(SuiteImage image, DownloadImage(impl));
-  // The device truth as it is now (in-place rewrites included).
-  const BatchSizes& z = st.view.sizes;
-  const size_t R = static_cast<size_t>(z.num_reqs), N = static_cast<size_t>(z.num_tokens);
-  std::vector<int32_t> qsl(R + 1), seq(std::max<size_t>(R, 1)), bt(std::max<size_t>(R * z.bt_stride, 1));
-  std::vector<int64_t> slot(std::max<size_t>(N, 1));
-  CUDA_RETURN_IF_ERROR(cudaMemcpy(qsl.data(), st.dev_qsl(), 4 * (R + 1), cudaMemcpyDeviceToHost));
-  if (R > 0) CUDA_RETURN_IF_ERROR(cudaMemcpy(seq.data(), st.dev_seq(), 4 * R, cudaMemcpyDeviceToHost));
-  if (R * z.bt_stride > 0)
-    CUDA_RETURN_IF_ERROR(cudaMemcpy(bt.data(), st.dev_bt(), 4 * R * z.bt_stride, cudaMemcpyDeviceToHost));
-  if (N > 0) CUDA_RETURN_IF_ERROR(cudaMemcpy(slot.data(), st.dev_slot(), 8 * N, cudaMemcpyDeviceToHost));
-  BatchInputs truth = st.view;
-  truth.device = DeviceBatch{qsl.data(), seq.data(), bt.data(), slot.data()};
-  SuiteRunResult result;
-  result.counters = st.counters[impl.index()];
-  result.mismatches = CompareSuite(impl, truth, st.layout, st.consts, image.View());
-  return result;
 }
 
 absl::Status GpuSuite::OverwriteDeviceQsl(const std::vector<int32_t>& qsl) {

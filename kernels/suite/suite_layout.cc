@@ -91,7 +91,12 @@ size_t SuiteStagingBytes(const SuiteLayout& l) {
   const uint64_t cap = static_cast<uint64_t>(std::max(l.token_capacity, 0));
   const uint64_t reqs = static_cast<uint64_t>(std::max(l.max_reqs, 0));
   const uint64_t seg = static_cast<uint64_t>(std::max(l.max_segments, 0));
-  return 4 * (8 * cap + 4 * reqs + 3 * seg + 3) + 256 * 32;  // < 2^40 for int32 fields: no overflow
+  // The most any state stages in one build: DeepSeek-V4's vllm-0.24 maps tokens on the host for
+  // SWA and the three compressors as int64 (8 bytes a token each) and for both MLA groups as
+  // int32, 40 bytes a token; room for 16 int32 per token and per request, and the alignment of
+  // 64 copies. The CPU backend accounts its copies against the same size (backend.h), so the
+  // emulated tests fail where a GPU build would run out.
+  return 4 * (16 * cap + 16 * reqs + 3 * seg + 3) + 256 * 64;  // < 2^40 for int32 fields: no overflow
 }
 
 // ---------------------------------------------------------------- images

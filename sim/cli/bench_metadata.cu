@@ -57,6 +57,8 @@ absl::StatusOr<MetadataSection> RunMetadata(const BenchConfig& cfg, std::FILE* p
   DS_ASSIGN_OR_RETURN(std::unique_ptr<GpuSuite> suite,
                       GpuSuite::Create(CapacityForBatches(batches), ModelConstsFor(cfg.model),
                                        static_cast<int>(cfg.impls.size())));
+  DS_ASSIGN_OR_RETURN(std::unique_ptr<GpuRegionCheck> check,
+                      GpuRegionCheck::Create(suite->layout(), CapacityForBatches(batches), 1));
   timing::TimingOptions opt;
   opt.reps = cfg.reps;
   opt.stopping = cfg.Stopping();
@@ -85,7 +87,7 @@ absl::StatusOr<MetadataSection> RunMetadata(const BenchConfig& cfg, std::FILE* p
         }
       }
       DS_ASSIGN_OR_RETURN(std::vector<MetadataRow> rows,
-                          MeasureBatch(*suite, flusher, opt, b, cfg.impls, /*with_eager=*/true, floors, tracer));
+                          MeasureBatch(*suite, *check, flusher, opt, b, cfg.impls, /*with_eager=*/true, floors, tracer));
       for (MetadataRow& r : rows) out.rows.push_back(std::move(r));
     }
   } catch (const CudaError& e) {

@@ -153,6 +153,8 @@ absl::Status Calibrate(const CalibrateConfig& cfg) {
     }
   DS_ASSIGN_OR_RETURN(std::unique_ptr<GpuSuite> suite,
                       GpuSuite::Create(CapacityForBatches(batches), ModelConsts{}, static_cast<int>(cfg.impls.size())));
+  DS_ASSIGN_OR_RETURN(std::unique_ptr<GpuRegionCheck> check,
+                      GpuRegionCheck::Create(suite->layout(), CapacityForBatches(batches), 1));
   timing::TimingOptions opt;
   opt.reps = cfg.reps;
   opt.warmup = cfg.warmup;
@@ -170,7 +172,7 @@ absl::Status Calibrate(const CalibrateConfig& cfg) {
       const timing::Floors f = timing::MeasureFloors(suite->stream(), flusher, opt);
       floors.push_back({{"case", BenchCaseName(b.seed_case)}, {"batch", batch_of[i]}, {"graph_us", f.graph.median_us}});
       DS_ASSIGN_OR_RETURN(const std::vector<MetadataRow> rows,
-                          MeasureBatch(*suite, flusher, opt, b, cfg.impls, /*with_eager=*/false, f));
+                          MeasureBatch(*suite, *check, flusher, opt, b, cfg.impls, /*with_eager=*/false, f));
       for (const MetadataRow& r : rows) {
         if (r.bug > 0)
           return absl::InternalError(absl::StrFormat("calibrate: %s / %s at batch %d differs from the reference: %s",

@@ -74,9 +74,11 @@ GpuSuiteCapacity CapacityForBatches(const std::vector<CaseBatch>& batches) {
 namespace {
 
 // The row's differing cells by kind and their description ("ok" when none), from `impl`'s
-// outputs on the staged step.
-absl::Status CheckRow(GpuSuite& suite, Impl impl, MetadataRow* row) {
-  DS_ASSIGN_OR_RETURN(const SuiteRunResult result, suite.Download(impl));
+// outputs on the staged step, checked as the GPU executor checks a step (its defined regions,
+// compared on the device with the reference of the device truth).
+absl::Status CheckRow(GpuSuite& suite, GpuRegionCheck& check, Impl impl, MetadataRow* row) {
+  DS_ASSIGN_OR_RETURN(const std::vector<SuiteRunResult> results, check.Check(suite, {impl}));
+  const SuiteRunResult& result = results.front();
   row->stale_host = row->padding_residue = row->bug = 0;
   for (const FieldMismatch& m : result.mismatches) {
     if (m.kind == MismatchKind::kStaleHost) row->stale_host += m.count;
@@ -180,7 +182,7 @@ absl::StatusOr<timing::SampleStats> MeasureCuptiFloor(timing::CuptiGraphTimer& c
       stream, flusher, opt);
 }
 
-absl::StatusOr<std::vector<MetadataRow>> MeasureBatch(GpuSuite& suite, timing::L2Flusher& flusher,
+absl::StatusOr<std::vector<MetadataRow>> MeasureBatch(GpuSuite& suite, GpuRegionCheck& check, timing::L2Flusher& flusher,
                                                       const timing::TimingOptions& opt, const CaseBatch& batch,
                                                       const std::vector<Impl>& impls, bool with_eager,
                                                       const timing::Floors& floors,
@@ -226,7 +228,7 @@ absl::StatusOr<std::vector<MetadataRow>> MeasureBatch(GpuSuite& suite, timing::L
     g.stats = timing::Summarize(*graph_samples);
     SetStop(graph_outcome, &g);
     g.floor_us = floors.graph.median_us;
-    if (absl::Status s = CheckRow(suite, impl, &g); !s.ok()) return fail(impl, "graph", "download and compare", s);
+    if (absl::Status s = CheckRow(suite, check, impl, &g); !s.ok()) return fail(impl, "graph", "download and compare", s);
     if (cupti != nullptr) {
       auto cs = CuptiSamples(
           *cupti, [&] { return GraphCapturable(impl) ? suite.Capture(impl) : suite.CaptureForTiming(impl); },
@@ -251,7 +253,7 @@ absl::StatusOr<std::vector<MetadataRow>> MeasureBatch(GpuSuite& suite, timing::L
     e.counters = suite.last_counters(impl);
     e.launches = e.counters.Launches();
     e.floor_us = floors.eager.median_us;
-    if (absl::Status s = CheckRow(suite, impl, &e); !s.ok()) return fail(impl, "eager", "download and compare", s);
+    if (absl::Status s = CheckRow(suite, check, impl, &e); !s.ok()) return fail(impl, "eager", "download and compare", s);
     rows.push_back(std::move(e));
   }
   return rows;

@@ -10,7 +10,7 @@
 //   method "eager": CUDA events around the suite issued eagerly, started once the flush
 //     completed, so the host's launch latency and host work between launches are inside: what an
 //     eager path costs the GPU's timeline.
-// Every row is also checked (GpuSuite::Download, after the timing): differing cells by kind.
+// Every row is also checked (GpuRegionCheck, after the timing): differing cells by kind.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -21,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "kernels/suite/cases.h"
+#include "kernels/suite/gpu_check.cuh"
 #include "kernels/suite/gpu_suite.cuh"
 #include "kernels/suite/suite.h"
 #include "nlohmann/json.hpp"
@@ -62,10 +63,11 @@ struct MetadataRow {
 GpuSuiteCapacity CapacityForBatches(const std::vector<CaseBatch>& batches);
 
 // Stages `batch` and measures every implementation of `impls` by the graph method, and by the
-// eager method too when `with_eager`. `floors` are the case's floors (copied into the rows).
+// eager method too when `with_eager`; `check` (made for the suite's layout and capacity, one
+// implementation) checks each row's outputs after its samples. `floors` are the case's floors (copied into the rows).
 // The suite's stream is used throughout. With `cupti`, every graph row is also measured by the
 // CUPTI method (the graph re-captured with tracing on, after the event samples and the check).
-absl::StatusOr<std::vector<MetadataRow>> MeasureBatch(GpuSuite& suite, timing::L2Flusher& flusher,
+absl::StatusOr<std::vector<MetadataRow>> MeasureBatch(GpuSuite& suite, GpuRegionCheck& check, timing::L2Flusher& flusher,
                                                       const timing::TimingOptions& opt, const CaseBatch& batch,
                                                       const std::vector<Impl>& impls, bool with_eager,
                                                       const timing::Floors& floors,

@@ -1,6 +1,7 @@
 // The CSV trace formats: Azure, Vidur/Splitwise, BurstGPT (trace_internal.h).
 #include "sim/workload/trace_internal.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -194,6 +195,18 @@ absl::StatusOr<RowKind> ParseCsvRow(TraceFormat format, const Location& loc,
   }
 }
 
+namespace {
+
+// How many of `layout`'s required columns the header holds.
+int RequiredColumnsFound(const CsvLayout& layout, const std::vector<CsvField>& header) {
+  int found = 0;
+  for (const auto& name : layout.required)
+    found += std::any_of(header.begin(), header.end(), [&](const CsvField& f) { return f.text == name; }) ? 1 : 0;
+  return found;
+}
+
+}  // namespace
+
 // The layout with the most required columns in the header, so that a header with a typo in
 // one column is reported as that column missing; an error when no column matches at all.
 absl::StatusOr<TraceFormat> DetectCsv(const Location& loc, absl::string_view line,
@@ -201,13 +214,7 @@ absl::StatusOr<TraceFormat> DetectCsv(const Location& loc, absl::string_view lin
   const CsvLayout* best = nullptr;
   int best_found = 0;
   for (const auto& layout : CsvLayouts()) {
-    int found = 0;
-    for (const auto& name : layout.required)
-      for (const auto& f : header)
-        if (f.text == name) {
-          ++found;
-          break;
-        }
+    const int found = RequiredColumnsFound(layout, header);
     if (found > best_found) {
       best = &layout;
       best_found = found;
@@ -217,13 +224,7 @@ absl::StatusOr<TraceFormat> DetectCsv(const Location& loc, absl::string_view lin
   std::vector<std::string> also;
   for (const auto& layout : CsvLayouts()) {
     if (best == nullptr || &layout == best) continue;
-    int found = 0;
-    for (const auto& name : layout.required)
-      for (const auto& f : header)
-        if (f.text == name) {
-          ++found;
-          break;
-        }
+    const int found = RequiredColumnsFound(layout, header);
     if (found == best_found || found >= std::min<int>(2, static_cast<int>(layout.required.size())))
       also.push_back(absl::StrCat(TraceFormatName(layout.format), " (", found, " of its columns)"));
   }

@@ -34,6 +34,7 @@
 #include "sim/engine/engine.h"
 #include "sim/exec/gpu_executor.cuh"
 #include "sim/model/time_model.h"
+#include "tests/common/whole_buffer_check.cuh"
 #include "tests/common/gpu_test_util.cuh"
 
 namespace dspark::sim {
@@ -187,7 +188,7 @@ TEST(GpuExecutor, AdaptiveRunExactForDeviceImplsStaleForHostImpls) {
 }
 
 // The test oracle of the executor's check: after every step, every implementation's whole
-// output buffers and the device truth downloaded (GpuSuite::Download) and compared on the CPU
+// output buffers and the device truth downloaded (WholeBufferCheck, tests/common/whole_buffer_check.cuh) and compared on the CPU
 // (CompareSuite), then classified and counted as the executor counts: per implementation and
 // kind the differing cells, the steps with one (overall and by case) and the cells by
 // builder.field, the first stale-host divergence, and per (step, implementation) the cells of
@@ -203,7 +204,7 @@ class WholeBufferOracle {
 
   absl::Status Check(const StepPlan& plan, GpuSuite& suite, const std::vector<Impl>& impls) {
     for (Impl impl : impls) {
-      absl::StatusOr<SuiteRunResult> r = suite.Download(impl);
+      absl::StatusOr<SuiteRunResult> r = WholeBufferCheck(suite, impl);
       if (!r.ok()) return r.status();
       Tally& t = tally[impl];
       std::array<int64_t, 3> row{};

@@ -10,6 +10,7 @@
 #include "kernels/suite/impl_registry.h"
 #include "kernels/suite/suite_impls.h"
 #include "tests/fuzz/gpu_layout_lane.cuh"
+#include "tests/common/whole_buffer_check.cuh"
 
 namespace dspark::fuzz {
 
@@ -218,7 +219,7 @@ absl::StatusOr<std::string> GpuLayoutLane::CheckThroughGpuSuite(const CaseBatch&
   for (Impl impl : ImplsOfModel(ModelKind::kV41)) {
     const absl::Status run = suite_->Run(impl);
     if (!run.ok()) return ViolationReport(impl, step, b, {"GpuSuite::Run failed: " + run.ToString()}, {});
-    DS_ASSIGN_OR_RETURN(const SuiteRunResult r, suite_->Download(impl));
+    DS_ASSIGN_OR_RETURN(const SuiteRunResult r, WholeBufferCheck(*suite_, impl));
     std::vector<std::string> violations = ClassificationViolations(impl, b, r.mismatches);
     for (std::string& v : violations) v = "through GpuSuite: " + v;
     if (!violations.empty()) return ViolationReport(impl, step, b, violations, r.mismatches);

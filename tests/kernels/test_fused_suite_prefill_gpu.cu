@@ -17,6 +17,7 @@
 #include "kernels/suite/cases.h"
 #include "kernels/suite/gpu_suite.cuh"
 #include "kernels/suite/suite.h"
+#include "tests/common/whole_buffer_check.cuh"
 #include "tests/common/gpu_suite_capacity.cuh"
 #include "tests/common/gpu_test_util.cuh"
 #include "tests/kernels/prefill_step_util.h"
@@ -93,7 +94,7 @@ TEST(FusedSuitePrefillGpu, PrefillRegionsEqualReferenceEagerAndReplayed) {
           } else {
             ASSERT_TRUE(gpu->Run(Impl::kFusedSuite).ok());
           }
-          const absl::StatusOr<SuiteRunResult> r = gpu->Download(Impl::kFusedSuite);
+          const absl::StatusOr<SuiteRunResult> r = WholeBufferCheck(*gpu, Impl::kFusedSuite);
           ASSERT_TRUE(r.ok()) << r.status();
           // Every region, the prefill metadata included (ImplTraits::writes_prefill_metadata).
           EXPECT_TRUE(r->mismatches.empty()) << DescribeMismatches(r->mismatches);
@@ -146,7 +147,7 @@ TEST(FusedSuitePrefillGpu, ManyPrefillRequestsEqualReferenceEagerAndReplayed) {
       } else {
         ASSERT_TRUE(gpu.Run(Impl::kFusedSuite).ok());
       }
-      const absl::StatusOr<SuiteRunResult> r = gpu.Download(Impl::kFusedSuite);
+      const absl::StatusOr<SuiteRunResult> r = WholeBufferCheck(gpu, Impl::kFusedSuite);
       ASSERT_TRUE(r.ok()) << r.status();
       EXPECT_TRUE(r->mismatches.empty()) << DescribeMismatches(r->mismatches);
       const absl::StatusOr<SuiteImage> image = gpu.DownloadImage(Impl::kFusedSuite);

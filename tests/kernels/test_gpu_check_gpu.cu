@@ -3,10 +3,10 @@
 //     rows, packed prefixes with constant tails, empty and grid-strided tasks, differences in
 //     the high word), exactly what its CPU reference ref::CountRegionMismatches counts;
 //   - GpuRegionCheck (on the device, and by span download) returns for every implementation the
-//     very SuiteRunResult of GpuSuite::Download (whole buffers, the old path) on the eight cases,
+//     very SuiteRunResult of WholeBufferCheck (whole buffers, the old path) on the eight cases,
 //     before and after differences are planted in the device outputs;
 //   - with a hint whose inputs are not the device truth (the qsl rewritten in place), the check
-//     recomputes the reference and still equals GpuSuite::Download;
+//     recomputes the reference and still equals WholeBufferCheck;
 //   - Prepare / Enqueue / Finish and Begin / Finish, with an event wait between them, give
 //     Check's results.
 #include <gtest/gtest.h>
@@ -26,6 +26,7 @@
 #include "kernels/suite/gpu_compare.cuh"
 #include "kernels/suite/gpu_suite.cuh"
 #include "kernels/suite/regions.h"
+#include "tests/common/whole_buffer_check.cuh"
 #include "tests/common/gpu_suite_capacity.cuh"
 #include "tests/common/gpu_test_util.cuh"
 #include "tests/kernels/test_suite_util.h"
@@ -173,7 +174,7 @@ void ExpectAllPathsAgree(Harness& h, const BatchInputs* hint_in, const SuiteRefe
   std::vector<std::string> old;
   std::vector<OpCounters> old_counters;
   for (Impl impl : impls) {
-    absl::StatusOr<SuiteRunResult> r = h.suite->Download(impl);
+    absl::StatusOr<SuiteRunResult> r = WholeBufferCheck(*h.suite, impl);
     ASSERT_TRUE(r.ok()) << r.status();
     old.push_back(DescribeMismatches(r->mismatches));
     old_counters.push_back(r->counters);

@@ -6,7 +6,7 @@
 //   - CompareSuite on the host mirror (only the planned spans copied, every other cell poison)
 //     returns exactly what it returns on the whole buffers, so the spans hold every cell it reads;
 //   - the pack round-trips every reference cell (dense part and constant tail), and pack and
-//     mirror stay within MaxRegionCheckBytes.
+//     mirror stay within MaxWantPackBytes and MaxRegionCheckBytes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -57,12 +57,15 @@ class GpuCheckPlan : public ::testing::TestWithParam<SuiteCaseParam> {};
 
 TEST_P(GpuCheckPlan, ReferenceCountsAndMirrorMatchCompareSuite) {
   const SuiteCaseParam& p = GetParam();
-  const CaseBatch b = MustMake(p.seed_case, p.options);
-  const BatchInputs in = b.Inputs();
-  const ModelConsts consts;
   std::mt19937_64 rng(p.options.seed * 1000003 + static_cast<uint64_t>(p.seed_case));
-  for (Impl impl : ImplsOfModel(ModelKind::kV41)) {
+  for (ModelKind model : {ModelKind::kV41, ModelKind::kV4})
+  for (Impl impl : ImplsOfModel(model)) {
     SCOPED_TRACE(std::string(ImplName(impl)));
+    const ModelConsts consts = ModelConstsFor(model);
+    CaseOptions options = p.options;
+    options.consts = consts;
+    const CaseBatch b = MustMake(p.seed_case, options);
+    const BatchInputs in = b.Inputs();
     CpuSuite suite(consts);
     ASSERT_TRUE(suite.Run(impl, in).ok());
     absl::StatusOr<SuiteImage> image = suite.Image(impl);
@@ -78,7 +81,7 @@ TEST_P(GpuCheckPlan, ReferenceCountsAndMirrorMatchCompareSuite) {
       const std::vector<FieldMismatch> cpu = CompareSuite(impl, in, want, layout, consts, view);
 
       const WantPack pack = PlanWantPack(regions);
-      ASSERT_LE(pack.bytes, MaxRegionCheckBytes(layout));
+      ASSERT_LE(pack.bytes, MaxWantPackBytes(layout));
       std::vector<uint8_t> packed(pack.bytes + 1, 0xEE);
       WriteWantPack(regions, pack, packed.data());
       const std::vector<RegionCompareTask> tasks = PlanCompareTasks(regions, pack, packed.data(), view, impl.info().traits, consts);
@@ -87,7 +90,7 @@ TEST_P(GpuCheckPlan, ReferenceCountsAndMirrorMatchCompareSuite) {
       if (round > 0) EXPECT_FALSE(cpu.empty());
 
       std::vector<uint8_t> arena(MaxRegionCheckBytes(layout), 0x5A);
-      const MirrorPlan mirror = PlanMirror(regions, view, arena.data());
+      const MirrorPlan mirror = PlanMirror(regions, view, arena.data(), impl.info().traits, consts);
       ASSERT_LE(mirror.bytes, arena.size());
       for (const MirrorCopy& c : mirror.copies) std::memcpy(c.dst, c.src, c.bytes);
       EXPECT_EQ(DescribeMismatches(CompareSuite(impl, in, want, layout, consts, mirror.view)),
@@ -96,7 +99,7 @@ TEST_P(GpuCheckPlan, ReferenceCountsAndMirrorMatchCompareSuite) {
 
       // With the counts, equal regions are written from the reference instead of copied.
       std::fill(arena.begin(), arena.end(), 0xA5);
-      const MirrorPlan partial = PlanMirror(regions, view, arena.data(), counts.data());
+      const MirrorPlan partial = PlanMirror(regions, view, arena.data(), impl.info().traits, consts, counts.data());
       EXPECT_EQ(partial.bytes, mirror.bytes);
       for (const MirrorCopy& c : partial.copies) std::memcpy(c.dst, c.src, c.bytes);
       WriteMirrorFills(regions, partial);
@@ -171,8 +174,10 @@ TEST(GpuCheckPlanSpans, TheBoundSaturatesInsteadOfWrapping) {
   l.max_reqs = 1;
   ASSERT_EQ(GpuSuiteOutputSetBytes(l), kBytesOverflow);
   EXPECT_EQ(MaxRegionCheckBytes(l), kBytesOverflow);
+  EXPECT_EQ(MaxWantPackBytes(l), kBytesOverflow);
   l = MakeSuiteLayout(64, 4, 8, ModelConsts{});
   EXPECT_EQ(MaxRegionCheckBytes(l), GpuSuiteOutputSetBytes(l) + kMaxSuiteRegions * kCheckPackAlign);
+  EXPECT_EQ(MaxWantPackBytes(l), 2 * GpuSuiteOutputSetBytes(l) + kMaxSuiteRegions * kCheckPackAlign);
 }
 
 TEST(RegionCompareReference, CountsPaddingColumnsApartAndReadsTheTail) {

@@ -86,7 +86,7 @@ Expected CountBuffers(int32_t T, int32_t R, int32_t S, const ModelConsts& m) {
                  4 * seg + 8 + 4 * r + 2 * 4 * (2 * (r + t) + 4 * t + 2 * t);
   e.input_staging = e.step_inputs + e.block_table;
   e.qsl_staging = 4 * (r + 1);
-  e.staging = 4 * (8 * t + 4 * r + 3 * seg + 3) + 8192;
+  e.staging = 4 * (16 * t + 16 * r + 3 * seg + 3) + 256 * 64;
   return e;
 }
 
@@ -136,8 +136,27 @@ TEST(PlanSmallHandChecked, EightTokensThreeRequestsStrideFive) {
   // (4968 before the indexer's ratio-2 inputs, 8 x 8 + 3 x 4, the second seg_count cell, 4, the
   // non-causal draft rows, 8 x 192 x 4, and the prefill metadata, 3 x 4 + 2 x 4 x (22 + 32 + 16)).
   EXPECT_EQ(plan->device_bytes(), 768u + 60u + 512u + 93336u + 2u * 11764u);
-  // input staging 828, qsl staging 16, staging arena 4 * 91 + 8192.
-  EXPECT_EQ(plan->pinned_bytes(), 828u + 16u + 364u + 8192u);
+  // input staging 828, qsl staging 16, staging arena 4 * (16 x 8 + 16 x 3 + 3 x 4 + 3) + 256 x 64.
+  EXPECT_EQ(plan->pinned_bytes(), 828u + 16u + 764u + 16384u);
+}
+
+// DeepSeek-V4's output set adds C128A's decode and prefill rows int32 [T, w] and its decode
+// lengths [T], w = C128aWidth of a block table S columns wide; the plan sizes them as the suite
+// allocates them (MakeSuiteLayout), and V4.1 has none.
+TEST(PlanDeepSeekV4, CountsC128aRowsAndLengths) {
+  const ModelConsts v4 = ModelConstsFor(ModelKind::kV4);
+  for (const SmallCase& c : {SmallCase{64, 4, 8, 1}, SmallCase{300, 7, 33, 3}}) {
+    const uint64_t t = c.tokens;
+    const uint64_t w = static_cast<uint64_t>(C128aWidth(v4, int64_t{c.stride} * v4.mla_block_size));
+    ASSERT_GT(w, 0u);
+    const SuiteLayout layout = MakeSuiteLayout(c.tokens, c.reqs, c.stride, v4);
+    EXPECT_EQ(GpuSuiteOutputSetBytes(layout), CountBuffers(c.tokens, c.reqs, c.stride, v4).output_set + 2 * 4 * t * w + 4 * t);
+    auto plan = PlanGpuSuiteMemory({c.tokens, c.reqs, c.stride}, v4, c.sets);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_EQ(plan->device.size(), 5u);
+    EXPECT_EQ(plan->device[3].bytes, MaxWorkspaceBytes(layout));
+    EXPECT_EQ(plan->device[4].bytes, static_cast<uint64_t>(c.sets) * GpuSuiteOutputSetBytes(layout));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -15,6 +15,7 @@
 #include "kernels/suite/graph_key.h"
 #include "kernels/suite/metadata_graph.h"
 #include "kernels/suite/suite.h"
+#include "tests/common/whole_buffer_check.cuh"
 #include "tests/common/gpu_suite_capacity.cuh"
 #include "tests/common/gpu_test_util.cuh"
 #include "tests/kernels/test_suite_util.h"
@@ -74,7 +75,7 @@ TEST_P(SuiteGpu, EagerEqualsReferenceWithCpuCounts) {
     SCOPED_TRACE(std::string(ImplName(impl)) + " on " + b.name);
     const absl::Status run = gpu->Run(impl);
     ASSERT_TRUE(run.ok()) << run;
-    const absl::StatusOr<SuiteRunResult> r = gpu->Download(impl);
+    const absl::StatusOr<SuiteRunResult> r = WholeBufferCheck(*gpu, impl);
     ASSERT_TRUE(r.ok()) << r.status();
     ExpectClassified(impl, b, r->mismatches);
     ExpectSameCounts(r->counters, CpuCounts(impl, b), b.name);
@@ -103,7 +104,7 @@ TEST_P(SuiteGpu, GraphNodesEqualCountedLaunchesAndReplayIsExact) {
     EXPECT_EQ(nodes->other, 0u);
     if (impl == Impl::kFusedSuite) EXPECT_EQ(nodes->total, 1u);
     ASSERT_TRUE(gpu->Replay(impl).ok());
-    const absl::StatusOr<SuiteRunResult> r = gpu->Download(impl);
+    const absl::StatusOr<SuiteRunResult> r = WholeBufferCheck(*gpu, impl);
     ASSERT_TRUE(r.ok()) << r.status();
     ExpectClassified(impl, b, r->mismatches);
   }
@@ -135,7 +136,7 @@ TEST_P(SuiteGpuReplay, FollowsDeviceBoundariesRewrittenInPlace) {
   for (Impl impl : capturable) {
     ASSERT_TRUE(gpu->Capture(impl).ok());
     ASSERT_TRUE(gpu->Replay(impl).ok());
-    const absl::StatusOr<SuiteRunResult> r = gpu->Download(impl);
+    const absl::StatusOr<SuiteRunResult> r = WholeBufferCheck(*gpu, impl);
     ASSERT_TRUE(r.ok()) << r.status();
     ExpectClassified(impl, b, r->mismatches);
   }
@@ -146,7 +147,7 @@ TEST_P(SuiteGpuReplay, FollowsDeviceBoundariesRewrittenInPlace) {
   for (Impl impl : capturable) {
     SCOPED_TRACE(std::string(ImplName(impl)));
     ASSERT_TRUE(gpu->Replay(impl).ok());
-    const absl::StatusOr<SuiteRunResult> r = gpu->Download(impl);  // reference from the new qsl
+    const absl::StatusOr<SuiteRunResult> r = WholeBufferCheck(*gpu, impl);  // reference from the new qsl
     ASSERT_TRUE(r.ok()) << r.status();
     // (c) and (d) follow the device boundaries: no stale-host cell, only (c)'s padding residue.
     EXPECT_FALSE(HasKind(r->mismatches, MismatchKind::kBug)) << DescribeMismatches(r->mismatches);
@@ -158,7 +159,7 @@ TEST_P(SuiteGpuReplay, FollowsDeviceBoundariesRewrittenInPlace) {
 
   for (Impl impl : {Impl::kChain, Impl::kCached}) {
     ASSERT_TRUE(gpu->Run(impl).ok());
-    const absl::StatusOr<SuiteRunResult> r = gpu->Download(impl);
+    const absl::StatusOr<SuiteRunResult> r = WholeBufferCheck(*gpu, impl);
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_TRUE(HasKind(r->mismatches, MismatchKind::kStaleHost)) << ImplName(impl);
     EXPECT_FALSE(HasKind(r->mismatches, MismatchKind::kBug)) << DescribeMismatches(r->mismatches);
@@ -183,7 +184,7 @@ TEST(SuiteGpuFusedSuite, MatchReferenceAcrossSteps) {
       for (Impl impl : {Impl::kFused, Impl::kFusedSuite}) {
         ASSERT_TRUE((seed == 2 ? gpu->Capture(impl) : absl::OkStatus()).ok());
         ASSERT_TRUE((seed == 2 ? gpu->Replay(impl) : gpu->Run(impl)).ok());
-        const absl::StatusOr<SuiteRunResult> r = gpu->Download(impl);
+        const absl::StatusOr<SuiteRunResult> r = WholeBufferCheck(*gpu, impl);
         ASSERT_TRUE(r.ok()) << r.status();
         EXPECT_TRUE(r->mismatches.empty()) << b.name << " " << ImplName(impl) << "\n"
                                            << DescribeMismatches(r->mismatches);
@@ -215,13 +216,13 @@ TEST(SuiteGpuChain, CaptureForTimingReplaysCaptureTimeHostData) {
   ASSERT_TRUE(nodes.ok());
   EXPECT_EQ(static_cast<int64_t>(nodes->total), CpuCounts(Impl::kChain, a).Launches());
   ASSERT_TRUE(gpu->Replay(Impl::kChain).ok());
-  absl::StatusOr<SuiteRunResult> r = gpu->Download(Impl::kChain);
+  absl::StatusOr<SuiteRunResult> r = WholeBufferCheck(*gpu, Impl::kChain);
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->mismatches.empty()) << DescribeMismatches(r->mismatches);
 
   ASSERT_TRUE(gpu->Stage(b.Inputs()).ok());
   ASSERT_TRUE(gpu->Replay(Impl::kChain).ok());  // still step a's host-side data
-  r = gpu->Download(Impl::kChain);
+  r = WholeBufferCheck(*gpu, Impl::kChain);
   ASSERT_TRUE(r.ok());
   // (a) reads only the host split (its mapping); its builders read the device seq_lens and block
   // table like vLLM's. Both steps have the same uniform verification split, so the replayed
@@ -234,7 +235,7 @@ TEST(SuiteGpuChain, CaptureForTimingReplaysCaptureTimeHostData) {
   EXPECT_EQ((*graph)->instantiations() + (*graph)->updates(), 2);
   EXPECT_GE((*graph)->updates(), 1) << "same topology: cudaGraphExecUpdate should take the new capture";
   ASSERT_TRUE(gpu->Replay(Impl::kChain).ok());
-  r = gpu->Download(Impl::kChain);
+  r = WholeBufferCheck(*gpu, Impl::kChain);
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->mismatches.empty()) << DescribeMismatches(r->mismatches);
 }
@@ -266,7 +267,7 @@ TEST(SuiteGpuVllm034, RecordedGraphWithBranchesHoldsTheCountedLaunchesAndReplays
   ASSERT_TRUE(staged.ok()) << staged;
   const absl::Status run = gpu->Run(Impl::kVllm034);  // eager, on the branches
   ASSERT_TRUE(run.ok()) << run;
-  absl::StatusOr<SuiteRunResult> r = gpu->Download(Impl::kVllm034);
+  absl::StatusOr<SuiteRunResult> r = WholeBufferCheck(*gpu, Impl::kVllm034);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(r->mismatches.empty()) << DescribeMismatches(r->mismatches);
   ExpectSameCounts(r->counters, cpu, b.name);
@@ -278,7 +279,7 @@ TEST(SuiteGpuVllm034, RecordedGraphWithBranchesHoldsTheCountedLaunchesAndReplays
   EXPECT_EQ(static_cast<int64_t>(nodes->kernels), cpu.kernels + cpu.fills);
   EXPECT_EQ(nodes->other, 0u);
   ASSERT_TRUE(gpu->Replay(Impl::kVllm034).ok());
-  r = gpu->Download(Impl::kVllm034);
+  r = WholeBufferCheck(*gpu, Impl::kVllm034);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(r->mismatches.empty()) << DescribeMismatches(r->mismatches);
   EXPECT_FALSE(ReplaysRecordedGraph(Impl::kVllm034, MustMake(SeedCase::kAdaptiveVerify, o).Inputs()));
@@ -314,7 +315,7 @@ TEST(SuiteGpuGraphKey, ARealTokenTotalChangeIsANewGraphOnlyForHostTotalReaders) 
         return impl == Impl::kDeviceChain && m.kind == MismatchKind::kPaddingResidue;
       });
     };
-    absl::StatusOr<SuiteRunResult> r = gpu->Download(impl);
+    absl::StatusOr<SuiteRunResult> r = WholeBufferCheck(*gpu, impl);
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_TRUE(exact(r->mismatches)) << DescribeMismatches(r->mismatches);
     ASSERT_TRUE(gpu->Stage(b.Inputs()).ok());
@@ -322,7 +323,7 @@ TEST(SuiteGpuGraphKey, ARealTokenTotalChangeIsANewGraphOnlyForHostTotalReaders) 
     EXPECT_EQ(MakeGraphKey(impl, a.Inputs()) == MakeGraphKey(impl, b.Inputs()), !ReadsHostTotals(impl));
     ASSERT_TRUE(gpu->Capture(impl).ok());  // a no-op when shared
     ASSERT_TRUE(gpu->Replay(impl).ok());
-    r = gpu->Download(impl);
+    r = WholeBufferCheck(*gpu, impl);
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_TRUE(exact(r->mismatches)) << DescribeMismatches(r->mismatches);
   }

@@ -15,6 +15,7 @@
 #include "kernels/suite/cases.h"
 #include "kernels/suite/gpu_suite.cuh"
 #include "kernels/suite/suite.h"
+#include "tests/common/whole_buffer_check.cuh"
 #include "tests/common/gpu_suite_capacity.cuh"
 #include "tests/common/gpu_test_util.cuh"
 #include "tests/kernels/test_suite_util.h"
@@ -58,7 +59,7 @@ TEST(SuiteGpuV4, EveryStateEveryCaseAgreesWithTheReferenceAndTheCpuCounts) {
       for (Impl impl : ImplsOfModel(ModelKind::kV4)) {
         const std::string what = b.name + " seed " + std::to_string(seed) + " " + std::string(ImplName(impl));
         ASSERT_TRUE((*gpu)->Run(impl).ok()) << what;
-        const absl::StatusOr<SuiteRunResult> got = (*gpu)->Download(impl);
+        const absl::StatusOr<SuiteRunResult> got = WholeBufferCheck(**gpu, impl);
         ASSERT_TRUE(got.ok()) << what << ": " << got.status();
         const absl::StatusOr<SuiteRunResult> emulated = cpu.Run(impl, b.Inputs());
         ASSERT_TRUE(emulated.ok()) << what << ": " << emulated.status();

@@ -23,6 +23,31 @@ constexpr size_t kTestScratchBytes = size_t{8} << 20;
 using testing_util::kPoison;
 using testing_util::MappingCase;
 
+// ---------------------------------------------------------------- the emulated staging arena
+
+// The CPU backend accounts its host-to-device copies against the GPU's pinned staging arena, with
+// the GPU's 256-byte alignment: a step that fits here fits there, and one that would exhaust it
+// there fails here with ResourceExhausted, until the next ResetStaging.
+TEST(CpuBackendStaging, CopiesAreAccountedAsTheGpuArenaWouldHoldThem) {
+  CpuBackend be(kTestScratchBytes, /*staging_bytes=*/1024);
+  std::vector<int32_t> host(100, 7), dev(100, 0);
+  be.CopyToDevice(dev.data(), host.data(), 400);  // [0, 400)
+  be.CopyToDevice(dev.data(), host.data(), 400);  // [512, 912)
+  EXPECT_TRUE(be.status().ok()) << be.status();
+  EXPECT_EQ(dev[99], 7);
+  dev.assign(100, 0);
+  be.CopyToDevice(dev.data(), host.data(), 4);  // aligned to 1024: past the end
+  EXPECT_EQ(be.status().code(), absl::StatusCode::kResourceExhausted) << be.status();
+  EXPECT_EQ(dev[0], 0) << "a copy that does not fit must not land";
+  EXPECT_EQ(be.counters().h2d_copies, 3);
+
+  CpuBackend fresh(kTestScratchBytes, /*staging_bytes=*/512);
+  fresh.CopyToDevice(dev.data(), host.data(), 400);
+  fresh.ResetStaging();
+  fresh.CopyToDevice(dev.data(), host.data(), 400);
+  EXPECT_TRUE(fresh.status().ok()) << fresh.status();
+}
+
 // ---------------------------------------------------------------- generic ops, one at a time
 
 class ScanSize : public ::testing::TestWithParam<int32_t> {};

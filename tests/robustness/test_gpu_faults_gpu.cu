@@ -167,10 +167,11 @@ struct EngineRun {
   int64_t engine_steps = 0;
 };
 
-// A small adaptive workload through the executor.
+// A small adaptive workload through the executor (KV blocks of the executor's model).
 EngineRun RunSmall(GpuExecutorOptions o) {
   EngineRun run;
   SchedulerConfig sc;
+  sc.block_size = o.consts.mla_block_size;
   sc.max_num_seqs = 8;
   sc.max_num_batched_tokens = 2048;
   sc.max_model_len = 4096;
@@ -221,6 +222,24 @@ TEST(GpuFaults, ThePlanIsExactlyWhatTheExecutorAllocates) {
 }
 
 // The flush's size in the plan (no device needed): the L2 once, and no buffer with a warm L2.
+// DeepSeek-V4's states on its own layout (256-token blocks, C128A's buffers, both indexer paths
+// regions in the check's reference pack): the plan still holds exactly what is allocated, and
+// every step's device check agrees with the CPU compare of its downloaded spans.
+TEST(GpuFaults, ThePlanIsExactlyWhatTheExecutorAllocatesOnDeepSeekV4) {
+  DS_REQUIRE_GPU();
+  GpuExecutorOptions o;
+  o.consts = ModelConstsFor(ModelKind::kV4);
+  o.impls = ImplsOfModel(ModelKind::kV4);
+  EngineRun run = RunSmall(o);
+  ASSERT_TRUE(run.status.ok()) << run.status;
+  ASSERT_NE(run.executor, nullptr);
+  for (Impl impl : ImplsOfModel(ModelKind::kV4)) {
+    ASSERT_GT(run.executor->stats(impl).check.steps, 0) << ImplName(impl);
+    EXPECT_EQ(run.executor->stats(impl).check.cells[static_cast<int>(MismatchKind::kBug)], 0) << ImplName(impl);
+  }
+  EXPECT_EQ(run.executor->device_bytes(), run.executor->memory_plan().device_bytes());
+}
+
 TEST(GpuExecutorPlan, TheFlushIsTheL2Once) {
   GpuExecutorOptions o;
   o.impls = {Impl::kFusedSuite};
