@@ -13,7 +13,8 @@
 #
 # The dumped run is a DeepSeek-V4 run (`run --model v4`: 256-token KV blocks, the V4 states); its
 # index.json names the model, and `dspark-sim step --model v4` gives ours (one process per step,
-# --ours-from-sim). DSPARK_ORACLE_STEPS (default 1000) caps the dump.
+# --ours-from-sim). DSPARK_ORACLE_STEPS (default 1000) caps the dump; every DSPARK_ORACLE_PROFILE_EVERY-th
+# dumped step (default 10) has its launches counted by the profiler and compared with ours.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,7 +58,7 @@ one_release() {  # release impl: seed cases, then the oracle over them and the d
   done
   python3 scripts/oracle/vllm_oracle.py --release "$v" --model v4 --device "${DSPARK_ORACLE_DEVICE:-cuda}" \
     --impl "$impl" --sim "$SIM" --ours-from-sim --no-timing --steps "$work/seed-$impl"/*.json \
-    --dump "$work/azure" --profile-every 25 --out "$OUT/oracle-v4-$v.json" >"$OUT/oracle-v4-$v.log" 2>&1
+    --dump "$work/azure" --profile-every "${DSPARK_ORACLE_PROFILE_EVERY:-10}" --out "$OUT/oracle-v4-$v.json" >"$OUT/oracle-v4-$v.log" 2>&1
 }
 rc=0
 pids=()

@@ -60,8 +60,7 @@ DSPARK_REGISTER_IMPL(vllm_0_24, ::dspark::RunVllm024, [] {
   i.vllm_release = "0.24.0 (0.20.0-0.24.0)";
   ::dspark::vllm_ops::HostMappedV4State(i);
   // Estimated costs (EstimatedV4Costs); per-token and host terms as vllm-pre47474's.
-  // That bench ran before the int64 token maps were modelled (4 launches fewer at decode).
-  ::dspark::vllm_ops::EstimatedV4Costs(i, {116.0, 136.5, 116.1, 63.7, 64.0, 69.1, 64.3, 64.9},
+  ::dspark::vllm_ops::EstimatedV4Costs(i, {125.1, 145.9, 125.8, 67.9, 68.7, 73.9, 69.2, 69.0},
                                         {34, 49, 44, 37, 37, 42, 37, 37}, 0.009, 0.0, 0.0);
   return i;
 })

@@ -42,7 +42,7 @@ DSPARK_REGISTER_IMPL(vllm_0_27, ::dspark::RunVllm027, [] {
   i.vllm_release = "0.27.1 (0.25.0-0.27.1)";
   ::dspark::vllm_ops::HostMappedV4State(i);
   // Estimated costs (EstimatedV4Costs); per-token and host terms as vllm-47474's.
-  ::dspark::vllm_ops::EstimatedV4Costs(i, {116.7, 137.0, 116.4, 60.8, 62.8, 72.3, 68.2, 67.7},
+  ::dspark::vllm_ops::EstimatedV4Costs(i, {116.4, 136.5, 125.9, 61.2, 62.5, 72.7, 67.6, 67.6},
                                         {28, 43, 44, 31, 31, 42, 37, 37}, 0.008, 60.0, 0.3);
   return i;
 })

@@ -45,7 +45,7 @@ DSPARK_REGISTER_IMPL(vllm_0_29, ::dspark::RunVllm029, [] {
   i.traits.reads_host_totals = true;
   i.traits.old_indexer_chain = true;
   // Estimated costs (EstimatedV4Costs); per-token and host terms as vllm-pre56562's.
-  ::dspark::vllm_ops::EstimatedV4Costs(i, {143.2, 137.8, 144.3, 128.3, 112.1, 119.1, 120.2, 121.4},
+  ::dspark::vllm_ops::EstimatedV4Costs(i, {143.0, 137.3, 143.2, 128.6, 111.6, 118.1, 119.5, 121.1},
                                         {70, 85, 106, 93, 93, 102, 102, 102}, 0.006, 30.0, 0.05);
   return i;
 })

@@ -137,7 +137,35 @@ class ReleaseSuiteV4(ReleaseSuite):
         return a
 
     def time_suite(self, step, reps: int = 20) -> dict:
-        raise NotImplementedError("timing of the V4 suite is not built yet")
+        """The release's DeepSeek-V4 builders on one step as run() builds them (SWA, MLA C4A and
+        C128A, three compressors, the indexer, each KV-cache group on its own copy of the step's
+        metadata), without reading any output back; timed as ReleaseSuite.time_eager says."""
+        base = self.common(step)
+        base.max_seq_len = int(step.host["seq_lens"].max()) if step.sizes["num_reqs"] else 0
+        self._indexer_block_table(step)
+
+        def group_cm():
+            cm = copy.copy(base)
+            cm._token_to_req_indices_cache = None
+            return cm
+
+        def suite():
+            self.swa.build(0, group_cm())
+            for b in (*self.mla, *self.compressors, self.indexer[0]):
+                b.build(0, group_cm())
+
+        return self.time_eager(suite, reps)
+
+    def _indexer_block_table(self, step) -> None:
+        # The runner's block table is as wide as expanded_block_table_buffer (max blocks per
+        # request); here each step's table is its own width, so the buffer follows it (one
+        # persistent buffer per width).
+        W = max(step.sizes["bt_width"], 1)
+        if not hasattr(self, "_ebt"):
+            self._ebt = {}
+        if W not in self._ebt:
+            self._ebt[W] = self.torch.zeros((self.capacity, W), dtype=self.torch.int32, device=self.device)
+        self.indexer[0].expanded_block_table_buffer = self._ebt[W]
 
     def run(self, step, profile=None):
         t = self.torch
@@ -185,15 +213,7 @@ class ReleaseSuiteV4(ReleaseSuite):
             cm = group_cm()
             call(MAPPING_GROUPS[3 + k], lambda: b.build(0, cm))
         b = self.indexer[0]
-        # The runner's block table is as wide as expanded_block_table_buffer (max blocks per
-        # request); here each step's table is its own width, so the buffer follows it (one
-        # persistent buffer per width).
-        W = max(z["bt_width"], 1)
-        if not hasattr(self, "_ebt"):
-            self._ebt = {}
-        if W not in self._ebt:
-            self._ebt[W] = t.zeros((self.capacity, W), dtype=t.int32, device=self.device)
-        b.expanded_block_table_buffer = self._ebt[W]
+        self._indexer_block_table(step)
         cm = group_cm()
         md = call("indexer_c4", lambda: b.build(0, cm))
         pre = "indexer_c4."

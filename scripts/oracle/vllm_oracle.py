@@ -44,6 +44,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from typing import Optional
 
 import numpy as np
 
@@ -123,6 +124,8 @@ class Step:
     ours_source: str = ""
     adaptive_run: bool = False  # built by a process with adaptive verification on
     profile: bool = True  # count this step's launches (on a GPU)
+    ours_launches: Optional[int] = None  # what our implementation issued on this step (its report)
+    ours_graph_launches: int = 0  # of them, graph launches (vllm-0.34's recorded builds)
 
 
 # The builders of one V4.1 layer group, in the order it runs them (the token map is the first
@@ -172,6 +175,7 @@ def step_from_result(result: dict, impl: str, name: str) -> Step:
         raise ValueError(f"{name}: the report holds no outputs of implementation '{impl}' "
                          f"(it has {sorted(impls)}); rerun `dspark-sim step --impl {impl} --out`")
     ours = {k: _field_array(v) for k, v in impls[impl]["outputs"].items()}
+    launches = impls[impl].get("launches")
     return Step(
         name=name, sizes=sizes, consts=consts, causal=bool(s.get("causal", True)),
         host_view_stale=bool(result.get("host_view_stale", False)),
@@ -180,6 +184,8 @@ def step_from_result(result: dict, impl: str, name: str) -> Step:
         host={"query_start_loc": _arr(host.get("query_start_loc", s["query_start_loc"])),
               "seq_lens": _arr(host.get("seq_lens", s["seq_lens"]))},
         ours=ours, ours_source=f"dspark-sim step, impl {impl}",
+        ours_launches=int(launches) if launches is not None else None,
+        ours_graph_launches=int(impls[impl].get("graph_launches", 0) or 0),
         adaptive_run="adaptive" in str(s.get("name", "")))
 
 
@@ -253,6 +259,7 @@ def ours_from_sim(sim: str, impl: str, step: Step, entry: dict) -> None:
             result = json.load(f)
     fresh = step_from_result(result, impl, step.name)
     step.ours = fresh.ours
+    step.ours_launches, step.ours_graph_launches = fresh.ours_launches, fresh.ours_graph_launches
     step.hostref = {k: v for k, v in step.hostref.items()}
     step.ours_source = f"dspark-sim step, impl {impl}"
 
@@ -479,8 +486,22 @@ class ReleaseSuite:
         records uniform decode builds in graphs, not modelled here), cold L2 (a 256 MiB buffer is
         rewritten before each rep, as bench does), CUDA events; the floor is an empty event pair.
         Host time of the Python builders is inside the interval, as in vLLM."""
-        t = self.torch
         base = self.common(step)
+
+        def suite():
+            cm = dataclasses.replace(base, _token_to_req_indices_cache=None, _num_computed_tokens_cache=None)
+            if self.swa is None:
+                cm.token_to_req_indices(self.t2r_buffer)
+            for b in (self.swa, self.mla_r2, self.ring, *self.indexer):
+                if b is not None:
+                    b.build(0, cm)
+
+        return self.time_eager(suite, reps)
+
+    def time_eager(self, suite, reps: int) -> dict:
+        """suite() timed as time_suite says: a warm-up, then `reps` runs each after a 256 MiB
+        rewrite (cold L2), between CUDA events; the floor is an empty event pair."""
+        t = self.torch
         flush = t.empty(256 << 20, dtype=t.uint8, device=self.device)
 
         def once(fn):
@@ -492,14 +513,6 @@ class ReleaseSuite:
             b.record()
             b.synchronize()
             return a.elapsed_time(b) * 1000.0
-
-        def suite():
-            cm = dataclasses.replace(base, _token_to_req_indices_cache=None, _num_computed_tokens_cache=None)
-            if self.swa is None:
-                cm.token_to_req_indices(self.t2r_buffer)
-            for b in (self.swa, self.mla_r2, self.ring, *self.indexer):
-                if b is not None:
-                    b.build(0, cm)
 
         suite()  # warm-up: Triton compilation stays out
         us = sorted(once(suite) for _ in range(reps))
@@ -714,12 +727,24 @@ def our_launches(sim: str, impl: str, model: str = "v4.1") -> dict:
 
 def compare_launches(ours: dict, per_step: list) -> dict:
     """Our launches per seed case (verify --json) beside the release's profiled count for the same
-    case (a step report named CASE.json)."""
+    case (a step report named CASE.json); and, under "dumped_steps", every profiled dumped step
+    whose report gave our launches (--ours-from-sim) beside the release's count of that step."""
     seed = ours.get("seed_cases", {}) if isinstance(ours, dict) else {}
     mine = next(iter(seed.values()), {}) if len(seed) == 1 else {}
     rows = {}
+    dumped = {"profiled": 0, "equal": 0, "unequal": []}
     for row in per_step:
         case = row["step"][:-5] if row["step"].endswith(".json") else None
+        if case is None and "release_launches" in row and "ours_launches" in row:
+            release = row["release_launches"]["total"]
+            # a recorded graph's build has one launch more: the second branch's token map
+            want = release + 1 if row.get("ours_graph_launches") else release
+            dumped["profiled"] += 1
+            if row["ours_launches"] == want:
+                dumped["equal"] += 1
+            elif len(dumped["unequal"]) < 20:
+                dumped["unequal"].append({"step": row["step"], "ours": row["ours_launches"], "release": release,
+                                          "release_by_builder": row["release_launches"]})
         if case is None or "release_launches" not in row:
             continue
         ours_case = mine.get(case, {})
@@ -735,6 +760,8 @@ def compare_launches(ours: dict, per_step: list) -> dict:
                                "equal": ours_n == row["release_launches"]["total"] + 1,
                                "note": "recorded graph: ours = the release's eager launches + the second "
                                        "branch's token map (AttnMetadataCudaGraphs itself is not run)"})
+    if dumped["profiled"]:
+        rows["dumped_steps"] = dumped
     return rows
 
 
@@ -879,6 +906,10 @@ def main(argv=None) -> int:
             deepgemm = 2 * sum(1 for k in ("r1", "r2", "c4") if f"indexer_{k}.decode_lens" in got)
             row["release_launches"] = {**launches, "deepgemm": deepgemm,
                                        "total": sum(launches.values()) + deepgemm}
+            if step.ours_launches is not None:
+                row["ours_launches"] = step.ours_launches
+                if step.ours_graph_launches:
+                    row["ours_graph_launches"] = step.ours_graph_launches
         per_step.append(row)
 
     kinds: dict = {}
