@@ -66,6 +66,18 @@ template <typename K>
 struct HasElement2<K, decltype(static_cast<void>(std::declval<const K&>().Element2(int32_t{0}, int32_t{0}, int32_t{0})),
                                static_cast<void>(std::declval<const K&>().cols))> : std::true_type {};
 
+// The members every 2-D elementwise kernel over [rows, cols] shares (one phase, no shared memory,
+// a thread per element, Element(i) by row and column): the kernel declares `rows` and `cols` and
+// its Element2, and opens its body with this line. Member functions only, so the kernel stays an
+// aggregate (brace-initialised by its fields alone).
+#define DS_ELEMENTWISE_2D_KERNEL                                                           \
+  static constexpr int kPhases = 1;                                                       \
+  using Shared = NoShared;                                                                \
+  LaunchShape Shape() const { return ElementwiseShape(rows * cols); }                     \
+  DS_HD int32_t Elements() const { return rows * cols; }                                  \
+  DS_HD void Element(int32_t i) const { Element2(i, i / cols, i % cols); }                \
+  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
+
 // An elementwise kernel may also give the emulator a row loop over its first n elements, in the
 // element order (row-major), e.g. a row copy:
 //   void CpuElements(int64_t n) const;   // host only

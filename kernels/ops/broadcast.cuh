@@ -36,8 +36,7 @@ struct View2D {
 
 // out[i, j] = a(i, j) op b(i, j), out contiguous [rows, cols]. A 1-D op is rows = n, cols = 1.
 struct Binary2DKernel {
-  static constexpr int kPhases = 1;
-  using Shared = NoShared;
+  DS_ELEMENTWISE_2D_KERNEL
   View2D a;
   View2D b;
   int32_t* out;   // [rows, cols]; may alias an operand read at the same element
@@ -45,19 +44,14 @@ struct Binary2DKernel {
   int32_t cols;   // [elements]
   BinaryOp op;
 
-  LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
-  DS_HD int32_t Elements() const { return rows * cols; }
-  DS_HD void Element(int32_t i) const { Element2(i, i / cols, i % cols); }
   DS_HD void Element2(int32_t i, int32_t row, int32_t col) const {
     out[i] = ApplyBinary(op, a.At(row, col), b.At(row, col));
   }
-  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
 
 // torch.where(mask, a, b) on int32, all operands broadcast views, out contiguous [rows, cols].
 struct Where2DKernel {
-  static constexpr int kPhases = 1;
-  using Shared = NoShared;
+  DS_ELEMENTWISE_2D_KERNEL
   View2D mask;
   View2D a;
   View2D b;
@@ -65,13 +59,9 @@ struct Where2DKernel {
   int32_t rows;  // [elements]
   int32_t cols;  // [elements]
 
-  LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
-  DS_HD int32_t Elements() const { return rows * cols; }
-  DS_HD void Element(int32_t i) const { Element2(i, i / cols, i % cols); }
   DS_HD void Element2(int32_t i, int32_t row, int32_t col) const {
     out[i] = mask.At(row, col) != 0 ? a.At(row, col) : b.At(row, col);
   }
-  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
 
 }  // namespace dspark::ops

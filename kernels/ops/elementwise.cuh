@@ -157,40 +157,30 @@ struct GeInt64ScalarKernel {
 
 // tensor.clamp_(min=0) of a strided [rows, cols] int32 tensor, in place.
 struct ClampMinZero2DKernel {
-  static constexpr int kPhases = 1;
-  using Shared = NoShared;
+  DS_ELEMENTWISE_2D_KERNEL
   int32_t* x;      // [rows, stride]
   int32_t stride;  // [int32]
   int32_t rows;    // [rows]
   int32_t cols;    // [int32]
 
-  LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
-  DS_HD int32_t Elements() const { return rows * cols; }
-  DS_HD void Element(int32_t i) const { Element2(i, i / cols, i % cols); }
   DS_HD void Element2(int32_t /*i*/, int32_t row, int32_t col) const {
     int32_t& v = x[static_cast<int64_t>(row) * stride + col];
     v = v < 0 ? 0 : v;
   }
-  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
 
 // t[:rows, :cols] = value on a row-strided tensor (one elementwise kernel, not a memset).
 struct Fill2DKernel {
-  static constexpr int kPhases = 1;
-  using Shared = NoShared;
+  DS_ELEMENTWISE_2D_KERNEL
   int32_t* dst;    // [rows, stride]
   int32_t stride;  // [int32]
   int32_t rows;    // [rows]
   int32_t cols;    // [int32]
   int32_t value;
 
-  LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
-  DS_HD int32_t Elements() const { return rows * cols; }
-  DS_HD void Element(int32_t i) const { Element2(i, i / cols, i % cols); }
   DS_HD void Element2(int32_t /*i*/, int32_t row, int32_t col) const {
     dst[static_cast<int64_t>(row) * stride + col] = value;
   }
-  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
 
 // t[a:b, col] = value on a row-strided tensor: a fill over a strided view is one elementwise
@@ -212,8 +202,7 @@ struct FillStridedKernel {
 // dst[:rows, :cols].copy_(src) between row-strided tensors: the elementwise copy kernel PyTorch
 // launches when either side is not contiguous (a cudaMemcpy cannot express the strides).
 struct Copy2DKernel {
-  static constexpr int kPhases = 1;
-  using Shared = NoShared;
+  DS_ELEMENTWISE_2D_KERNEL
   const int32_t* src;  // [rows, src_stride]
   int32_t src_stride;  // [int32]
   int32_t* dst;        // [rows, dst_stride]
@@ -221,13 +210,9 @@ struct Copy2DKernel {
   int32_t rows;        // [rows]
   int32_t cols;        // [int32]
 
-  LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
-  DS_HD int32_t Elements() const { return rows * cols; }
-  DS_HD void Element(int32_t i) const { Element2(i, i / cols, i % cols); }
   DS_HD void Element2(int32_t /*i*/, int32_t row, int32_t col) const {
     dst[row * dst_stride + col] = src[row * src_stride + col];
   }
-  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
   // CPU path: elements [0, n) row by row, each row one loop (the same stores in the same order).
   void CpuElements(int64_t n) const {
     for (int64_t row = 0, left = n; left > 0; ++row, left -= cols) {

@@ -38,8 +38,7 @@ struct GatherKernel {
 // `cols` columns. One thread per output element, as PyTorch's index_select kernel. An index
 // outside [0, src_rows) yields a zero row (see GatherKernel).
 struct GatherRowsKernel {
-  static constexpr int kPhases = 1;
-  using Shared = NoShared;
+  DS_ELEMENTWISE_2D_KERNEL
   const int32_t* src;    // [src_rows, src_stride]
   int32_t src_rows;      // [rows]
   int32_t src_stride;    // [int32]
@@ -49,15 +48,11 @@ struct GatherRowsKernel {
   int32_t rows;          // [rows] of the output
   int32_t cols;          // [int32] columns copied per row
 
-  LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
-  DS_HD int32_t Elements() const { return rows * cols; }
-  DS_HD void Element(int32_t i) const { Element2(i, i / cols, i % cols); }
   // dst[row, col] from the selected source row (0 for an index out of range).
   DS_HD void Element2(int32_t /*i*/, int32_t row, int32_t col) const {
     const int32_t k = index[row];
     dst[row * dst_stride + col] = (k >= 0 && k < src_rows) ? src[k * src_stride + col] : 0;
   }
-  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
   // CPU path: row `row`'s first m columns, one loop (Element2's stores, in order).
   void CpuRow(int32_t row, int32_t m) const {
     const int32_t k = index[row];
@@ -110,8 +105,7 @@ struct IndexSelectSmallKernel {
 // = table[row_index[i], col_index(i, j)]. An index outside [0, table_rows) x [0, table_cols) yields
 // 0 (see GatherKernel: torch would device-assert; the exact comparison reports the value instead).
 struct GatherIndex2DKernel {
-  static constexpr int kPhases = 1;
-  using Shared = NoShared;
+  DS_ELEMENTWISE_2D_KERNEL
   const int32_t* table;      // [table_rows, table_stride]
   int32_t table_rows;        // [rows]
   int32_t table_cols;        // [int32] columns that may be read
@@ -122,16 +116,12 @@ struct GatherIndex2DKernel {
   int32_t rows;              // [elements]
   int32_t cols;              // [elements]
 
-  LaunchShape Shape() const { return ElementwiseShape(rows * cols); }
-  DS_HD int32_t Elements() const { return rows * cols; }
-  DS_HD void Element(int32_t i) const { Element2(i, i / cols, i % cols); }
   DS_HD void Element2(int32_t i, int32_t row, int32_t col) const {
     const int32_t r = row_index[row], k = col_index.At(row, col);
     out[i] = (r >= 0 && r < table_rows && k >= 0 && k < table_cols)
                  ? table[static_cast<int64_t>(r) * table_stride + k]
                  : 0;
   }
-  DS_HD void Phase(int, const ThreadCtx& c, Shared&) const { ElementPhase(*this, c); }
 };
 
 }  // namespace dspark::ops
