@@ -40,12 +40,9 @@ DSPARK_REGISTER_IMPL(vllm_0_31, ::dspark::RunVllm031, [] {
   i.vllm_state = "(d) #56562";
   i.vllm_release = "0.31.0-0.33.0";
   i.style = {"#0072B2", "", "o"};
-  i.rows_via_builder_memo = true;  // its SWA and indexer rows: SwaBuild / IndexerBuild only
   // The host reads of (c) that #56562 kept: decode_lens_cpu max / min (stale under adaptive
-  // verification through 0.33.0), the prefill chunk plan and #57207's segment plan from qsl_cpu;
-  // none of them per-request for decode rows.
-  i.traits.reads_host_totals = true;
-  i.traits.builds_prefill_segments = false;  // no release has #57207
+  // verification through 0.33.0) and the prefill chunk plan from qsl_cpu.
+  ::dspark::vllm_ops::Kernels56562State(i);
   i.host_decode_lens = ::dspark::HostDecodeLens::kFromHostSplit;
   // Seed 000, CUPTI GPU time of the five builders, CUDA-graph replay, cold L2, batch 16; eager
   // launches + copies counted by `dspark-sim calibrate` at batch 16 on the H200.

@@ -91,9 +91,7 @@ DSPARK_REGISTER_IMPL(vllm_0_34, ::dspark::RunVllm034, [] {
   i.vllm_state = "(e) recorded metadata graphs";
   i.vllm_release = "0.34.0";
   i.style = {"#332288", "oo", "X"};
-  i.rows_via_builder_memo = true;  // its SWA and indexer rows: SwaBuild / IndexerBuild only
-  i.traits.reads_host_totals = true;
-  i.traits.builds_prefill_segments = false;  // no release has #57207
+  ::dspark::vllm_ops::Kernels56562State(i);
   i.execution = ::dspark::MetadataExecution::kRecordedUniformDecode;
   i.host_decode_lens = ::dspark::HostDecodeLens::kNextNUnderAv;
   return i;

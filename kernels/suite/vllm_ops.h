@@ -119,6 +119,16 @@ inline void HostMappedV41State(ImplInfo& i) {
   i.traits.old_indexer_chain = true;
 }
 
+// What #56562's kernels register alike in (d) vllm-0.31 and (e) vllm-0.34: rows written only
+// through the deduplicated builders; the host totals read (the prefill chunk plan from qsl_cpu,
+// the indexer's decode_lens_cpu max / min), none of them per-request for decode rows; no #57207
+// (no release has it).
+inline void Kernels56562State(ImplInfo& i) {
+  i.rows_via_builder_memo = true;  // its SWA and indexer rows: SwaBuild / IndexerBuild only
+  i.traits.reads_host_totals = true;
+  i.traits.builds_prefill_segments = false;
+}
+
 // (a) / (b): the host mapping np.repeat(arange(R), diff(qsl_cpu)) copied into `out` [h2d], tail
 // zeroed [f] when `zero_tail` (#47474's shared buffer; pre-#47474 builders do not zero it).
 // HostMapType::kInt64: torch.repeat_interleave(torch.arange(R), ...) is int64 (arange's default),
