@@ -10,7 +10,8 @@
 #   microbench, triton, torchops   the mapping + indexer pair, the Triton pair of #56562, PyTorch's
 #              own (c) ops (scripts/torch_op_costs.py)
 #   replay     a dumped real-trace run replayed through the Triton pair (scripts/replay_steps.py's example)
-#   gpuexec    the GPU executor's throughput: every implementation, then (d) + fused-suite, cold and warm L2
+#   gpuexec    the GPU executor's throughput: every implementation, DeepSeek-V4's states, then (d) +
+#              fused-suite, cold and warm L2
 #   sweep      the GPU-executor sweep
 # Everything lands in one archive $OUT/gpu-session.tgz (the device tool returns at most 8 files);
 # summaries go to stdout. GPU_SESSION_BUDGET_S bounds the whole call.
@@ -81,6 +82,14 @@ for stage in "${stages[@]}"; do
       done
       sed -nE 's/.* wall = ([0-9.]+) steps\/s.*/\1/p' "$o"/az-all-cold-*.txt | sort -n |
         awk '{v[NR]=$1} END {if (NR) printf "gpuexec all (cold): median %s steps/s of %d runs\n", v[int((NR+1)/2)], NR}'
+      # DeepSeek-V4's states as released ((a)-(c)), the same way.
+      for k in $(seq 1 ${GPUEXEC_REPEATS:-3}); do
+        timeout $(left 60) build-gpu/dspark-sim run --model v4 --trace $T --num-requests 64 --executor gpu --no-check \
+          --out "$o/az-v4-cold-$k" > "$o/az-v4-cold-$k.txt" 2>&1; stamp "gpuexec v4 (cold) run $k rc=$?"
+        grep -h "steps/s" "$o/az-v4-cold-$k.txt" | tail -1
+      done
+      sed -nE 's/.* wall = ([0-9.]+) steps\/s.*/\1/p' "$o"/az-v4-cold-*.txt | sort -n |
+        awk '{v[NR]=$1} END {if (NR) printf "gpuexec v4 (cold): median %s steps/s of %d runs\n", v[int((NR+1)/2)], NR}'
       for l2 in cold warm; do
         timeout $(left 60) build-gpu/dspark-sim run --trace $T --num-requests 64 --executor gpu --no-check --gpu-l2 $l2 \
           --impl vllm-56562,fused-suite --out "$o/az-d-$l2" > "$o/az-d-$l2.txt" 2>&1; stamp "gpuexec d+fused-suite ($l2) rc=$?"
