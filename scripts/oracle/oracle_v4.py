@@ -144,10 +144,7 @@ class ReleaseSuiteV4(ReleaseSuite):
         base.max_seq_len = int(step.host["seq_lens"].max()) if step.sizes["num_reqs"] else 0
         self._indexer_block_table(step)
 
-        def group_cm():
-            cm = copy.copy(base)
-            cm._token_to_req_indices_cache = None
-            return cm
+        group_cm = lambda: self._group_copy(base)
 
         def suite():
             self.swa.build(0, group_cm())
@@ -155,6 +152,14 @@ class ReleaseSuiteV4(ReleaseSuite):
                 b.build(0, group_cm())
 
         return self.time_eager(suite, reps)
+
+    @staticmethod
+    def _group_copy(base):
+        """The runner's per-KV-cache-group shallow copy of the step's metadata (copy(cm_base) up to
+        0.30.0): no token map cached yet, so each group's builders map tokens themselves."""
+        cm = copy.copy(base)
+        cm._token_to_req_indices_cache = None
+        return cm
 
     def _indexer_block_table(self, step) -> None:
         # The runner's block table is as wide as expanded_block_table_buffer (max blocks per
@@ -176,10 +181,7 @@ class ReleaseSuiteV4(ReleaseSuite):
         out, launches = {}, {}
         call = launch_counting(profile, launches)
 
-        def group_cm():
-            cm = copy.copy(base)  # the runner's per-group shallow copy: no token map cached yet
-            cm._token_to_req_indices_cache = None
-            return cm
+        group_cm = lambda: self._group_copy(base)
 
         cm = group_cm()
         warm_noncausal_swa(self.swa, cm, profile)
