@@ -160,7 +160,12 @@ Impl Impl::Named(std::string_view name) {
   return Impl(info->name.c_str());
 }
 
+// Handles made by Named() and ParseImpl() point at the registered name itself, so a pointer
+// compare finds them (the check's hot path asks every step); the constants above hold literals
+// and take the string compare.
 const ImplInfo& Impl::info() const {
+  for (const auto& registered : TheRegistry().infos)
+    if (registered->name.c_str() == name_) return *registered;
   const ImplInfo* info = name_ == nullptr ? nullptr : Find(name_);
   if (info == nullptr || info->name != name_)
     Die(absl::StrCat("handle '", name_ == nullptr ? "(null)" : name_, "' is not a registered canonical name"));
@@ -169,6 +174,8 @@ const ImplInfo& Impl::info() const {
 
 size_t Impl::index() const {
   const std::vector<Impl>& all = Sorted();
+  for (size_t i = 0; i < all.size(); ++i)
+    if (all[i].name_ == name_) return i;  // the same handle (see info())
   for (size_t i = 0; i < all.size(); ++i)
     if (all[i].name() == name()) return i;
   Die(absl::StrCat("handle '", std::string(name()), "' is not registered"));

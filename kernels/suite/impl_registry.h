@@ -196,7 +196,7 @@ class Impl {
   std::string_view name() const { return name_ == nullptr ? std::string_view() : std::string_view(name_); }
   size_t index() const;            // position in AllImpls(), for per-impl vectors
 
-  bool operator==(const Impl& o) const { return name() == o.name(); }
+  bool operator==(const Impl& o) const { return name_ == o.name_ || name() == o.name(); }
   bool operator!=(const Impl& o) const { return !(*this == o); }
   bool operator<(const Impl& o) const { return index() < o.index(); }
 

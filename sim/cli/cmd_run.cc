@@ -14,6 +14,7 @@
 #include "sim/cli/command.h"
 #include "sim/engine/stop_signal.h"
 #include "sim/exec/executor_registry.h"
+#include "sim/model/kv_cache.h"
 #include "sim/studies/run.h"
 
 namespace dspark::sim {
@@ -68,9 +69,10 @@ std::vector<std::string> Caveats(const RunResult& r, const RunConfig& config) {
   const int64_t blocks = r.scheduler.kv_blocks;
   if (blocks >= per_request * sc.max_num_seqs + 1)
     out.push_back(absl::StrFormat(
-        "KV pool: %d blocks hold max-num-seqs (%d) requests of max-model-len (%d): preemptions cannot happen; "
-        "a smaller --num-kv-blocks models memory pressure",
-        blocks, sc.max_num_seqs, max_model_len));
+        "KV pool: %d blocks (%.3g GB at %d B per token) hold max-num-seqs (%d) requests of max-model-len (%d): "
+        "preemptions cannot happen; a smaller --num-kv-blocks or --kv-gb models memory pressure",
+        blocks, static_cast<double>(blocks) * sc.block_size * kKvBytesPerToken / 1e9,
+        static_cast<int>(kKvBytesPerToken), sc.max_num_seqs, max_model_len));
   // Overloaded: the instance served clearly fewer requests per second than arrived (a finite
   // offered rate), so the queue and the latencies grow with the run's length.
   const double span = r.workload.arrival_span_s;

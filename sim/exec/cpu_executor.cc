@@ -1,10 +1,7 @@
 #include "sim/exec/cpu_executor.h"
 
 #include <algorithm>
-#include <atomic>
 #include <memory>
-#include <new>
-#include <thread>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -14,7 +11,6 @@
 
 #include "absl/strings/str_format.h"
 #include "kernels/common/status_macros.h"
-#include "kernels/reference/token_map.h"
 #include "sim/exec/check_memory.h"
 #include "sim/exec/executor_registry.h"
 
@@ -41,107 +37,48 @@ void KeepFreedBlocks() {
 }  // namespace
 
 CpuExecutor::CpuExecutor(std::vector<Impl> impls, ModelConsts consts, int32_t jobs, bool dedup)
-    : impls_(std::move(impls)), consts_(consts), suite_(consts),
-      pool_(std::min<int32_t>(std::max(jobs, 1), static_cast<int32_t>(impls_.size()))) {
+    : impls_(std::move(impls)) {
   KeepFreedBlocks();
   for (Impl impl : impls_) tally_.Of(impl);
-  if (dedup) suite_.EnableDedup(impls_);
-  dedup_ = dedup;
-}
-
-namespace {
-
-// f()'s result, or ResourceExhausted where it ran out of host memory past the pre-flight
-// (CheckCpuCheckMemory): an error, not a crash.
-template <typename T, typename F>
-absl::StatusOr<T> OrOutOfMemory(F&& f) {
-  try {
-    return f();
-  } catch (const std::bad_alloc&) {
-    return absl::ResourceExhaustedError("out of host memory in the metadata check");
+  const std::vector<std::vector<Impl>> groups = SplitIntoGroups(impls_, jobs);
+  for (size_t g = 1; g < groups.size(); ++g) {
+    absl::StatusOr<std::unique_ptr<CheckProcess>> p = CheckProcess::Start(groups[g], consts, dedup);
+    if (!p.ok()) {  // this process checks them all; the results are the same
+      processes_.clear();
+      break;
+    }
+    processes_.push_back(*std::move(p));
   }
+  own_ = std::make_unique<CheckGroup>(processes_.empty() ? impls_ : groups[0], consts, dedup);
 }
 
-}  // namespace
+CpuExecutor::~CpuExecutor() = default;
 
 absl::Status CpuExecutor::Execute(const StepPlan& plan, const StepArrays& arrays) {
   if (impls_.empty()) return absl::OkStatus();
   const BatchInputs inputs = ToBatchInputs(plan, arrays);
-  const int c = static_cast<int>(plan.step_case);
   const std::string case_name(StepCaseName(plan.step_case));
   const auto in_step = [&](const absl::Status& s) {
     return absl::Status(s.code(), absl::StrFormat("step %d (%s): %s", plan.index, case_name, s.message()));
   };
-  // One suite for every implementation (each its own buffers and backend) and one reference per
-  // step, shared by every implementation: it is built from the device view and the layout.
-  if (absl::Status s = suite_.Prepare(inputs.sizes); !s.ok()) return in_step(s);
-  const int32_t n = static_cast<int32_t>(impls_.size());
-  SuiteReference want;
-  std::vector<absl::StatusOr<SuiteRunResult>> results(impls_.size(), absl::UnknownError("not run"));
-  if (!dedup_) {  // each implementation on its own: the reference first, then run and compare
-    want = ComputeSuiteReference(inputs, suite_.layout(), consts_);
-    pool_.Run(n, [&](int32_t i) {
-      results[i] = OrOutOfMemory<SuiteRunResult>([&] { return suite_.Run(impls_[i], inputs, &want); });
-    });
-  } else {
-    // One task of 2n + 1 items. Items [0, n + 1): the reference is computed while the
-    // implementations run (only its token map is needed before). Items [n + 1, 2n + 1): each
-    // implementation compared, once the reference and its own emulation are done (its buffers,
-    // and the shared builders' it reads, are final then: a sharer's emulation returns only after
-    // the leader's builder has). Items are taken in index order, so a compare waits only on
-    // items that running threads already hold. Item order (which thread takes what, never the
-    // results): the first implementation leads most shared builders, so it goes first, with the
-    // reference next to it; then the leader of the rest (impl_of); the compares in the same order.
-    token_map_ = ref::TokenToReq(inputs.device.query_start_loc, inputs.sizes.num_reqs, inputs.sizes.num_tokens);
-    if (absl::Status s = suite_.BeginStep(inputs, token_map_); !s.ok()) return in_step(s);
-    std::vector<absl::StatusOr<OpCounters>> counters(impls_.size(), absl::UnknownError("not run"));
-    absl::StatusOr<bool> want_made = absl::UnknownError("not run");
-    std::atomic<bool> want_ready{false};
-    const std::unique_ptr<std::atomic<bool>[]> emulated(new std::atomic<bool>[impls_.size()]);
-    for (int32_t i = 0; i < n; ++i) emulated[i] = false;
-    const auto await = [](const std::atomic<bool>& flag) {
-      for (int32_t spins = 0; !flag.load(std::memory_order_acquire); ++spins) {
-        if ((spins & 63) == 63) std::this_thread::yield();
-      }
-    };
-    // 0, n - 2, n - 1, n - 3, ..., 1: the first implementation leads what most of the others
-    // share (in `all` vllm-pre47474: SWA, MLA, ring, the old indexer chain); the one next to the
-    // reference leads what it does not run (vllm-0.34: the fused indexer), so that neither thread
-    // waits on the other's builder; then fused-suite, which shares nothing.
-    const auto impl_of = [n](int32_t j) {
-      if (j == 0 || n < 3) return j;
-      if (j <= 2) return n - 3 + j;
-      return n - j;
-    };
-    pool_.Run(2 * n + 1, [&](int32_t item) {
-      if (item == 1) {
-        want_made = OrOutOfMemory<bool>([&] {
-          want = ComputeSuiteReference(inputs, suite_.layout(), consts_);
-          return true;
-        });
-        want_ready.store(true, std::memory_order_release);
-        return;
-      }
-      if (item <= n) {
-        const int32_t i = impl_of(item == 0 ? 0 : item - 1);
-        counters[i] = OrOutOfMemory<OpCounters>([&] { return suite_.Emulate(impls_[i], inputs); });
-        emulated[i].store(true, std::memory_order_release);
-        return;
-      }
-      const int32_t i = impl_of(item - n - 1);
-      await(want_ready);
-      await(emulated[i]);
-      if (!want_made.ok()) {
-        results[i] = want_made.status();
-      } else if (!counters[i].ok()) {
-        results[i] = counters[i].status();
-      } else {
-        results[i] = OrOutOfMemory<SuiteRunResult>(
-            [&] { return SuiteRunResult{*counters[i], suite_.Compare(impls_[i], inputs, want)}; });
-      }
-    });
-    if (!want_made.ok()) return in_step(want_made.status());
+  // The other processes start on the step, this one checks its own group meanwhile, then it
+  // collects theirs: every result is in before the step counts (the engine shows a step to the
+  // observers only once every executor returned).
+  size_t submitted = 0;
+  absl::Status failed;
+  while (submitted < processes_.size() && failed.ok()) {
+    failed = processes_[submitted]->Submit(plan, arrays);
+    if (failed.ok()) ++submitted;
   }
+  std::vector<absl::StatusOr<SuiteRunResult>> results, theirs;
+  absl::Status own = own_->Run(inputs, &results);
+  for (size_t p = 0; p < submitted; ++p) {
+    absl::Status collected = processes_[p]->Collect(&theirs);
+    if (failed.ok() && !collected.ok()) failed = collected;
+    for (auto& r : theirs) results.push_back(std::move(r));
+  }
+  if (!own.ok()) return in_step(own);
+  if (!failed.ok()) return in_step(failed);
   for (size_t i = 0; i < impls_.size(); ++i) {
     const Impl impl = impls_[i];
     absl::StatusOr<SuiteRunResult>& result = results[i];

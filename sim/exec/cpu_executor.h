@@ -4,6 +4,7 @@
 // implementation, builder, field, case and kind (stale-host divergence, padding residue, bug),
 // never folded together.
 // A bug stops the run, naming the step, implementation, builder, field and first index.
+// The check may run in several processes (run --jobs); its results are the same.
 #pragma once
 
 #include <array>
@@ -15,17 +16,21 @@
 #include "absl/status/status.h"
 #include "kernels/suite/suite.h"
 #include "sim/engine/step_executor.h"
-#include "sim/exec/worker_pool.h"
+#include "sim/exec/check_group.h"
+#include "sim/exec/check_process.h"
 #include "sim/model/step_plan.h"
 
 namespace dspark::sim {
 
 class CpuExecutor : public StepExecutor {
  public:
-  // jobs: threads that run the implementations of a step (run --jobs); dedup: builder-level
-  // deduplication (kernels/suite/builder_memo.h; run --no-dedup turns it off). Results depend on
-  // neither.
+  // jobs: processes of the check (run --jobs): the implementations are split into that many
+  // groups of consecutive ones (SplitIntoGroups); this process checks the first group, a
+  // CheckProcess each other one, all in step (sim/exec/check_process.h). Where a process cannot
+  // start, this one checks every implementation. dedup: builder-level deduplication within a
+  // group (kernels/suite/builder_memo.h; run --no-dedup turns it off). Results depend on neither.
   explicit CpuExecutor(std::vector<Impl> impls, ModelConsts consts = {}, int32_t jobs = 1, bool dedup = true);
+  ~CpuExecutor() override;
 
   absl::string_view name() const override { return "metadata_check"; }
   absl::Status Execute(const StepPlan& plan, const StepArrays& arrays) override;
@@ -33,14 +38,19 @@ class CpuExecutor : public StepExecutor {
 
   const CheckTally* check_tally() const override { return &tally_; }
 
+  // Processes checking the run's steps, this one included, and the others' ids (for tests).
+  int32_t processes() const { return 1 + static_cast<int32_t>(processes_.size()); }
+  std::vector<pid_t> process_ids() const {
+    std::vector<pid_t> ids;
+    for (const auto& p : processes_) ids.push_back(p->pid());
+    return ids;
+  }
+
  private:
-  std::vector<Impl> impls_;
-  ModelConsts consts_;
-  CpuSuite suite_;
-  bool dedup_ = true;
-  std::vector<int32_t> token_map_;  // the step's reference token map, read by the builder memo
+  std::vector<Impl> impls_;  // the check's order: this process's group, then each process's
+  std::unique_ptr<CheckGroup> own_;
+  std::vector<std::unique_ptr<CheckProcess>> processes_;
   CheckTally tally_;  // one entry per implementation, in impls_ order
-  WorkerPool pool_;
 };
 
 }  // namespace dspark::sim

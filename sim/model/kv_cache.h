@@ -11,6 +11,15 @@
 
 namespace dspark::sim {
 
+// [bytes] The KV cache one token adds on each GPU, every layer together (the pool a --kv-gb
+// holds, docs/models.md): DeepSeek-V4-Flash's 21 CSA layers keep a compressed entry of 640 B
+// (512 FP8 latent + 64 BF16 rope dims) and an indexer key of 128 B per 4 tokens, its 20 HCA
+// layers a 640 B entry per 128 tokens: 21 * (640 + 128) / 4 + 20 * 640 / 128 = 4,132 B. One KV
+// head, so each tensor-parallel rank holds all of it. The sliding windows (128 tokens per layer
+// and request) are per request, not per token, and are not in it.
+inline constexpr int64_t kKvBytesPerToken = 21 * (640 + 128) / 4 + 20 * 640 / 128;
+static_assert(kKvBytesPerToken == 4132, "the derivation above");
+
 class KvCache {
  public:
   // num_blocks includes the null block 0; block_size [tokens per block].

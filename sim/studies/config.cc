@@ -1,5 +1,6 @@
 #include "sim/studies/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "kernels/batch.h"
+#include "sim/model/kv_cache.h"
 #include "kernels/common/status_macros.h"
 #include "kernels/suite/impl_registry.h"
 #include "kernels/topb_alloc.cuh"
@@ -22,6 +24,13 @@ namespace dspark::sim {
 
 Impl DefaultTimeImpl(ModelKind model) {
   return model == ModelKind::kV41 ? Impl::kFused : ImplsOfModel(model).back();
+}
+
+int64_t RunConfig::KvGbBlocks() const {
+  const double block_bytes = static_cast<double>(scheduler.block_size) * static_cast<double>(kKvBytesPerToken);
+  const double fit = std::floor(kv_gb * 1e9 / block_bytes);
+  // (a pool beyond int32 blocks is capped by ExecuteRun at what the run can use)
+  return fit >= 2147483647.0 ? int64_t{2147483647} : static_cast<int64_t>(std::max(fit, 0.0));
 }
 
 absl::Status RunConfig::Validate() const {
@@ -88,7 +97,15 @@ absl::Status RunConfig::Validate() const {
   if (!ImplRunsOn(time_impl, model))
     return absl::InvalidArgumentError(absl::StrCat("--time-impl: ", std::string(ImplKey(time_impl)), " builds ",
                                                    ImplModels(time_impl), ", not ", std::string(ModelName(model)), " (--model)"));
+  if (!(kv_gb >= 0) || !std::isfinite(kv_gb))
+    return absl::InvalidArgumentError(absl::StrFormat("--kv-gb: expected a finite size in GB >= 0, got %g", kv_gb));
   const int64_t per_req_blocks = (int64_t{s.max_model_len} + s.block_size - 1) / s.block_size;
+  if (kv_gb > 0 && KvGbBlocks() < per_req_blocks + 1)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--kv-gb %g holds %d blocks of %d tokens at %d B per token; one request of max-model-len %d needs %d "
+        "(with the null block): give at least --kv-gb %.3f",
+        kv_gb, KvGbBlocks(), s.block_size, kKvBytesPerToken, s.max_model_len, per_req_blocks + 1,
+        static_cast<double>(per_req_blocks + 1) * static_cast<double>(s.block_size * kKvBytesPerToken) / 1e9));
   // Every running request at max_model_len holds per_req_blocks; a larger pool is never used,
   // and would only be allocated (the free list is 4 bytes a block).
   const int64_t max_useful_blocks = per_req_blocks * s.max_num_seqs + 1;

@@ -41,6 +41,11 @@ struct RunConfig {
   // false: --max-model-len was not given, so a trace whose longest request (prompt + output) is
   // longer raises it to that length (ExecuteRun announces it; the limits of Validate still hold).
   bool max_model_len_given = true;
+  // [GB, 10^9 bytes] --kv-gb: the KV pool by memory, at kKvBytesPerToken (sim/model/kv_cache.h);
+  // ExecuteRun turns it into scheduler.num_kv_blocks once max_model_len is known. 0: not given.
+  double kv_gb = 0;
+  // The blocks of scheduler.block_size tokens that kv_gb holds, the null block among them.
+  int64_t KvGbBlocks() const;
   double time_scale = 1.0;  // a trace's arrival times are multiplied by this (0.5: twice as fast)
   int32_t concurrency = -1;     // [requests in flight]; -1: the workload's default, 0: none
   // [requests/s] Any infinite value (inf, Inf, infinity, 1e999: parsed, never compared as
@@ -90,7 +95,7 @@ struct RunConfig {
   bool check_kv_each_step = false; // full KV consistency check after every step
   // stderr only, never in summary.json (so not in ToJson); sweep points run without.
   ProgressStyle progress = ProgressStyle::kNone;
-  // Threads of the CPU check (--jobs); results are identical for any value, so not in ToJson.
+  // Processes of the CPU check (--jobs); results are identical for any value, so not in ToJson.
   int32_t jobs = 1;
   // Builder-level deduplication of the CPU check (--no-dedup: off); results are identical either
   // way, so not in ToJson.

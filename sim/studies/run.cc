@@ -29,13 +29,13 @@
 #include "kernels/batch.h"
 #include "kernels/common/status_macros.h"
 #include "sim/model/acceptance.h"
+#include "sim/model/kv_cache.h"
 #include "sim/exec/check_memory.h"
 #include "sim/exec/cuda_device.h"
 #include "sim/engine/engine.h"
 #include "sim/engine/stop_signal.h"
 #include "sim/exec/executor_registry.h"
 #include "sim/exec/step_dump.h"
-#include "sim/exec/worker_pool.h"
 #include "sim/observe/av_dump.h"
 #include "sim/observe/invariants.h"
 #include "sim/observe/metrics.h"
@@ -119,17 +119,36 @@ absl::Status MaxModelLenFromTrace(RunConfig* config) {
   const int64_t per_request = (longest + sc.block_size - 1) / sc.block_size;
   const int64_t kv_blocks = sc.num_kv_blocks > 0 ? sc.num_kv_blocks : per_request * sc.max_num_seqs + 1;
   const int64_t row_cells = per_request + ModelConsts{}.swa_window;
+  const std::string pool = config->kv_gb > 0 ? "(below)" : std::to_string(kv_blocks);
   std::fprintf(stderr,
                "dspark-sim run: max-model-len %lld follows the trace's longest request (default %d; "
-               "--max-model-len sets it); KV pool %lld blocks of %d tokens (%s); block-table rows of %lld "
+               "--max-model-len sets it); KV pool %s blocks of %d tokens (%s); block-table rows of %lld "
                "entries; the check holds up to %.1f MiB of rows per implementation for a step of "
                "%d tokens\n",
-               static_cast<long long>(longest), was, static_cast<long long>(kv_blocks), sc.block_size,
-               sc.num_kv_blocks > 0 ? "--num-kv-blocks" : "max-num-seqs requests of max-model-len",
+               static_cast<long long>(longest), was,
+               pool.c_str(), sc.block_size,
+               config->kv_gb > 0           ? "--kv-gb"
+               : sc.num_kv_blocks > 0 ? "--num-kv-blocks"
+                                      : "max-num-seqs requests of max-model-len",
                static_cast<long long>(per_request),
                static_cast<double>(row_cells) * 4.0 * sc.max_num_batched_tokens / (1 << 20),
                sc.max_num_batched_tokens);
   return absl::OkStatus();
+}
+
+// --kv-gb: the pool of RunConfig::KvGbBlocks (Validate held it to one request of the final
+// max_model_len), at most what max-num-seqs requests of max-model-len can use. Said on the
+// console before the run.
+absl::Status KvBlocksFromGb(RunConfig* config) {
+  if (!(config->kv_gb > 0)) return absl::OkStatus();
+  SchedulerConfig& sc = config->scheduler;
+  const int64_t useful = (int64_t{sc.max_model_len} + sc.block_size - 1) / sc.block_size * sc.max_num_seqs + 1;
+  const int64_t blocks = std::min(config->KvGbBlocks(), useful);
+  sc.num_kv_blocks = static_cast<int32_t>(blocks);
+  std::fprintf(stderr, "dspark-sim run: KV pool %lld blocks of %d tokens from --kv-gb %g (%d B per token)%s\n",
+               static_cast<long long>(blocks), sc.block_size, config->kv_gb, static_cast<int>(kKvBytesPerToken),
+               blocks == useful ? ", all that max-num-seqs requests of max-model-len can use" : "");
+  return config->Validate();
 }
 
 uint64_t OutputTokens(const std::vector<RequestSpec>& requests) {
@@ -160,6 +179,7 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& given_config) {
   RunConfig config = given_config;
   DS_RETURN_IF_ERROR(config.Validate());
   DS_RETURN_IF_ERROR(MaxModelLenFromTrace(&config));
+  DS_RETURN_IF_ERROR(KvBlocksFromGb(&config));
   if (config.executor == "gpu")
     if (absl::Status s = RequireCudaDevice(kGpuExecutorNeedsDevice); !s.ok())
       return absl::Status(s.code(), absl::StrCat("--executor gpu: ", s.message()));

@@ -29,7 +29,7 @@
 #include "sim/engine/engine.h"
 #include "sim/exec/executor_registry.h"
 #include "sim/exec/step_dump.h"
-#include "sim/exec/worker_pool.h"
+#include "sim/exec/check_process.h"
 #include "sim/observe/invariants.h"
 #include "sim/observe/metrics.h"
 #include "sim/options/option_errors.h"
@@ -89,6 +89,7 @@ po::options_description RunOptions() {
     ("max-num-batched-tokens", po::value<int32_t>()->default_value(16384), "scheduler token budget per step")
     ("max-model-len", po::value<int32_t>()->default_value(16384), "prompt + output limit (a longer trace row is a bad row; generated requests are cut); not given, a trace's longest request raises it (announced)")
     ("num-kv-blocks", po::value<int32_t>()->default_value(0), "KV pool size in 64-token blocks incl. the null block (0 = room for max-num-seqs full-length requests)")
+    ("kv-gb", po::value<double>(), "KV pool size in GB (10^9 bytes) per GPU instead of --num-kv-blocks: as many blocks as hold that many bytes at the model's 4,132 B per token (docs/models.md), at most the room for max-num-seqs full-length requests; the run says the pool it makes")
     ("bt-stride-pad", po::value<int32_t>()->default_value(0), "block-table row stride minus width")
     ("cuda-graphs", po::bool_switch(), "pad decode-only steps to CUDA-graph capture sizes (default)")
     ("no-cuda-graphs", po::bool_switch(), "never pad")
@@ -105,7 +106,7 @@ po::options_description RunOptions() {
     ("steps-csv-stride", po::value<int64_t>()->default_value(1), "write every n-th step to steps.csv")
     ("check-kv", po::bool_switch(), "check KV block accounting after every step (slow)")
     ("progress", po::value<std::string>()->default_value("auto"), "stderr: requests finished, steps and steps/s with ETA; auto (a bar on a terminal, a line every 10 s otherwise), bar, lines, none")
-    ("jobs", po::value<int32_t>()->default_value(1), "threads of the metadata check, each running implementations of the step (0: the machine's cores); results are identical for any value. A checked step takes tens of microseconds, so more threads pay off only on long-context steps and many cores (docs/performance.md)")
+    ("jobs", po::value<int32_t>()->default_value(0), "processes of the metadata check: the implementations split into that many groups, each checked every step by a process of its own, in step with the run (0: the machine's cores); results are identical for any value (docs/performance.md)")
     ("what-if", po::value<std::string>(), "a labelled what-if no vLLM release runs: record-av-graphs (adaptive verification steps' metadata builds recorded and replayed under vLLM's recorded-graph key from its capture batch, as 0.33.0+ records uniform decode) or record-av-graphs-at-first-step (recorded from the first step of each key); reports which outputs and host values the replays freeze wrong, in summary.json's what_if_record_av_graphs")
     ("what-if-57207", po::bool_switch(), "a labelled what-if: the released vLLM states (vllm-0.31, vllm-0.34, ...) also build #57207's FP8 prefill segmentation, which no release up to 0.34.0 has (its host plan, copies and fills: 10 more launches per prefill step); the seed's Before and the fused suite build it always")
     ("no-dedup", po::bool_switch(), "emulate and compare every builder of every implementation itself, not once per step for the implementations that run it on the same inputs (for auditing; results are identical)")
@@ -267,6 +268,14 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   c.scheduler.max_model_len = vm["max-model-len"].as<int32_t>();
   c.max_model_len_given = !vm["max-model-len"].defaulted();
   c.scheduler.num_kv_blocks = vm["num-kv-blocks"].as<int32_t>();
+  if (vm.count("kv-gb")) {
+    if (!vm["num-kv-blocks"].defaulted())
+      return absl::InvalidArgumentError(
+          "give the KV pool as --kv-gb or as --num-kv-blocks, not both (a GB size is turned into blocks)");
+    c.kv_gb = vm["kv-gb"].as<double>();
+    if (!(c.kv_gb > 0) || !std::isfinite(c.kv_gb))
+      return absl::InvalidArgumentError(absl::StrFormat("--kv-gb: expected a size in GB above 0, got %g", c.kv_gb));
+  }
   c.scheduler.bt_stride_pad = vm["bt-stride-pad"].as<int32_t>();
   if (vm.count("acceptance-preset")) c.acceptance_preset = vm["acceptance-preset"].as<std::string>();
   if (vm.count("acceptance-curve")) c.acceptance_curve = vm["acceptance-curve"].as<std::string>();
@@ -300,7 +309,7 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   }
   if (c.jobs < 0 || c.jobs > 1024)
     return absl::InvalidArgumentError(absl::StrCat("--jobs: expected 0 (the machine's cores) to 1024, got ", c.jobs));
-  if (c.jobs == 0) c.jobs = WorkerPool::DefaultJobs();
+  if (c.jobs == 0) c.jobs = CheckProcess::MachineCores();
   return c;
 }
 

@@ -12,8 +12,9 @@
 namespace dspark {
 namespace {
 
-std::string RunConsole(std::vector<std::string> args, const std::string& name) {
+std::string RunConsole(std::vector<std::string> args, const std::string& name, std::string* out_dir = nullptr) {
   const std::string out = testing_util::ProcessTempDir("run_console", name, false);
+  if (out_dir != nullptr) *out_dir = out;
   args.insert(args.begin(), "run");
   for (const char* a : {"--progress", "none", "--out"}) args.emplace_back(a);
   args.push_back(out);
@@ -53,6 +54,27 @@ TEST(RunConsole, NoCaveatThatDoesNotApplyAndOverloadIsSaid) {
   EXPECT_EQ(text.find("caveat: acceptance"), std::string::npos) << text;
   EXPECT_EQ(text.find("caveat: KV pool"), std::string::npos) << text;
   EXPECT_NE(text.find("  caveat: overloaded: "), std::string::npos) << text;
+}
+
+// --kv-gb: the pool is as many blocks as the size holds at the model's bytes per token, at most
+// what max-num-seqs full-length requests use; the auto pool's caveat says its size in GB.
+TEST(RunConsole, AKvPoolInGbIsTurnedIntoBlocks) {
+  const std::vector<std::string> base = {"--workload", "chat", "--num-requests", "6", "--max-num-seqs", "8",
+                                         "--max-model-len", "1536", "--mode", "none", "--no-check"};
+  std::vector<std::string> small = base;
+  small.insert(small.end(), {"--kv-gb", "0.02"});  // 0.02e9 / (64 * 4132) = 75.6
+  std::string out;
+  const std::string text = RunConsole(small, "kv_gb_small", &out);
+  EXPECT_EQ(text.find("caveat: KV pool"), std::string::npos) << "75 blocks cannot hold 8 full requests\n" << text;
+  const std::string summary = testing_util::SlurpFile(out + "/summary.json");
+  EXPECT_NE(summary.find("\"kv_blocks\": 75"), std::string::npos) << summary;
+  std::vector<std::string> large = base;
+  large.insert(large.end(), {"--kv-gb", "80"});
+  const std::string capped = RunConsole(large, "kv_gb_large");
+  // 8 requests of 24 blocks and the null block: 193 blocks of 64 tokens at 4,132 B, 0.05 GB.
+  EXPECT_NE(capped.find("  caveat: KV pool: 193 blocks (0.051 GB at 4132 B per token) hold max-num-seqs (8)"),
+            std::string::npos)
+      << capped;
 }
 
 // A trace that gives lengths only (or one timestamp for every row) is a burst at t=0, as a

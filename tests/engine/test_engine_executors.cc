@@ -14,6 +14,7 @@
 #include "sim/model/acceptance.h"
 #include "sim/model/time_model.h"
 #include "sim/workload/generators.h"
+#include "tests/common/engine_inputs.h"
 
 namespace dspark::sim {
 namespace {
@@ -58,16 +59,11 @@ class RecordingObserver final : public StepObserver {
   Log* log_;
 };
 
-struct SmallRun {
-  SchedulerConfig config;
-  std::vector<RequestSpec> requests;
-  AcceptanceModel acceptance{*AcceptancePreset("default", 3), 3};
-  TimeModel time_model{DefaultTimeModelParams()};
-  SmallRun() {
+struct SmallRun : testing_util::EngineInputs {
+  SmallRun() : EngineInputs(3) {
     config.max_num_seqs = 4;
     config.max_num_batched_tokens = 256;
     config.max_model_len = 1024;
-    config.spec_k = 3;
     for (int64_t i = 0; i < 3; ++i) requests.push_back({i, 0.0, 17 + static_cast<int32_t>(i), 7, {}});
   }
 };

@@ -1,34 +1,16 @@
-// run --jobs: the metadata check's implementations on N threads (sim/exec/worker_pool.h). The
-// pool runs every item exactly once per task, and a checked run's result files are
-// byte-identical for --jobs 1 and 3.
-#include <atomic>
+// run --jobs: the metadata check's implementations in N processes (sim/exec/check_process.h).
+// A checked run's result files are byte-identical for any --jobs.
 #include <regex>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "sim/exec/worker_pool.h"
 #include "sim/studies/run.h"
 #include "tests/common/temp_folders.h"
 
 namespace dspark::sim {
 namespace {
-
-TEST(WorkerPool, RunsEveryItemOnceInEveryTask) {
-  for (int32_t jobs : {1, 2, 3, 8}) {
-    WorkerPool pool(jobs);
-    EXPECT_EQ(pool.jobs(), std::max(jobs, 1));
-    for (int32_t n : {0, 1, 2, 5, 64}) {
-      for (int task = 0; task < 50; ++task) {
-        std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
-        pool.Run(n, [&](int32_t i) { hits[static_cast<size_t>(i)].fetch_add(1); });
-        for (int32_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << jobs << " " << n << " " << i;
-      }
-    }
-  }
-  EXPECT_GE(WorkerPool::DefaultJobs(), 1);
-}
 
 std::string RunFiles(int32_t jobs, const std::string& preset, SpecMode mode, bool dedup = true) {
   RunConfig config;

@@ -150,6 +150,13 @@ std::vector<Case> RunCases() {
   v.push_back(RunArgs("NumKvBlocksNegative", {"--num-kv-blocks", "-1"},
                       "--num-kv-blocks=-1 cannot hold one request of max_model_len=16384 tokens "
                       "(256 blocks of 64, plus the null block 0): need 0 (auto) or >= 257"));
+  v.push_back(RunArgs("KvGbAndNumKvBlocks", {"--kv-gb", "10", "--num-kv-blocks", "300"},
+                      "give the KV pool as --kv-gb or as --num-kv-blocks, not both (a GB size is turned into blocks)"));
+  v.push_back(RunArgs("KvGbZero", {"--kv-gb", "0"}, "--kv-gb: expected a size in GB above 0, got 0"));
+  v.push_back(RunArgs("KvGbNotANumber", {"--kv-gb", "nan"}, "--kv-gb: expected a size in GB above 0, got nan"));
+  v.push_back(RunArgs("KvGbBelowOneRequest", {"--kv-gb", "0.01"},
+                      "--kv-gb 0.01 holds 37 blocks of 64 tokens at 4132 B per token; one request of max-model-len "
+                      "16384 needs 257 (with the null block): give at least --kv-gb 0.068"));
   v.push_back(RunArgs("SeedNegative", {"--seed", "-1"},
                       "--seed: expected an integer in [0, 18446744073709551615], got '-1'"));
   v.push_back(RunArgs("SeedOverflowUint64", {"--seed", "18446744073709551616"},

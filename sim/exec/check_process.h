@@ -1,0 +1,67 @@
+// A group of the metadata check run by a second process, in step with the run (run --jobs).
+//
+// A checked step takes tens of microseconds, split over a handful of implementations. Threads of
+// one process would share its page tables, and the check's clean pages
+// (kernels/common/clean_pages.h) change page protections every step: each mprotect then stops
+// the other core to flush its TLB, which cost more than the second core gave. A forked process
+// has page tables of its own, so each process keeps its clean pages to itself.
+//
+// Each step the run copies the step's arrays into memory shared with the process, which runs
+// its CheckGroup on them while the run checks its own group, and hands its results back through
+// the same memory. The run waits for them before the step is shown to the observers, so a step
+// is complete, or failed, exactly as with one process. Both sides poll briefly, then sleep on a
+// futex. The process ignores SIGINT and SIGTERM (the run stops it), ends with the run (a parent
+// death signal), never writes a file or the console, and leaves with _exit (the run's buffered
+// outputs are not its to flush).
+//
+// Linux only; where it cannot start (another OS, a process that already runs threads, fork
+// failing) Start says why and the executor checks every group itself.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kernels/suite/suite.h"
+#include "sim/model/step_plan.h"
+
+namespace dspark::sim {
+
+class CheckProcess {
+ public:
+  // Forks a process that checks `impls` (a CheckGroup of them) step by step.
+  static absl::StatusOr<std::unique_ptr<CheckProcess>> Start(std::vector<Impl> impls, ModelConsts consts,
+                                                             bool dedup);
+  ~CheckProcess();  // tells the process to leave and reaps it
+  CheckProcess(const CheckProcess&) = delete;
+  CheckProcess& operator=(const CheckProcess&) = delete;
+
+  const std::vector<Impl>& impls() const { return impls_; }
+  pid_t pid() const { return pid_; }
+
+  // Hands the step to the process. Then Collect, once, before the next Submit.
+  absl::Status Submit(const StepPlan& plan, const StepArrays& arrays);
+  // Waits for the step's results: one per implementation, in impls() order. A non-OK return is
+  // the step's own failure in the process, or the process's end.
+  absl::Status Collect(std::vector<absl::StatusOr<SuiteRunResult>>* results);
+
+  // The machine's cores, at least 1: what --jobs 0 asks for.
+  static int32_t MachineCores();
+
+  struct Shared;  // the memory both processes map (check_process.cc)
+
+ private:
+  CheckProcess(std::vector<Impl> impls, Shared* shared, pid_t pid);
+  absl::Status Ended(const char* while_doing);
+
+  std::vector<Impl> impls_;
+  Shared* shared_;
+  pid_t pid_;
+  bool exited_ = false;
+};
+
+}  // namespace dspark::sim
