@@ -225,7 +225,9 @@ struct CheckProcess::Shared {
   unsigned char* result() { return input() + kInputBytes; }
 };
 
-int32_t CheckProcess::MachineCores() { return std::max(1, static_cast<int32_t>(std::thread::hardware_concurrency())); }
+int32_t CheckProcess::DefaultJobs() {
+  return std::clamp(static_cast<int32_t>(std::thread::hardware_concurrency()), 1, 2);
+}
 
 CheckProcess::CheckProcess(std::vector<Impl> impls, Shared* shared, pid_t pid)
     : impls_(std::move(impls)), shared_(shared), pid_(pid) {}

@@ -49,8 +49,11 @@ class CheckProcess {
   // the step's own failure in the process, or the process's end.
   absl::Status Collect(std::vector<absl::StatusOr<SuiteRunResult>>* results);
 
-  // The machine's cores, at least 1: what --jobs 0 asks for.
-  static int32_t MachineCores();
+  // What --jobs 0 (the default) asks for: two processes where the machine has two cores or more,
+  // else one. More pay little: each process computes the reference, and a group of one state
+  // shares no builder (on the H200 machine's 16 cores the Splitwise replay took 51.8 s with 2,
+  // 48.8 s with 6 at five times the CPU; docs/performance.md).
+  static int32_t DefaultJobs();
 
   struct Shared;  // the memory both processes map (check_process.cc)
 

@@ -106,7 +106,7 @@ po::options_description RunOptions() {
     ("steps-csv-stride", po::value<int64_t>()->default_value(1), "write every n-th step to steps.csv")
     ("check-kv", po::bool_switch(), "check KV block accounting after every step (slow)")
     ("progress", po::value<std::string>()->default_value("auto"), "stderr: requests finished, steps and steps/s with ETA; auto (a bar on a terminal, a line every 10 s otherwise), bar, lines, none")
-    ("jobs", po::value<int32_t>()->default_value(0), "processes of the metadata check: the implementations split into that many groups, each checked every step by a process of its own, in step with the run (0: the machine's cores); results are identical for any value (docs/performance.md)")
+    ("jobs", po::value<int32_t>()->default_value(0), "processes of the metadata check: the implementations split into that many groups, each checked every step by a process of its own, in step with the run (0: two, or one on a single core); results are identical for any value (docs/performance.md)")
     ("what-if", po::value<std::string>(), "a labelled what-if no vLLM release runs: record-av-graphs (adaptive verification steps' metadata builds recorded and replayed under vLLM's recorded-graph key from its capture batch, as 0.33.0+ records uniform decode) or record-av-graphs-at-first-step (recorded from the first step of each key); reports which outputs and host values the replays freeze wrong, in summary.json's what_if_record_av_graphs")
     ("what-if-57207", po::bool_switch(), "a labelled what-if: the released vLLM states (vllm-0.31, vllm-0.34, ...) also build #57207's FP8 prefill segmentation, which no release up to 0.34.0 has (its host plan, copies and fills: 10 more launches per prefill step); the seed's Before and the fused suite build it always")
     ("no-dedup", po::bool_switch(), "emulate and compare every builder of every implementation itself, not once per step for the implementations that run it on the same inputs (for auditing; results are identical)")
@@ -309,7 +309,7 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
   }
   if (c.jobs < 0 || c.jobs > 1024)
     return absl::InvalidArgumentError(absl::StrCat("--jobs: expected 0 (the machine's cores) to 1024, got ", c.jobs));
-  if (c.jobs == 0) c.jobs = CheckProcess::MachineCores();
+  if (c.jobs == 0) c.jobs = CheckProcess::DefaultJobs();
   return c;
 }
 
