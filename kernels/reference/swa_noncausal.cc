@@ -21,11 +21,19 @@ SwaNonCausalRows SwaNonCausal(const BatchSizes& sizes, const DeviceBatch& device
     const int32_t seq_len = device.seq_lens[r];
     const int32_t first = std::max(seq_len - qlen - window, 0);
     const int32_t* bt_row = device.block_table + int64_t{r} * sizes.bt_stride;
+    // Every valid token of the request sees the same window: its row is written once, then copied.
+    const int32_t* made = nullptr;
     for (int32_t t = qsl[r]; t < qsl[r + 1] && t < rows; ++t) {
       if (device.slot_mapping[t] < 0) continue;  // is_valid_token false: length 0, row of -1
       out.lens[t] = seq_len - first;
+      int32_t* row = &out.indices[int64_t{t} * width];
+      if (made != nullptr) {
+        std::copy(made, made + width, row);
+        continue;
+      }
       for (int32_t p = first; p < seq_len && p - first < width; ++p)
-        out.indices[t * width + (p - first)] = bt_row[p / block_size] * block_size + p % block_size;
+        row[p - first] = bt_row[p / block_size] * block_size + p % block_size;
+      made = row;
     }
   }
   return out;
