@@ -34,6 +34,9 @@ class StepExecutor {
   // After the run: what its metadata check counted (nullptr: it checks nothing), and its own
   // figures (nullptr: none). The run's result (sim/studies/run.h) carries both.
   virtual const CheckTally* check_tally() const { return nullptr; }
+  // CPU time of the processes the executor runs beside the run's own (the check's second
+  // process, sim/exec/check_process.h), which the run adds to its own CPU time.
+  virtual double other_processes_cpu_s() const { return 0; }
   virtual std::shared_ptr<const ExecutorFigures> figures() const { return nullptr; }
 };
 

@@ -4,7 +4,10 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <new>
 #include <string>
 #include <thread>
@@ -16,6 +19,7 @@
 
 #if defined(__linux__)
 #include <dirent.h>
+#include <sched.h>
 #include <linux/futex.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -220,13 +224,42 @@ struct CheckProcess::Shared {
   std::atomic<uint32_t> reply{0};    // steps it answered (the run waits for it to reach request)
   std::atomic<uint32_t> quit{0};
   std::atomic<uint32_t> process_sleeping{0}, run_sleeping{0};  // a side asleep on the futex
+  std::atomic<int64_t> cpu_us{0};  // the process's CPU time when it answered its last step
   uint64_t input_size = 0, result_size = 0;
   unsigned char* input() { return reinterpret_cast<unsigned char*>(this) + kHeaderBytes; }
   unsigned char* result() { return input() + kInputBytes; }
 };
 
+namespace {
+
+// The fewest runnable tasks besides this one over five samples 2 ms apart (a task that runs for a
+// moment is no load); 0 where /proc/stat cannot be read.
+int32_t OtherRunnableTasks() {
+  int32_t fewest = INT32_MAX;
+  for (int sample = 0; sample < 5; ++sample) {
+    if (sample > 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::FILE* f = std::fopen("/proc/stat", "r");
+    if (f == nullptr) return 0;
+    char line[256];
+    int running = -1;
+    while (std::fgets(line, sizeof(line), f) != nullptr)
+      if (std::sscanf(line, "procs_running %d", &running) == 1) break;
+    std::fclose(f);
+    if (running < 1) return 0;
+    fewest = std::min(fewest, running - 1);
+  }
+  return fewest;
+}
+
+}  // namespace
+
 int32_t CheckProcess::DefaultJobs() {
-  return std::clamp(static_cast<int32_t>(std::thread::hardware_concurrency()), 1, 2);
+  int32_t cores = static_cast<int32_t>(std::thread::hardware_concurrency());
+#if defined(__linux__)
+  if (cpu_set_t set; sched_getaffinity(0, sizeof(set), &set) == 0) cores = CPU_COUNT(&set);
+#endif
+  if (cores < 2) return 1;
+  return OtherRunnableTasks() <= cores - 2 ? 2 : 1;
 }
 
 CheckProcess::CheckProcess(std::vector<Impl> impls, Shared* shared, pid_t pid)
@@ -323,6 +356,8 @@ int ThreadsOfThisProcess() {
                          absl::StrFormat("the check process's results exceed its %d bytes", kResultBytes)));
       }
       sh->result_size = w.used();
+      sh->cpu_us.store(static_cast<int64_t>(static_cast<double>(std::clock()) * 1e6 / CLOCKS_PER_SEC),
+                       std::memory_order_relaxed);
       sh->reply.store(seen, std::memory_order_seq_cst);
       Wake(&sh->reply, sh->run_sleeping);
     }
@@ -377,6 +412,8 @@ CheckProcess::~CheckProcess() {
   munmap(shared_, kSharedBytes);
 }
 
+double CheckProcess::cpu_s() const { return static_cast<double>(shared_->cpu_us.load(std::memory_order_relaxed)) * 1e-6; }
+
 absl::Status CheckProcess::Ended(const char* while_doing) {
   int status = 0;
   const pid_t got = waitpid(pid_, &status, WNOHANG);
@@ -425,6 +462,7 @@ absl::Status CheckProcess::Collect(std::vector<absl::StatusOr<SuiteRunResult>>* 
 
 #else  // not Linux: the executor checks every group itself
 
+double CheckProcess::cpu_s() const { return 0; }
 absl::StatusOr<std::unique_ptr<CheckProcess>> CheckProcess::Start(std::vector<Impl>, ModelConsts, bool) {
   return absl::UnimplementedError("a second check process needs Linux");
 }

@@ -42,6 +42,8 @@ class CheckProcess {
 
   const std::vector<Impl>& impls() const { return impls_; }
   pid_t pid() const { return pid_; }
+  // The process's CPU time up to its last answered step.
+  double cpu_s() const;
 
   // Hands the step to the process. Then Collect, once, before the next Submit.
   absl::Status Submit(const StepPlan& plan, const StepArrays& arrays);
@@ -49,10 +51,13 @@ class CheckProcess {
   // the step's own failure in the process, or the process's end.
   absl::Status Collect(std::vector<absl::StatusOr<SuiteRunResult>>* results);
 
-  // What --jobs 0 (the default) asks for: two processes where the machine has two cores or more,
-  // else one. More pay little: each process computes the reference, and a group of one state
-  // shares no builder (on the H200 machine's 16 cores the Splitwise replay took 51.8 s with 2,
-  // 48.8 s with 6 at five times the CPU; docs/performance.md).
+  // What --jobs 0 (the default) asks for: two processes where this process may run on two cores
+  // or more and one of them is idle (the fewest other runnable tasks over five samples of
+  // /proc/stat's procs_running, 2 ms apart, leaves a core free), else one. The two answer each other every step, so on a machine whose cores are
+  // all busy each step waits for the scheduler to run the other (a default run took 1.2 s instead
+  // of 0.2 s beside a test run on 2 cores). More than two pay little: each process computes the
+  // reference, and a group of one state shares no builder (on the H200 machine's 16 cores the
+  // Splitwise replay took 51.8 s with 2, 48.8 s with 6 at five times the CPU; docs/performance.md).
   static int32_t DefaultJobs();
 
   struct Shared;  // the memory both processes map (check_process.cc)

@@ -37,6 +37,11 @@ class CpuExecutor : public StepExecutor {
   absl::Status Finish(nlohmann::json* section) override;
 
   const CheckTally* check_tally() const override { return &tally_; }
+  double other_processes_cpu_s() const override {
+    double s = 0;
+    for (const auto& p : processes_) s += p->cpu_s();
+    return s;
+  }
 
   // Processes checking the run's steps, this one included, and the others' ids (for tests).
   int32_t processes() const { return 1 + static_cast<int32_t>(processes_.size()); }

@@ -322,7 +322,8 @@ absl::StatusOr<RunResult> ExecuteRun(const RunConfig& given_config) {
   const absl::Status run_status = engine.Run();
   const bool interrupted = absl::IsCancelled(run_status);
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const double cpu_s = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
+  double cpu_s = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
+  for (const auto& executor : executors) cpu_s += executor->other_processes_cpu_s();
   progress.End();
 
   // The typed result first; summary.json is written from it below (its one writer).

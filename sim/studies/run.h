@@ -85,8 +85,8 @@ struct RunResult {
   int32_t max_model_len = 0;    // the run's: --max-model-len, or the trace's longest request
   int64_t steps = 0;
   double wall_s = 0;       // host wall-clock time of the simulation loop
-  double cpu_s = 0;        // the process's CPU time (all threads) during the loop: the steadier
-                           // figure on a shared machine
+  double cpu_s = 0;        // the CPU time (all threads, and the check's second process) of the
+                           // loop: the steadier figure on a shared machine
   std::string result_file;  // --save-result: where the result JSON went
 
   // The tally of the first executor that checks (the CPU metadata check, or the GPU executor's
