@@ -35,12 +35,14 @@ absl::Status CheckGroup::Run(const BatchInputs& in, std::vector<absl::StatusOr<S
   // per step, shared by every implementation: it is built from the device view and the layout.
   if (absl::Status s = suite_.Prepare(in.sizes); !s.ok()) return s;
   SuiteReference want;
-  if (!dedup_) {  // each implementation on its own: the reference first, then run and compare
-    absl::StatusOr<bool> made = OrOutOfMemory<bool>([&] {
+  const auto make_reference = [&] {
+    return OrOutOfMemory<bool>([&] {
       want = ComputeSuiteReference(in, suite_.layout(), consts_);
       return true;
-    });
-    if (!made.ok()) return made.status();
+    }).status();
+  };
+  if (!dedup_) {  // each implementation on its own: the reference first, then run and compare
+    if (absl::Status s = make_reference(); !s.ok()) return s;
     for (size_t i = 0; i < impls_.size(); ++i)
       (*results)[i] = OrOutOfMemory<SuiteRunResult>([&] { return suite_.Run(impls_[i], in, &want); });
     return absl::OkStatus();
@@ -53,11 +55,7 @@ absl::Status CheckGroup::Run(const BatchInputs& in, std::vector<absl::StatusOr<S
   std::vector<absl::StatusOr<OpCounters>> counters;
   counters.reserve(impls_.size());
   for (Impl impl : impls_) counters.push_back(OrOutOfMemory<OpCounters>([&] { return suite_.Emulate(impl, in); }));
-  absl::StatusOr<bool> made = OrOutOfMemory<bool>([&] {
-    want = ComputeSuiteReference(in, suite_.layout(), consts_);
-    return true;
-  });
-  if (!made.ok()) return made.status();
+  if (absl::Status s = make_reference(); !s.ok()) return s;
   for (size_t i = 0; i < impls_.size(); ++i) {
     if (!counters[i].ok()) {
       (*results)[i] = counters[i].status();

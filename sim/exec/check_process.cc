@@ -425,9 +425,8 @@ absl::Status CheckProcess::Ended(const char* while_doing) {
   return absl::InternalError(absl::StrFormat("the metadata check's process %d %s %s", pid_, how, while_doing));
 }
 
-absl::Status CheckProcess::Submit(const StepPlan& plan, const StepArrays& arrays) {
+absl::Status CheckProcess::Submit(const BatchInputs& in, const StepArrays& arrays) {
   if (exited_) return absl::InternalError("the metadata check's process has ended");
-  const BatchInputs in = ToBatchInputs(plan, arrays);
   Writer w(shared_->input(), kInputBytes);
   PutInputs(w, in, arrays);
   if (w.overflow())
@@ -468,7 +467,7 @@ absl::StatusOr<std::unique_ptr<CheckProcess>> CheckProcess::Start(std::vector<Im
 }
 CheckProcess::~CheckProcess() = default;
 absl::Status CheckProcess::Ended(const char*) { return absl::OkStatus(); }
-absl::Status CheckProcess::Submit(const StepPlan&, const StepArrays&) {
+absl::Status CheckProcess::Submit(const BatchInputs&, const StepArrays&) {
   return absl::UnimplementedError("a second check process needs Linux");
 }
 absl::Status CheckProcess::Collect(std::vector<absl::StatusOr<SuiteRunResult>>*) {

@@ -45,8 +45,9 @@ class CheckProcess {
   // The process's CPU time up to its last answered step.
   double cpu_s() const;
 
-  // Hands the step to the process. Then Collect, once, before the next Submit.
-  absl::Status Submit(const StepPlan& plan, const StepArrays& arrays);
+  // Hands the step to the process: its inputs (ToBatchInputs) and the arrays they point into.
+  // Then Collect, once, before the next Submit.
+  absl::Status Submit(const BatchInputs& in, const StepArrays& arrays);
   // Waits for the step's results: one per implementation, in impls() order. A non-OK return is
   // the step's own failure in the process, or the process's end.
   absl::Status Collect(std::vector<absl::StatusOr<SuiteRunResult>>* results);

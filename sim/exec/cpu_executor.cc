@@ -40,6 +40,7 @@ CpuExecutor::CpuExecutor(std::vector<Impl> impls, ModelConsts consts, int32_t jo
     : impls_(std::move(impls)) {
   KeepFreedBlocks();
   for (Impl impl : impls_) tally_.Of(impl);
+  if (jobs == 0 && impls_.size() > 1) jobs = CheckProcess::DefaultJobs();
   const std::vector<std::vector<Impl>> groups = SplitIntoGroups(impls_, jobs);
   for (size_t g = 1; g < groups.size(); ++g) {
     absl::StatusOr<std::unique_ptr<CheckProcess>> p = CheckProcess::Start(groups[g], consts, dedup);
@@ -67,7 +68,7 @@ absl::Status CpuExecutor::Execute(const StepPlan& plan, const StepArrays& arrays
   size_t submitted = 0;
   absl::Status failed;
   while (submitted < processes_.size() && failed.ok()) {
-    failed = processes_[submitted]->Submit(plan, arrays);
+    failed = processes_[submitted]->Submit(inputs, arrays);
     if (failed.ok()) ++submitted;
   }
   std::vector<absl::StatusOr<SuiteRunResult>> results, theirs;

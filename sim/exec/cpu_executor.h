@@ -27,7 +27,8 @@ class CpuExecutor : public StepExecutor {
   // jobs: processes of the check (run --jobs): the implementations are split into that many
   // groups of consecutive ones (SplitIntoGroups); this process checks the first group, a
   // CheckProcess each other one, all in step (sim/exec/check_process.h). Where a process cannot
-  // start, this one checks every implementation. dedup: builder-level deduplication within a
+  // start, this one checks every implementation; 0 asks CheckProcess::DefaultJobs (only where
+  // there are two implementations to split, as the run starts). dedup: builder-level deduplication within a
   // group (kernels/suite/builder_memo.h; run --no-dedup turns it off). Results depend on neither.
   explicit CpuExecutor(std::vector<Impl> impls, ModelConsts consts = {}, int32_t jobs = 1, bool dedup = true);
   ~CpuExecutor() override;

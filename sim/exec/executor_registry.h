@@ -20,7 +20,7 @@ namespace dspark::sim {
 struct ExecutorRequest {
   std::vector<Impl> impls;    // implementations run on every step (run --impl)
   bool check = true;          // run --check: the emulated implementations against the reference
-  int32_t jobs = 1;           // run --jobs: processes of the CPU check (results do not depend on it)
+  int32_t jobs = 1;           // run --jobs: processes of the CPU check, 0 its default (results do not depend on it)
   bool dedup = true;          // run --no-dedup turns off the CPU check's builder deduplication
   std::string device = "cpu"; // run --executor: "cpu", or "gpu" for every step on the device too
   bool gpu_cold_l2 = true;    // executor gpu: flush L2 before every timed suite

@@ -95,7 +95,8 @@ struct RunConfig {
   bool check_kv_each_step = false; // full KV consistency check after every step
   // stderr only, never in summary.json (so not in ToJson); sweep points run without.
   ProgressStyle progress = ProgressStyle::kNone;
-  // Processes of the CPU check (--jobs); results are identical for any value, so not in ToJson.
+  // Processes of the CPU check (--jobs; 0: CheckProcess::DefaultJobs, decided when the check
+  // starts); results are identical for any value, so not in ToJson.
   int32_t jobs = 1;
   // Builder-level deduplication of the CPU check (--no-dedup: off); results are identical either
   // way, so not in ToJson.

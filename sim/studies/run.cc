@@ -30,6 +30,7 @@
 #include "kernels/common/status_macros.h"
 #include "sim/model/acceptance.h"
 #include "sim/model/kv_cache.h"
+#include "sim/model/scheduler.h"
 #include "sim/exec/check_memory.h"
 #include "sim/exec/cuda_device.h"
 #include "sim/engine/engine.h"
@@ -117,7 +118,7 @@ absl::Status MaxModelLenFromTrace(RunConfig* config) {
                                                   longest, config->trace_path, s.message()));
   const SchedulerConfig& sc = config->scheduler;
   const int64_t per_request = (longest + sc.block_size - 1) / sc.block_size;
-  const int64_t kv_blocks = sc.num_kv_blocks > 0 ? sc.num_kv_blocks : per_request * sc.max_num_seqs + 1;
+  const int64_t kv_blocks = sc.num_kv_blocks > 0 ? sc.num_kv_blocks : AutoKvBlocks(sc);
   const int64_t row_cells = per_request + ModelConsts{}.swa_window;
   const std::string pool = config->kv_gb > 0 ? "(below)" : std::to_string(kv_blocks);
   std::fprintf(stderr,
@@ -142,7 +143,7 @@ absl::Status MaxModelLenFromTrace(RunConfig* config) {
 absl::Status KvBlocksFromGb(RunConfig* config) {
   if (!(config->kv_gb > 0)) return absl::OkStatus();
   SchedulerConfig& sc = config->scheduler;
-  const int64_t useful = (int64_t{sc.max_model_len} + sc.block_size - 1) / sc.block_size * sc.max_num_seqs + 1;
+  const int64_t useful = AutoKvBlocks(sc);
   const int64_t blocks = std::min(config->KvGbBlocks(), useful);
   sc.num_kv_blocks = static_cast<int32_t>(blocks);
   std::fprintf(stderr, "dspark-sim run: KV pool %lld blocks of %d tokens from --kv-gb %g (%d B per token)%s\n",

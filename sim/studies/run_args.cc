@@ -29,7 +29,6 @@
 #include "sim/engine/engine.h"
 #include "sim/exec/executor_registry.h"
 #include "sim/exec/step_dump.h"
-#include "sim/exec/check_process.h"
 #include "sim/observe/invariants.h"
 #include "sim/observe/metrics.h"
 #include "sim/options/option_errors.h"
@@ -308,8 +307,8 @@ absl::StatusOr<RunConfig> ParseRunArgs(int argc, char** argv, std::string* help)
           "--what-if: expected record-av-graphs or record-av-graphs-at-first-step, got '", c.what_if, "'"));
   }
   if (c.jobs < 0 || c.jobs > 1024)
-    return absl::InvalidArgumentError(absl::StrCat("--jobs: expected 0 (the machine's cores) to 1024, got ", c.jobs));
-  if (c.jobs == 0) c.jobs = CheckProcess::DefaultJobs();
+    return absl::InvalidArgumentError(
+        absl::StrCat("--jobs: expected 0 (two where a core is idle, else one) to 1024, got ", c.jobs));
   return c;
 }
 
